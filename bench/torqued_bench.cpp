@@ -1,0 +1,161 @@
+// Engine benchmarks: one iteration is one call on one state, cycling through a pool of random
+// states prepared beforehand, with every result consumed.
+//
+//   torqued_bench --urdf FILE [--floating-base] [--benchmark_* flags]
+//   torqued_bench --random-chain N [--benchmark_* flags]   (N revolute bodies, for O(n) checks)
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/rnea.hpp"
+#include "engine/io/urdf.hpp"
+#include "engine/model/build.hpp"
+#include "engine/model/configuration.hpp"
+
+namespace torqued {
+namespace {
+
+constexpr int kPoolSize = 64;
+
+struct StatePool {
+  std::vector<Eigen::VectorXd> q, v, a, tau;
+};
+
+StatePool make_pool(const Model& model) {
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  StatePool pool;
+  for (int k = 0; k < kPoolSize; ++k) {
+    pool.q.push_back(random_configuration(model, rng));
+    pool.v.push_back(Eigen::VectorXd::NullaryExpr(model.nv, [&] { return unit(rng); }));
+    pool.a.push_back(Eigen::VectorXd::NullaryExpr(model.nv, [&] { return unit(rng); }));
+    pool.tau.push_back(Eigen::VectorXd::NullaryExpr(model.nv, [&] { return 10.0 * unit(rng); }));
+  }
+  return pool;
+}
+
+// A serial chain of revolute joints about random axes with random inertias.
+ModelPtr random_chain(int bodies) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  ModelSpec spec;
+  spec.name = "random_chain_" + std::to_string(bodies);
+  spec.links.push_back({"link0", {}});
+  for (int i = 1; i <= bodies; ++i) {
+    LinkSpec link;
+    link.name = "link" + std::to_string(i);
+    link.inertial.mass = 0.5 + 0.5 * (unit(rng) + 1.0);
+    link.inertial.origin.translation = Vec3(0.1 * unit(rng), 0.1 * unit(rng), 0.1);
+    link.inertial.inertia = Vec3(0.02, 0.025, 0.03).asDiagonal();
+    spec.links.push_back(link);
+    JointSpec joint;
+    joint.name = "joint" + std::to_string(i);
+    joint.type = JointType::kRevolute;
+    joint.parent_link = "link" + std::to_string(i - 1);
+    joint.child_link = link.name;
+    joint.origin.rotation = axis_angle_rotation(Vec3(unit(rng), unit(rng), unit(rng)).normalized(),
+                                                unit(rng));
+    joint.origin.translation = Vec3(0.0, 0.0, 0.2);
+    joint.axis = Vec3::Unit(i % 3);
+    spec.joints.push_back(joint);
+  }
+  return build_model(spec);
+}
+
+template <typename Call>
+void run(benchmark::State& state, const Model& model, Call call) {
+  Data data(model);
+  int k = 0;
+  for (auto _ : state) {
+    call(data, k);
+    k = (k + 1) % kPoolSize;
+    benchmark::ClobberMemory();
+  }
+  state.counters["nv"] = model.nv;
+}
+
+void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
+  const Model& model = *model_ptr;
+  benchmark::RegisterBenchmark("rnea", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(rnea(model, d, pool.q[k], pool.v[k], pool.a[k]).data());
+    });
+  });
+  benchmark::RegisterBenchmark("crba", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(crba(model, d, pool.q[k]).data());
+    });
+  });
+  benchmark::RegisterBenchmark("aba", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(aba(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
+    });
+  });
+  benchmark::RegisterBenchmark("forward_kinematics", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      forward_kinematics(model, d, pool.q[k], pool.v[k], pool.a[k]);
+      benchmark::DoNotOptimize(d.a.back().linear.data());
+    });
+  });
+  benchmark::RegisterBenchmark("gravity", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(generalized_gravity(model, d, pool.q[k]).data());
+    });
+  });
+}
+
+int usage(const char* argv0) {
+  std::cerr << "usage: " << argv0
+            << " (--urdf FILE [--floating-base] | --random-chain N) [--benchmark_* flags]\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace torqued
+
+int main(int argc, char** argv) {
+  using namespace torqued;
+  std::string urdf;
+  bool floating_base = false;
+  int chain = 0;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--urdf") == 0 && i + 1 < argc) {
+      urdf = argv[++i];
+    } else if (std::strcmp(argv[i], "--floating-base") == 0) {
+      floating_base = true;
+    } else if (std::strcmp(argv[i], "--random-chain") == 0 && i + 1 < argc) {
+      chain = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--help") == 0) {
+      usage(argv[0]);
+      rest.push_back(argv[i]);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (urdf.empty() == (chain <= 0)) return usage(argv[0]);
+  ModelPtr model;
+  try {
+    model = chain > 0 ? random_chain(chain)
+                      : build_model(read_urdf_file(urdf, UrdfOptions{.floating_base = floating_base}));
+  } catch (const std::exception& e) {
+    std::cerr << "torqued_bench: " << e.what() << "\n";
+    return 1;
+  }
+  const StatePool pool = make_pool(*model);
+  register_benchmarks(model, pool);
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

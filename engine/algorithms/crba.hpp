@@ -1,0 +1,12 @@
+// Composite-rigid-body algorithm for the joint-space mass matrix (Featherstone 1987, §5.3-5.5,
+// §7.2 for trees).
+#pragma once
+
+#include "engine/algorithms/kinematics.hpp"
+
+namespace torqued {
+
+// M(q) in data.M, full and symmetric. Also leaves data.oMi current.
+const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q);
+
+}  // namespace torqued

@@ -1,0 +1,214 @@
+// URDF reader: urdfdom's parsed model (urdf::parseURDF, liburdfdom-dev 3.0.1) mapped onto a
+// ModelSpec; see urdf.hpp for what is read, what is ignored and how planar joints are aligned.
+//
+// urdfdom reports parse errors through console_bridge (printing to stderr), and returns null for
+// most of them. So that the errors reach the caller instead, a console_bridge output handler is
+// installed once per process; it hands messages to a thread-local sink while this reader parses on
+// that thread and drops them otherwise (the engine does no logging of its own).
+#include "engine/io/urdf.hpp"
+
+#include <console_bridge/console.h>
+#include <urdf_parser/urdf_parser.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace torqued {
+namespace {
+
+class CapturingOutputHandler : public console_bridge::OutputHandler {
+ public:
+  CapturingOutputHandler() { console_bridge::useOutputHandler(this); }
+
+  void log(const std::string& text, console_bridge::LogLevel level, const char* /*filename*/,
+           int /*line*/) override {
+    if (sink != nullptr && level >= console_bridge::CONSOLE_BRIDGE_LOG_ERROR) {
+      sink->push_back(text);
+    }
+  }
+
+  static thread_local std::vector<std::string>* sink;
+};
+
+thread_local std::vector<std::string>* CapturingOutputHandler::sink = nullptr;
+
+// Routes urdfdom's error messages on this thread into `messages` while the object lives.
+class CaptureUrdfdomMessages {
+ public:
+  explicit CaptureUrdfdomMessages(std::vector<std::string>& messages) {
+    // A function-local static: installed once, by whichever thread gets here first.
+    static CapturingOutputHandler handler;
+    CapturingOutputHandler::sink = &messages;
+  }
+  ~CaptureUrdfdomMessages() { CapturingOutputHandler::sink = nullptr; }
+  CaptureUrdfdomMessages(const CaptureUrdfdomMessages&) = delete;
+  CaptureUrdfdomMessages& operator=(const CaptureUrdfdomMessages&) = delete;
+};
+
+std::string quoted(const std::string& name) { return "'" + name + "'"; }
+
+Vec3 to_vec3(const urdf::Vector3& v) { return {v.x, v.y, v.z}; }
+
+Transform to_transform(const urdf::Pose& pose) {
+  const urdf::Rotation& r = pose.rotation;
+  return {Eigen::Quaterniond(r.w, r.x, r.y, r.z).toRotationMatrix(), to_vec3(pose.position)};
+}
+
+JointType to_joint_type(const urdf::Joint& joint) {
+  switch (joint.type) {
+    case urdf::Joint::REVOLUTE:
+      return JointType::kRevolute;
+    case urdf::Joint::CONTINUOUS:
+      return JointType::kContinuous;
+    case urdf::Joint::PRISMATIC:
+      return JointType::kPrismatic;
+    case urdf::Joint::FLOATING:
+      return JointType::kFreeFlyer;
+    case urdf::Joint::PLANAR:
+      return JointType::kPlanar;
+    case urdf::Joint::FIXED:
+      return JointType::kFixed;
+    case urdf::Joint::UNKNOWN:
+      break;
+  }
+  throw ModelError("joint " + quoted(joint.name) + ": unknown joint type");
+}
+
+JointLimits to_limits(const urdf::Joint& joint, JointType type) {
+  JointLimits limits;
+  if (!joint.limits) return limits;
+  if (type == JointType::kRevolute || type == JointType::kPrismatic) {
+    limits.lower = joint.limits->lower;
+    limits.upper = joint.limits->upper;
+  }
+  limits.velocity = joint.limits->velocity;
+  limits.effort = joint.limits->effort;
+  return limits;
+}
+
+InertialSpec to_inertial(const urdf::Link& link) {
+  InertialSpec inertial;
+  if (!link.inertial) return inertial;
+  const urdf::Inertial& in = *link.inertial;
+  inertial.mass = in.mass;
+  inertial.origin = to_transform(in.origin);
+  inertial.inertia << in.ixx, in.ixy, in.ixz, in.ixy, in.iyy, in.iyz, in.ixz, in.iyz, in.izz;
+  return inertial;
+}
+
+std::string format_vector(const Vec3& v) {
+  std::ostringstream out;
+  out << "(" << v.x() << ", " << v.y() << ", " << v.z() << ")";
+  return out.str();
+}
+
+void add_ignored_tag_warnings(const urdf::Joint& joint, std::vector<std::string>& warnings) {
+  // On a fixed joint neither tag changes anything (talos_reduced has 12 such mimic tags).
+  if (joint.type == urdf::Joint::FIXED) return;
+  if (joint.mimic) {
+    warnings.push_back("joint " + quoted(joint.name) + ": <mimic> of joint " +
+                       quoted(joint.mimic->joint_name) +
+                       " ignored: the joint is an independent degree of freedom");
+  }
+  if (joint.dynamics && (joint.dynamics->damping != 0.0 || joint.dynamics->friction != 0.0)) {
+    std::ostringstream message;
+    message << "joint " << quoted(joint.name) << ": <dynamics damping=\"" << joint.dynamics->damping
+            << "\" friction=\"" << joint.dynamics->friction
+            << "\"> ignored: only rigid-body terms are modelled";
+    warnings.push_back(message.str());
+  }
+}
+
+ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& options) {
+  ModelSpec spec;
+  spec.name = urdf_model.getName();
+  spec.floating_base = options.floating_base;
+  spec.gravity = options.gravity;
+
+  // Planar joints whose plane normal is not +z: the rotation applied to the joint frame, by child
+  // link, to be undone on everything expressed in that link's frame.
+  std::map<std::string, Transform> realigned_links;
+  for (const auto& [name, joint] : urdf_model.joints_) {
+    if (joint->type != urdf::Joint::PLANAR) continue;
+    const Vec3 normal = to_vec3(joint->axis);
+    if (!normal.allFinite() || normal.norm() == 0.0) {
+      throw ModelError("joint " + quoted(name) + ": zero axis");
+    }
+    const Vec3 unit = normal.normalized();
+    if (unit == Vec3::UnitZ()) continue;
+    const Mat3 align = Eigen::Quaterniond::FromTwoVectors(Vec3::UnitZ(), unit).toRotationMatrix();
+    realigned_links[joint->child_link_name] = {align, Vec3::Zero()};
+    spec.warnings.push_back("joint " + quoted(name) + ": planar joint with plane normal " +
+                            format_vector(normal) + ": the frame of link " +
+                            quoted(joint->child_link_name) +
+                            " is rotated so that its z axis is the normal");
+  }
+  const auto undo_alignment = [&](const std::string& link, const Transform& t) {
+    const auto it = realigned_links.find(link);
+    return it == realigned_links.end() ? t : it->second.inverse() * t;
+  };
+
+  for (const auto& [name, link] : urdf_model.links_) {
+    LinkSpec out{name, to_inertial(*link)};
+    out.inertial.origin = undo_alignment(name, out.inertial.origin);
+    spec.links.push_back(std::move(out));
+  }
+  for (const auto& [name, joint] : urdf_model.joints_) {
+    JointSpec out;
+    out.name = name;
+    out.type = to_joint_type(*joint);
+    out.parent_link = joint->parent_link_name;
+    out.child_link = joint->child_link_name;
+    out.origin =
+        undo_alignment(out.parent_link, to_transform(joint->parent_to_joint_origin_transform));
+    out.axis = to_vec3(joint->axis);
+    if (out.type == JointType::kPlanar) {
+      const auto it = realigned_links.find(out.child_link);
+      if (it != realigned_links.end()) out.origin = out.origin * it->second;
+      out.axis = Vec3::UnitZ();
+    }
+    out.limits = to_limits(*joint, out.type);
+    add_ignored_tag_warnings(*joint, spec.warnings);
+    spec.joints.push_back(std::move(out));
+  }
+  return spec;
+}
+
+}  // namespace
+
+ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
+  std::vector<std::string> messages;
+  urdf::ModelInterfaceSharedPtr urdf_model;
+  {
+    CaptureUrdfdomMessages capture(messages);
+    try {
+      urdf_model = urdf::parseURDF(std::string(xml));
+    } catch (const std::exception& e) {
+      messages.push_back(e.what());
+    }
+  }
+  // urdfdom logs some errors and still returns a model: a <mass value="inf"/> it cannot parse
+  // leaves a massless link behind. Any error it reports rejects the file.
+  if (!urdf_model || !messages.empty()) {
+    std::string message = "invalid URDF";
+    for (const std::string& m : messages) message += ": " + m;
+    throw ModelError(message);
+  }
+  return to_spec(*urdf_model, options);
+}
+
+ModelSpec read_urdf_file(const std::string& path, const UrdfOptions& options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    throw ModelError("cannot read URDF file '" + path + "': " + std::strerror(errno));
+  }
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) throw ModelError("cannot read URDF file '" + path + "'");
+  return read_urdf_string(contents.str(), options);
+}
+
+}  // namespace torqued

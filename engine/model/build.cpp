@@ -1,0 +1,378 @@
+// build_model(): validates a ModelSpec and turns its link/joint tree into Featherstone's
+// parent-array form (Featherstone 1987, §7.2), merging fixed joints into the body they weld to.
+//
+// The traversal order is the API's promise (design.md §4): depth-first from the root link, each
+// link's child joints sorted by joint name with std::string's operator< — urdfdom keeps joints
+// in a std::map and Pinocchio walks that map, so q vectors line up with Pinocchio's and with
+// ../shared/golden. Fixed joints are walked in place (a moving joint below a fixed one gets its
+// index where the fixed joint sits in the order), which is also what Pinocchio's URDF parser does.
+#include "engine/model/build.hpp"
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string_view>
+
+namespace torqued {
+namespace {
+
+// Relative tolerance of the inertia checks: eigenvalues of a 3x3 come out within a few ulps of
+// its largest entry, and tensors on the boundary are legitimate (a point mass has zero principal
+// moments, a thin plate has A + B = C).
+constexpr double kInertiaRelTol = 1e-12;
+// Rotations in an explicit spec may have been printed and read back: allow ~7 digits.
+constexpr double kRotationTol = 1e-6;
+
+[[noreturn]] void fail(const std::string& message) { throw ModelError(message); }
+
+// Appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "'" + std::string + "'".
+std::string quoted(std::string_view name) {
+  std::string out;
+  out.reserve(name.size() + 2);
+  out += '\'';
+  out += name;
+  out += '\'';
+  return out;
+}
+
+std::string format_number(double x) {
+  std::ostringstream out;
+  out.precision(6);
+  out << x;
+  return out.str();
+}
+
+bool is_finite(const Transform& t) { return t.rotation.allFinite() && t.translation.allFinite(); }
+
+bool is_rotation(const Mat3& r) {
+  return (r.transpose() * r - Mat3::Identity()).cwiseAbs().maxCoeff() <= kRotationTol &&
+         r.determinant() > 0.0;
+}
+
+void check_placement(const Transform& t, const std::string& what) {
+  if (!is_finite(t)) fail(what + ": origin has non-finite numbers");
+  if (!is_rotation(t.rotation)) fail(what + ": origin rotation is not a proper rotation matrix");
+}
+
+bool is_zero_inertia(const RigidInertia& y) {
+  return y.mass == 0.0 && y.first_moment.isZero(0.0) && y.rotational.isZero(0.0);
+}
+
+// Checks one link's inertial data; returns a warning (empty if none) for physically impossible
+// but accepted tensors (see ../shared/models/README.md: real robots ship them).
+std::string check_link_inertia(const LinkSpec& link) {
+  const std::string what = "link " + quoted(link.name);
+  const InertialSpec& in = link.inertial;
+  if (!std::isfinite(in.mass)) fail(what + ": non-finite mass");
+  if (in.mass < 0.0) fail(what + ": negative mass " + format_number(in.mass));
+  check_placement(in.origin, what + " inertial");
+  const Mat3& inertia = in.inertia;
+  if (!inertia.allFinite()) fail(what + ": rotational inertia has non-finite numbers");
+  const double scale = inertia.cwiseAbs().maxCoeff();
+  if ((inertia - inertia.transpose()).cwiseAbs().maxCoeff() > kInertiaRelTol * scale) {
+    fail(what + ": rotational inertia is not symmetric");
+  }
+  if (scale == 0.0) return {};
+  const Vec3 moments = Eigen::SelfAdjointEigenSolver<Mat3>(inertia, Eigen::EigenvaluesOnly)
+                           .eigenvalues();  // ascending
+  if (moments(0) < -kInertiaRelTol * scale) {
+    fail(what + ": rotational inertia is not positive semi-definite (principal moment " +
+         format_number(moments(0)) + ")");
+  }
+  if (moments(0) + moments(1) < moments(2) * (1.0 - kInertiaRelTol)) {
+    return what + ": principal moments of inertia (" + format_number(moments(0)) + ", " +
+           format_number(moments(1)) + ", " + format_number(moments(2)) +
+           ") violate the triangle inequality A + B >= C";
+  }
+  return {};
+}
+
+bool is_one_dof(JointType type) {
+  return type == JointType::kRevolute || type == JointType::kContinuous ||
+         type == JointType::kPrismatic || type == JointType::kHelical;
+}
+
+void check_joint(const JointSpec& joint) {
+  const std::string what = "joint " + quoted(joint.name);
+  check_placement(joint.origin, what);
+  if (!std::isfinite(joint.pitch)) fail(what + ": non-finite pitch");
+  const JointLimits& l = joint.limits;
+  if (std::isnan(l.lower) || std::isnan(l.upper) || std::isnan(l.velocity) ||
+      std::isnan(l.effort)) {
+    fail(what + ": limits contain NaN");
+  }
+  if (is_one_dof(joint.type) && (!joint.axis.allFinite() || joint.axis.norm() == 0.0)) {
+    fail(what + ": zero axis");
+  }
+}
+
+Joint make_joint(const JointSpec& spec) {
+  Joint joint;
+  joint.type = spec.type;
+  joint.nq = joint_nq(spec.type);
+  joint.nv = joint_nv(spec.type);
+  joint.pitch = spec.pitch;
+  if (!is_one_dof(spec.type)) return joint;
+  joint.axis = spec.axis.normalized();
+  if (joint.axis == Vec3::UnitX()) {
+    joint.axis_kind = AxisKind::kX;
+  } else if (joint.axis == Vec3::UnitY()) {
+    joint.axis_kind = AxisKind::kY;
+  } else if (joint.axis == Vec3::UnitZ()) {
+    joint.axis_kind = AxisKind::kZ;
+  }
+  switch (spec.type) {
+    case JointType::kPrismatic:
+      joint.subspace = {joint.axis, Vec3::Zero()};
+      break;
+    case JointType::kHelical:
+      joint.subspace = {spec.pitch * joint.axis, joint.axis};
+      break;
+    default:
+      joint.subspace = {Vec3::Zero(), joint.axis};
+      break;
+  }
+  return joint;
+}
+
+RigidInertia link_inertia(const LinkSpec& link) {
+  const InertialSpec& in = link.inertial;
+  const Mat3& r = in.origin.rotation;
+  return RigidInertia::FromMassComInertia(in.mass, in.origin.translation,
+                                          r * in.inertia * r.transpose());
+}
+
+// The topology of the spec, by index, once the names are known to be consistent.
+struct Tree {
+  std::vector<int> parent_joint;               // per link, -1 for the root
+  std::vector<std::vector<int>> child_joints;  // per link, sorted by joint name
+  std::vector<int> joint_parent;               // per joint: parent link
+  std::vector<int> joint_child;                // per joint: child link
+  int root = -1;
+};
+
+// Follows parent joints from `start` (which cannot reach a root) until a link repeats: that link
+// is on a cycle.
+std::string cycle_message(const ModelSpec& spec, const Tree& tree, int start) {
+  std::vector<bool> seen(spec.links.size(), false);
+  int link = start;
+  while (!seen[link]) {
+    seen[link] = true;
+    link = tree.joint_parent[tree.parent_joint[link]];
+  }
+  std::string joints;
+  int at = link;
+  do {
+    const int j = tree.parent_joint[at];
+    joints = quoted(spec.joints[j].name) + (joints.empty() ? "" : ", ") + joints;
+    at = tree.joint_parent[j];
+  } while (at != link);
+  return "the joints form a cycle through link " + quoted(spec.links[link].name) + " (joints " +
+         joints + ")";
+}
+
+Tree make_tree(const ModelSpec& spec) {
+  if (spec.links.empty()) fail("model " + quoted(spec.name) + " has no links");
+  std::map<std::string_view, int> link_index;
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    if (!link_index.emplace(spec.links[i].name, static_cast<int>(i)).second) {
+      fail("duplicate link name " + quoted(spec.links[i].name));
+    }
+  }
+  std::map<std::string_view, int> joint_index;
+  for (std::size_t j = 0; j < spec.joints.size(); ++j) {
+    const std::string& name = spec.joints[j].name;
+    if (spec.floating_base && name == "root_joint") {
+      fail("joint name 'root_joint' is reserved for the floating base");
+    }
+    if (!joint_index.emplace(name, static_cast<int>(j)).second) {
+      fail("duplicate joint name " + quoted(name));
+    }
+  }
+
+  Tree tree;
+  tree.parent_joint.assign(spec.links.size(), -1);
+  tree.child_joints.resize(spec.links.size());
+  for (std::size_t j = 0; j < spec.joints.size(); ++j) {
+    const JointSpec& joint = spec.joints[j];
+    const auto parent = link_index.find(joint.parent_link);
+    if (parent == link_index.end()) {
+      fail("joint " + quoted(joint.name) + ": unknown parent link " + quoted(joint.parent_link));
+    }
+    const auto child = link_index.find(joint.child_link);
+    if (child == link_index.end()) {
+      fail("joint " + quoted(joint.name) + ": unknown child link " + quoted(joint.child_link));
+    }
+    if (parent->second == child->second) {
+      fail("joint " + quoted(joint.name) + " connects link " + quoted(joint.child_link) +
+           " to itself");
+    }
+    int& parent_joint = tree.parent_joint[child->second];
+    if (parent_joint >= 0) {
+      fail("link " + quoted(joint.child_link) + " is the child of two joints: " +
+           quoted(spec.joints[parent_joint].name) + " and " + quoted(joint.name));
+    }
+    parent_joint = static_cast<int>(j);
+    tree.joint_parent.push_back(parent->second);
+    tree.joint_child.push_back(child->second);
+    tree.child_joints[parent->second].push_back(static_cast<int>(j));
+  }
+  for (std::vector<int>& children : tree.child_joints) {
+    std::sort(children.begin(), children.end(),
+              [&](int a, int b) { return spec.joints[a].name < spec.joints[b].name; });
+  }
+
+  std::vector<std::string> roots;
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    if (tree.parent_joint[i] < 0) {
+      roots.push_back(quoted(spec.links[i].name));
+      tree.root = static_cast<int>(i);
+    }
+  }
+  if (roots.empty()) fail("no root link: " + cycle_message(spec, tree, 0));
+  if (roots.size() > 1) {
+    std::string names;
+    for (const std::string& r : roots) names += (names.empty() ? "" : ", ") + r;
+    fail("several root links: " + names);
+  }
+  return tree;
+}
+
+// Where each link ended up: its body and its placement in that body's frame.
+struct LinkPlacement {
+  int body = -1;
+  Transform placement = Transform::Identity();
+};
+
+void add_body(Model& model, int parent, std::string body_name, std::string joint_name,
+              const Joint& joint, const JointLimits& limits, const Transform& placement) {
+  model.parent.push_back(parent);
+  model.body_names.push_back(std::move(body_name));
+  model.joint_names.push_back(std::move(joint_name));
+  model.joints.push_back(joint);
+  model.limits.push_back(limits);
+  model.joint_placements.push_back(placement);
+  model.inertias.push_back(RigidInertia::Zero());
+}
+
+void add_frame(Model& model, std::string name, FrameKind kind, int body,
+               const Transform& placement) {
+  model.frames.push_back({std::move(name), kind, body, placement});
+}
+
+// Indices, depths, subtree ranges and the inertia warnings, once every body is in place.
+void finish(Model& model) {
+  const int n = model.nbodies();
+  model.depth.assign(n, 0);
+  model.subtree_end.resize(n);
+  for (int i = 0; i < n; ++i) model.subtree_end[i] = i + 1;
+  model.subtree_end[0] = n;
+  for (int i = n - 1; i > 0; --i) {
+    int& end = model.subtree_end[model.parent[i]];
+    end = std::max(end, model.subtree_end[i]);
+  }
+  model.nq = 0;
+  model.nv = 0;
+  for (int i = 1; i < n; ++i) {
+    model.depth[i] = model.depth[model.parent[i]] + 1;
+    Joint& joint = model.joints[i];
+    joint.idx_q = model.nq;
+    joint.idx_v = model.nv;
+    model.nq += joint.nq;
+    model.nv += joint.nv;
+    model.body_of_v.insert(model.body_of_v.end(), joint.nv, i);
+  }
+
+  // Bottom-up (children have larger indices), so the check is linear in the number of bodies.
+  std::vector<bool> subtree_has_inertia(n);
+  for (int i = n - 1; i > 0; --i) {
+    if (!is_zero_inertia(model.inertias[i])) subtree_has_inertia[i] = true;
+    if (subtree_has_inertia[i]) subtree_has_inertia[model.parent[i]] = true;
+  }
+  // A massless body is only worth its own warning when the joint above it still moves inertia.
+  for (int i = 1; i < n; ++i) {
+    if (!subtree_has_inertia[i]) {
+      model.warnings.push_back("joint " + quoted(model.joint_names[i]) +
+                               " moves a subtree without inertia: forward dynamics will fail");
+    } else if (is_zero_inertia(model.inertias[i])) {
+      model.warnings.push_back("link " + quoted(model.body_names[i]) + " (moved by joint " +
+                               quoted(model.joint_names[i]) + ") has no mass and no inertia");
+    }
+  }
+}
+
+}  // namespace
+
+ModelPtr build_model(const ModelSpec& spec) {
+  if (!spec.gravity.allFinite()) fail("model " + quoted(spec.name) + ": non-finite gravity");
+  const Tree tree = make_tree(spec);
+
+  auto model = std::make_shared<Model>();
+  model->name = spec.name;
+  model->gravity = spec.gravity;
+  model->floating_base = spec.floating_base;
+  model->warnings = spec.warnings;
+  for (const LinkSpec& link : spec.links) {
+    std::string warning = check_link_inertia(link);
+    if (!warning.empty()) model->warnings.push_back(std::move(warning));
+  }
+  for (const JointSpec& joint : spec.joints) check_joint(joint);
+
+  const LinkSpec& root = spec.links[tree.root];
+  add_body(*model, -1, spec.floating_base ? "universe" : root.name, "universe", Joint{},
+           JointLimits{}, Transform::Identity());
+  std::vector<LinkPlacement> placed(spec.links.size());
+  if (spec.floating_base) {
+    JointSpec free_flyer;
+    free_flyer.type = JointType::kFreeFlyer;
+    add_body(*model, 0, root.name, "root_joint", make_joint(free_flyer), JointLimits{},
+             Transform::Identity());
+    add_frame(*model, "root_joint", FrameKind::kJoint, 1, Transform::Identity());
+  }
+  placed[tree.root].body = model->nbodies() - 1;
+  add_frame(*model, root.name, FrameKind::kBody, placed[tree.root].body, Transform::Identity());
+  model->inertias[placed[tree.root].body] = link_inertia(root);
+
+  // Explicit stack rather than recursion: a spec from the network may be a very deep chain.
+  std::vector<int> stack(tree.child_joints[tree.root].rbegin(),
+                         tree.child_joints[tree.root].rend());
+  while (!stack.empty()) {
+    const int j = stack.back();
+    stack.pop_back();
+    const JointSpec& joint = spec.joints[j];
+    const LinkPlacement& from = placed[tree.joint_parent[j]];
+    const int child = tree.joint_child[j];
+    LinkPlacement& to = placed[child];
+    const Transform placement = from.placement * joint.origin;
+    if (joint.type == JointType::kFixed) {
+      to.body = from.body;
+      to.placement = placement;
+      add_frame(*model, joint.name, FrameKind::kJoint, to.body, to.placement);
+      add_frame(*model, joint.child_link, FrameKind::kFixedLink, to.body, to.placement);
+      model->inertias[to.body] += link_inertia(spec.links[child]).transformed_by(to.placement);
+    } else {
+      add_body(*model, from.body, joint.child_link, joint.name, make_joint(joint), joint.limits,
+               placement);
+      to.body = model->nbodies() - 1;
+      to.placement = Transform::Identity();
+      add_frame(*model, joint.name, FrameKind::kJoint, to.body, Transform::Identity());
+      add_frame(*model, joint.child_link, FrameKind::kBody, to.body, Transform::Identity());
+      model->inertias[to.body] = link_inertia(spec.links[child]);
+    }
+    const std::vector<int>& children = tree.child_joints[child];
+    stack.insert(stack.end(), children.rbegin(), children.rend());
+  }
+
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    if (placed[i].body < 0) {
+      fail("link " + quoted(spec.links[i].name) + " is not connected to the root link " +
+           quoted(root.name) + ": " + cycle_message(spec, tree, static_cast<int>(i)));
+    }
+  }
+  finish(*model);
+  return model;
+}
+
+}  // namespace torqued

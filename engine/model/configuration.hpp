@@ -1,0 +1,29 @@
+// Operations on configurations: quaternion joints make q live on a manifold (nq ≠ nv), so
+// integration and differences go through the joint's Lie group (Kim 2012, §1).
+#pragma once
+
+#include <random>
+
+#include "engine/model/model.hpp"
+
+namespace torqued {
+
+// q ⊕ v: the configuration reached from q by moving with constant velocity v for unit time, each
+// joint on its own group (free-flyer: p ← p + R δp-integrated on SE(3), R ← R exp(δθ)).
+Eigen::VectorXd integrate(const Model& model, const Eigen::VectorXd& q, const Eigen::VectorXd& v);
+
+// q1 ⊖ q0: the velocity v with q0 ⊕ v = q1.
+Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,
+                           const Eigen::VectorXd& q1);
+
+// Normalises the quaternions of spherical and free-flyer joints in place.
+void normalize_configuration(const Model& model, Eigen::VectorXd& q);
+
+// Largest |‖quaternion‖ − 1| over the model's quaternion joints (0 when there are none).
+double quaternion_norm_error(const Model& model, const double* q);
+
+// A random configuration: 1-DOF joints within finite limits (else in [−π, π] or [−1, 1] for
+// displacements), uniformly random unit quaternions, positions in [−1, 1].
+Eigen::VectorXd random_configuration(const Model& model, std::mt19937_64& rng);
+
+}  // namespace torqued

@@ -1,0 +1,79 @@
+// The robot model: an immutable kinematic tree in Featherstone's parent-array form (1987, §7.2).
+//
+// Body 0 is the fixed world (or the fixed base, whose own inertia never moves); bodies 1..N move,
+// each with the joint that connects it to its parent, in topological order: parent[i] < i.
+// Body i's frame is its joint's child frame. Fixed joints are merged at build time: their
+// links become named frames on the body they are welded to. A Model is built once by
+// build_model() (model/build.hpp), validated there, and shared read-only between threads;
+// per-thread scratch lives in Data.
+#pragma once
+
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/joint.hpp"
+#include "engine/spatial/inertia.hpp"
+
+namespace torqued {
+
+enum class FrameKind : std::uint8_t { kBody, kFixedLink, kJoint };
+
+// A named frame rigidly attached to a body: every link of the source (moving or merged) and
+// every joint (whose frame is its child link's frame).
+struct Frame {
+  std::string name;
+  FrameKind kind = FrameKind::kBody;
+  int body = 0;
+  Transform placement = Transform::Identity();  // in the body frame
+};
+
+struct JointLimits {
+  double lower = -std::numeric_limits<double>::infinity();
+  double upper = std::numeric_limits<double>::infinity();
+  double velocity = std::numeric_limits<double>::infinity();
+  double effort = std::numeric_limits<double>::infinity();
+};
+
+struct Model {
+  std::string name;
+  int nq = 0;
+  int nv = 0;
+  Vec3 gravity = Vec3(0.0, 0.0, -9.81);  // world frame
+
+  // Per body, index 0 = world. Vectors of size nbodies().
+  std::vector<int> parent;                    // parent[0] = -1
+  std::vector<std::string> body_names;        // the link name of each body
+  std::vector<std::string> joint_names;       // joint_names[0] = "universe"
+  std::vector<Joint> joints;                  // joints[0] unused
+  std::vector<JointLimits> limits;            // per body, for its joint's coordinates (1-DOF)
+  std::vector<Transform> joint_placements;    // parent body frame -> joint frame at q = 0
+  std::vector<RigidInertia> inertias;         // body frame, merged fixed links included
+  std::vector<int> subtree_end;               // bodies i..subtree_end[i]-1 are i's subtree
+  std::vector<int> depth;                     // number of moving ancestors, body included
+
+  // Per generalized velocity: the body whose joint owns it.
+  std::vector<int> body_of_v;
+
+  std::vector<Frame> frames;
+
+  // Messages about things that are accepted but worth knowing (see build.hpp).
+  std::vector<std::string> warnings;
+
+  // True when the robot has a free-flyer root (first joint).
+  bool floating_base = false;
+
+  int nbodies() const { return static_cast<int>(parent.size()); }
+  // -1 when there is no such name.
+  int find_body(std::string_view name) const;
+  int find_joint(std::string_view name) const;
+  int find_frame(std::string_view name) const;
+
+  // The neutral configuration: zero angles and displacements, identity quaternions.
+  Eigen::VectorXd neutral_configuration() const;
+};
+
+using ModelPtr = std::shared_ptr<const Model>;
+
+}  // namespace torqued

@@ -1,0 +1,50 @@
+// The explicit model specification: links and the joints between them, the way URDF describes a
+// robot. The URDF and DH readers (engine/io) produce one; the service's explicit spec mirrors it;
+// build_model() turns any of them into a validated Model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/model/model.hpp"
+
+namespace torqued {
+
+struct InertialSpec {
+  double mass = 0.0;
+  // Placement of the inertial frame in the link frame (URDF's <inertial><origin>).
+  Transform origin = Transform::Identity();
+  // Rotational inertia about the centre of mass, in the inertial frame.
+  Mat3 inertia = Mat3::Zero();
+};
+
+struct LinkSpec {
+  std::string name;
+  InertialSpec inertial;
+};
+
+struct JointSpec {
+  std::string name;
+  JointType type = JointType::kRevolute;
+  std::string parent_link;
+  std::string child_link;
+  // Placement of the joint frame (= child link frame at q = 0) in the parent link frame.
+  Transform origin = Transform::Identity();
+  Vec3 axis = Vec3::UnitX();  // URDF's default; need not be normalised, must not be zero
+  double pitch = 0.0;         // helical only, metres per radian
+  JointLimits limits;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::vector<LinkSpec> links;
+  std::vector<JointSpec> joints;
+  // Adds a free-flyer named "root_joint" between the world and the root link.
+  bool floating_base = false;
+  Vec3 gravity = Vec3(0.0, 0.0, -9.81);
+  // Messages from the reader about input it accepted but ignored (e.g. <mimic>); build_model()
+  // copies them into the Model's warnings.
+  std::vector<std::string> warnings;
+};
+
+}  // namespace torqued

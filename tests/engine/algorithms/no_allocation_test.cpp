@@ -1,0 +1,229 @@
+// Once a Data exists, the algorithms allocate nothing (design.md §3): forward kinematics (all
+// three levels), frame placements, frame Jacobians, RNEA with and without external forces,
+// nonlinear effects, gravity, CRBA and ABA.
+//
+// Two independent detectors:
+//  - this binary is compiled with EIGEN_RUNTIME_NO_MALLOC, and Eigen's malloc is forbidden
+//    (Eigen::internal::set_is_malloc_allowed(false)) around the calls, so that any Eigen heap
+//    allocation made in code compiled into this test (inlined headers) asserts;
+//  - global operator new/delete AND malloc/calloc/realloc are replaced by counting versions, so an
+//    allocation anywhere in the engine library (which is compiled without the Eigen flag, and
+//    whose Eigen temporaries go straight to malloc, not operator new) is counted. The counters
+//    must not change across the calls.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <new>
+#include <random>
+
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/jacobian.hpp"
+#include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/rnea.hpp"
+#include "engine/io/urdf.hpp"
+#include "engine/model/build.hpp"
+#include "engine/model/configuration.hpp"
+#include "engine/model/data.hpp"
+#include "tests/engine/support/random_tree.hpp"
+
+#ifndef EIGEN_RUNTIME_NO_MALLOC
+#error "no_allocation_test must be compiled with EIGEN_RUNTIME_NO_MALLOC"
+#endif
+
+// ---- Counting allocators ------------------------------------------------------------------------
+
+namespace {
+std::atomic<long> g_new_count{0};
+std::atomic<long> g_malloc_count{0};
+volatile double g_sink = 0.0;  // keeps the results of the calls observable
+}  // namespace
+
+// glibc's own allocator entry points, which the replacements below forward to.
+extern "C" {
+void* __libc_malloc(std::size_t size);
+void* __libc_calloc(std::size_t count, std::size_t size);
+void* __libc_realloc(void* ptr, std::size_t size);
+void* __libc_memalign(std::size_t alignment, std::size_t size);
+void __libc_free(void* ptr);
+
+void* malloc(std::size_t size) noexcept {
+  g_malloc_count.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(size);
+}
+void* calloc(std::size_t count, std::size_t size) noexcept {
+  g_malloc_count.fetch_add(1, std::memory_order_relaxed);
+  return __libc_calloc(count, size);
+}
+void* realloc(void* ptr, std::size_t size) noexcept {
+  g_malloc_count.fetch_add(1, std::memory_order_relaxed);
+  return __libc_realloc(ptr, size);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+  g_malloc_count.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(alignment, size);
+}
+int posix_memalign(void** ptr, std::size_t alignment, std::size_t size) noexcept {
+  g_malloc_count.fetch_add(1, std::memory_order_relaxed);
+  *ptr = __libc_memalign(alignment, size);
+  return *ptr == nullptr ? ENOMEM : 0;
+}
+void free(void* ptr) noexcept { __libc_free(ptr); }
+}
+
+void* operator new(std::size_t size) {
+  g_new_count.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = __libc_malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  g_new_count.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(size == 0 ? 1 : size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
+  return operator new(size, tag);
+}
+void* operator new(std::size_t size, std::align_val_t alignment) {
+  g_new_count.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = __libc_memalign(static_cast<std::size_t>(alignment), size == 0 ? 1 : size)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size, std::align_val_t alignment) {
+  return operator new(size, alignment);
+}
+void operator delete(void* p) noexcept { __libc_free(p); }
+void operator delete[](void* p) noexcept { __libc_free(p); }
+void operator delete(void* p, std::size_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, std::size_t) noexcept { __libc_free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { __libc_free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { __libc_free(p); }
+
+namespace torqued {
+namespace {
+
+struct Counts {
+  long news;
+  long mallocs;
+};
+
+Counts counts() { return {g_new_count.load(), g_malloc_count.load()}; }
+
+// Runs `body` with Eigen's allocations forbidden and returns how many allocations it made.
+template <typename F>
+Counts allocations_during(F&& body) {
+  Eigen::internal::set_is_malloc_allowed(false);
+  const Counts before = counts();
+  body();
+  const Counts after = counts();
+  Eigen::internal::set_is_malloc_allowed(true);
+  return {after.news - before.news, after.mallocs - before.mallocs};
+}
+
+class NoAllocationTest : public ::testing::Test {
+ protected:
+  // Calls every algorithm on `model` with a preallocated Data; each must allocate nothing.
+  void check_model(const Model& model, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    Data data(model);
+    const test_support::RandomState s = test_support::random_state(model, rng);
+    const Eigen::VectorXd zero = Eigen::VectorXd::Zero(model.nv);
+    Eigen::MatrixXd jac(6, model.nv);
+    const int n_frames = static_cast<int>(model.frames.size());
+    const int last_frame = n_frames - 1;
+    Motion sink = Motion::Zero();  // keeps results observable
+
+    // Sanity: the counters see an Eigen temporary (Eigen allowed to allocate here).
+    const Counts before = counts();
+    {
+      Eigen::VectorXd tmp = Eigen::VectorXd::Constant(model.nv + 8, 1.0);
+      sink.linear[0] += tmp.sum();
+    }
+    EXPECT_GT(counts().mallocs, before.mallocs) << "the malloc counter does not work";
+
+    // Warm-up: every algorithm once, so that nothing lazily sized on first use is missed below
+    // and so that a failure to run at all is reported as such.
+    forward_kinematics(model, data, s.q, s.v, s.a);
+    rnea(model, data, s.q, s.v, s.a, s.f_ext);
+    aba(model, data, s.q, s.v, s.tau, s.f_ext);
+
+    struct Step {
+      const char* name;
+      std::function<void()> run;
+    };
+    const std::vector<Step> steps = {
+        {"forward_kinematics(q)", [&] { forward_kinematics(model, data, s.q); }},
+        {"forward_kinematics(q, v)", [&] { forward_kinematics(model, data, s.q, s.v); }},
+        {"forward_kinematics(q, v, a)", [&] { forward_kinematics(model, data, s.q, s.v, s.a); }},
+        {"update_frame_placements", [&] { update_frame_placements(model, data); }},
+        {"frame_placement/velocity/acceleration",
+         [&] {
+           for (int f = 0; f < n_frames; ++f) {
+             sink.linear += frame_placement(model, data, f).translation;
+             for (ReferenceFrame ref : {ReferenceFrame::kLocal, ReferenceFrame::kLocalWorldAligned,
+                                        ReferenceFrame::kWorld}) {
+               sink += frame_velocity(model, data, f, ref);
+               sink += frame_acceleration(model, data, f, ref);
+             }
+           }
+         }},
+        {"frame_jacobian",
+         [&] {
+           for (ReferenceFrame ref : {ReferenceFrame::kLocal, ReferenceFrame::kLocalWorldAligned,
+                                      ReferenceFrame::kWorld}) {
+             frame_jacobian(model, data, last_frame, ref, jac);
+             frame_jacobian(model, data, 0, ref, jac);
+           }
+         }},
+        {"rnea", [&] { rnea(model, data, s.q, s.v, s.a); }},
+        {"rnea with external forces", [&] { rnea(model, data, s.q, s.v, s.a, s.f_ext); }},
+        {"nonlinear_effects", [&] { nonlinear_effects(model, data, s.q, s.v); }},
+        {"generalized_gravity", [&] { generalized_gravity(model, data, s.q); }},
+        {"crba", [&] { crba(model, data, s.q); }},
+        {"aba", [&] { aba(model, data, s.q, s.v, s.tau); }},
+        {"aba with external forces", [&] { aba(model, data, s.q, s.v, s.tau, s.f_ext); }},
+        {"aba at rest", [&] { aba(model, data, s.q, zero, zero); }},
+    };
+    for (const Step& step : steps) {
+      const Counts c = allocations_during(step.run);
+      EXPECT_EQ(c.news, 0) << step.name << " called operator new " << c.news << " times";
+      EXPECT_EQ(c.mallocs, 0) << step.name << " called malloc " << c.mallocs << " times";
+    }
+    g_sink = sink.linear.sum() + sink.angular.sum();
+  }
+};
+
+TEST_F(NoAllocationTest, RandomTreeWithEveryJointKind) {
+  for (bool floating : {false, true}) {
+    SCOPED_TRACE(floating ? "floating base" : "fixed base");
+    test_support::RandomTreeOptions options;
+    options.min_links = 40;
+    options.floating_base = floating;
+    const ModelPtr model = build_model(test_support::random_tree_spec(4242, options));
+    check_model(*model, 7);
+  }
+}
+
+TEST_F(NoAllocationTest, TalosReducedFloating) {
+  const std::filesystem::path urdf =
+      std::filesystem::path(TORQUED_SHARED_DIR) / "models" / "talos_reduced.urdf";
+  if (!std::filesystem::exists(urdf)) {
+    GTEST_SKIP() << urdf << " is absent (the shared reference material is not checked out)";
+  }
+  UrdfOptions options;
+  options.floating_base = true;
+  const ModelPtr model = build_model(read_urdf_file(urdf.string(), options));
+  check_model(*model, 11);
+}
+
+}  // namespace
+}  // namespace torqued
