@@ -61,8 +61,8 @@ ModelPtr random_chain(int bodies) {
     joint.type = JointType::kRevolute;
     joint.parent_link = "link" + std::to_string(i - 1);
     joint.child_link = link.name;
-    joint.origin.rotation = axis_angle_rotation(Vec3(unit(rng), unit(rng), unit(rng)).normalized(),
-                                                unit(rng));
+    joint.origin.rotation =
+        axis_angle_rotation(Vec3(unit(rng), unit(rng), unit(rng)).normalized(), unit(rng));
     joint.origin.translation = Vec3(0.0, 0.0, 0.2);
     joint.axis = Vec3::Unit(i % 3);
     spec.joints.push_back(joint);
@@ -90,9 +90,8 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
     });
   });
   benchmark::RegisterBenchmark("crba", [&](benchmark::State& s) {
-    run(s, model, [&](Data& d, int k) {
-      benchmark::DoNotOptimize(crba(model, d, pool.q[k]).data());
-    });
+    run(s, model,
+        [&](Data& d, int k) { benchmark::DoNotOptimize(crba(model, d, pool.q[k]).data()); });
   });
   benchmark::RegisterBenchmark("aba", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
@@ -144,8 +143,9 @@ int main(int argc, char** argv) {
   if (urdf.empty() == (chain <= 0)) return usage(argv[0]);
   ModelPtr model;
   try {
-    model = chain > 0 ? random_chain(chain)
-                      : build_model(read_urdf_file(urdf, UrdfOptions{.floating_base = floating_base}));
+    model = chain > 0
+                ? random_chain(chain)
+                : build_model(read_urdf_file(urdf, UrdfOptions{.floating_base = floating_base}));
   } catch (const std::exception& e) {
     std::cerr << "torqued_bench: " << e.what() << "\n";
     return 1;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds everything in build/ and runs every test.
+# The test command: installs what is missing, builds everything in build/test/ and runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install-deps.sh --test
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$(nproc)"
-ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
+cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build/test -j"$(nproc)"
+ctest --test-dir build/test --output-on-failure -j"$(nproc)" "$@"

@@ -135,8 +135,8 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const ConstVectorRef&
     const int k = joint.nv;
     const double* s = os + 6 * joint.idx_v;
     if (k == 1) {
-      const double qdd = data.Dinv[i](0, 0) *
-                         (data.u[joint.idx_v] - data.U.col(joint.idx_v).dot(acc_vec));
+      const double qdd =
+          data.Dinv[i](0, 0) * (data.u[joint.idx_v] - data.U.col(joint.idx_v).dot(acc_vec));
       ddq[joint.idx_v] = qdd;
       acc += motion_at(s) * qdd;
     } else {

@@ -26,7 +26,8 @@ void write_quaternion(const Eigen::Quaterniond& quat, double* xyzw) {
 
 Eigen::Quaterniond so3_exp(const Vec3& w) {
   const double angle = w.norm();
-  if (angle < 1e-12) return Eigen::Quaterniond(1.0, 0.5 * w.x(), 0.5 * w.y(), 0.5 * w.z()).normalized();
+  if (angle < 1e-12)
+    return Eigen::Quaterniond(1.0, 0.5 * w.x(), 0.5 * w.y(), 0.5 * w.z()).normalized();
   return Eigen::Quaterniond(Eigen::AngleAxisd(angle, w / angle));
 }
 

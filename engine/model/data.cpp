@@ -12,7 +12,7 @@ Data::Data(const Model& model)
       a_gf(model.nbodies(), Motion::Zero()),
       f(model.nbodies(), Force::Zero()),
       tau(Eigen::VectorXd::Zero(model.nv)),
-      oYcrb(model.nbodies()),
+      Ycrb(model.nbodies()),
       oS(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
       M(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       ov(model.nbodies(), Motion::Zero()),

@@ -26,20 +26,21 @@ struct Data {
   std::vector<Force> f;
   Eigen::VectorXd tau;
 
-  // CRBA (and ABA): composite inertias and joint motion subspaces in the world frame.
-  std::vector<RigidInertia> oYcrb;
+  // CRBA: composite inertias, body frame.
+  std::vector<RigidInertia> Ycrb;
+  // ABA: joint motion subspaces in the world frame.
   Eigen::Matrix<double, 6, Eigen::Dynamic> oS;  // 6 x nv, world-frame joint columns
   Eigen::MatrixXd M;
 
   // ABA, in the world frame (see aba.cpp).
-  std::vector<Motion> ov;                        // spatial velocity of body i
-  std::vector<Motion> oa_gf;                     // spatial acceleration of body i, with −g
-  std::vector<Mat6> Ia;                          // articulated inertia
-  std::vector<Force> pa;                         // articulated bias force
-  std::vector<Motion> c;                         // velocity-product acceleration v × S q̇
-  Eigen::Matrix<double, 6, Eigen::Dynamic> U;    // Ia ⁰S, per DOF column
-  std::vector<Eigen::Matrix<double, 6, 6>> Dinv; // (Sᵀ Ia S)⁻¹ of multi-DOF joints (top-left)
-  Eigen::VectorXd u;                             // τ − Sᵀ pa
+  std::vector<Motion> ov;                         // spatial velocity of body i
+  std::vector<Motion> oa_gf;                      // spatial acceleration of body i, with −g
+  std::vector<Mat6> Ia;                           // articulated inertia
+  std::vector<Force> pa;                          // articulated bias force
+  std::vector<Motion> c;                          // velocity-product acceleration v × S q̇
+  Eigen::Matrix<double, 6, Eigen::Dynamic> U;     // Ia ⁰S, per DOF column
+  std::vector<Eigen::Matrix<double, 6, 6>> Dinv;  // (Sᵀ Ia S)⁻¹ of multi-DOF joints (top-left)
+  Eigen::VectorXd u;                              // τ − Sᵀ pa
   Eigen::VectorXd ddq;
 
   // Jacobians.

@@ -5,10 +5,11 @@
 //   revolute / continuous: S = [0; u]             nq = nv = 1, angle about unit axis u
 //   prismatic:             S = [u; 0]             nq = nv = 1, displacement along u
 //   helical (screw):       S = [h u; u]           nq = nv = 1, pitch h in metres per radian
-//   spherical:             S = [0; I3]            q = quaternion (x, y, z, w), v = ω in the child frame
-//   planar:                S = [e_x e_y 0; 0 0 e_z] q = (x, y, θ) in the joint's xy plane,
+//   spherical:             S = [0; I3]            q = quaternion (x, y, z, w), v = ω in the child
+//   frame planar:                S = [e_x e_y 0; 0 0 e_z] q = (x, y, θ) in the joint's xy plane,
 //                                                  v = (v_x, v_y, ω) in the child frame
-//   free-flyer:            S = I6                 q = (p, quaternion), v = [v; ω] in the child frame
+//   free-flyer:            S = I6                 q = (p, quaternion), v = [v; ω] in the child
+//   frame
 #pragma once
 
 #include <cmath>
@@ -63,8 +64,8 @@ Transform joint_transform(const Joint& joint, const double* q);
 // placement · joint_transform(joint, q), written out per kind: a rotation about a unit axis
 // changes two columns of the placement's rotation, so the product costs 12 multiplications
 // instead of 27 plus the rotation itself. This is the hot path of every recursive algorithm.
-inline void compose_joint_transform(const Transform& placement, const Joint& joint,
-                                    const double* q, Transform& out);
+inline void compose_joint_transform(const Transform& placement, const Joint& joint, const double* q,
+                                    Transform& out);
 
 // S · v_j for the joint's velocity coordinates v_j.
 inline Motion joint_motion(const Joint& joint, const double* v);
@@ -81,8 +82,8 @@ inline Mat3 quaternion_rotation(const double* xyzw) {
   return Eigen::Quaterniond(xyzw[3], xyzw[0], xyzw[1], xyzw[2]).toRotationMatrix();
 }
 
-inline void compose_joint_transform(const Transform& placement, const Joint& joint,
-                                    const double* q, Transform& out) {
+inline void compose_joint_transform(const Transform& placement, const Joint& joint, const double* q,
+                                    Transform& out) {
   const Mat3& r = placement.rotation;
   switch (joint.type) {
     case JointType::kRevolute:

@@ -14,6 +14,15 @@ inline void world_subspace(const Joint& joint, const Transform& oMi, double* out
     Eigen::Map<Vec6>(out) << linear, angular;
     return;
   }
+  if (joint.type == JointType::kFreeFlyer) {
+    // S = I6, so ⁰S is ⁰X_i itself: [R, [p]×R; 0, R] column by column.
+    for (int k = 0; k < 3; ++k) {
+      const Vec3 r = oMi.rotation.col(k);
+      Eigen::Map<Vec6>(out + 6 * k) << r, Vec3::Zero();
+      Eigen::Map<Vec6>(out + 6 * (k + 3)) << oMi.translation.cross(r), r;
+    }
+    return;
+  }
   double unit[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
   for (int k = 0; k < joint.nv; ++k) {
     unit[k] = 1.0;

@@ -43,15 +43,15 @@ struct Model {
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);  // world frame
 
   // Per body, index 0 = world. Vectors of size nbodies().
-  std::vector<int> parent;                    // parent[0] = -1
-  std::vector<std::string> body_names;        // the link name of each body
-  std::vector<std::string> joint_names;       // joint_names[0] = "universe"
-  std::vector<Joint> joints;                  // joints[0] unused
-  std::vector<JointLimits> limits;            // per body, for its joint's coordinates (1-DOF)
-  std::vector<Transform> joint_placements;    // parent body frame -> joint frame at q = 0
-  std::vector<RigidInertia> inertias;         // body frame, merged fixed links included
-  std::vector<int> subtree_end;               // bodies i..subtree_end[i]-1 are i's subtree
-  std::vector<int> depth;                     // number of moving ancestors, body included
+  std::vector<int> parent;                  // parent[0] = -1
+  std::vector<std::string> body_names;      // the link name of each body
+  std::vector<std::string> joint_names;     // joint_names[0] = "universe"
+  std::vector<Joint> joints;                // joints[0] unused
+  std::vector<JointLimits> limits;          // per body, for its joint's coordinates (1-DOF)
+  std::vector<Transform> joint_placements;  // parent body frame -> joint frame at q = 0
+  std::vector<RigidInertia> inertias;       // body frame, merged fixed links included
+  std::vector<int> subtree_end;             // bodies i..subtree_end[i]-1 are i's subtree
+  std::vector<int> depth;                   // number of moving ancestors, body included
 
   // Per generalized velocity: the body whose joint owns it.
   std::vector<int> body_of_v;

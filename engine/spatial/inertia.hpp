@@ -15,8 +15,8 @@ namespace torqued {
 
 struct RigidInertia {
   double mass = 0.0;
-  Vec3 first_moment = Vec3::Zero();         // h = m c
-  Mat3 rotational = Mat3::Zero();           // I_O, about the frame origin
+  Vec3 first_moment = Vec3::Zero();  // h = m c
+  Mat3 rotational = Mat3::Zero();    // I_O, about the frame origin
 
   static RigidInertia Zero() { return {}; }
   // From the mass, the centre of mass and the rotational inertia about the centre of mass, all
@@ -25,7 +25,8 @@ struct RigidInertia {
     RigidInertia y;
     y.mass = mass;
     y.first_moment = mass * com;
-    y.rotational = inertia_com + mass * (com.squaredNorm() * Mat3::Identity() - com * com.transpose());
+    y.rotational =
+        inertia_com + mass * (com.squaredNorm() * Mat3::Identity() - com * com.transpose());
     return y;
   }
 
@@ -112,9 +113,9 @@ inline void add_transformed_articulated_inertia(const Transform& aMb, const Mat6
 }
 
 inline Force operator*(const Mat6& inertia, const Motion& m) {
-  return {inertia.topLeftCorner<3, 3>() * m.linear + inertia.topRightCorner<3, 3>() * m.angular,
-          inertia.bottomLeftCorner<3, 3>() * m.linear +
-              inertia.bottomRightCorner<3, 3>() * m.angular};
+  return {
+      inertia.topLeftCorner<3, 3>() * m.linear + inertia.topRightCorner<3, 3>() * m.angular,
+      inertia.bottomLeftCorner<3, 3>() * m.linear + inertia.bottomRightCorner<3, 3>() * m.angular};
 }
 
 }  // namespace torqued

@@ -25,9 +25,7 @@ struct Transform {
   }
 
   Vec3 act(const Vec3& point) const { return rotation * point + translation; }
-  Vec3 act_inverse(const Vec3& point) const {
-    return rotation.transpose() * (point - translation);
-  }
+  Vec3 act_inverse(const Vec3& point) const { return rotation.transpose() * (point - translation); }
 
   Motion act(const Motion& m) const {
     const Vec3 w = rotation * m.angular;
