@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libeigen3-dev liburdfdom-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libspdlog-dev prometheus-cpp-dev nlohmann-json3-dev
+  libspdlog-dev prometheus-cpp-dev nlohmann-json3-dev libssl-dev
   libbenchmark-dev
 )
 if [[ "${1:-}" == "--test" ]]; then

@@ -1,0 +1,39 @@
+// RPC completion bookkeeping (see call.hpp).
+#include "server/call.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+namespace torqued::server {
+
+Call::Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics)
+    : context_(context),
+      reactor_(context->DefaultReactor()),
+      method_(method),
+      metrics_(&metrics),
+      start_(metrics.start()) {
+  metrics.rpc_started(method);
+}
+
+grpc::Status Call::check_alive() const {
+  if (context_->IsCancelled()) return {grpc::StatusCode::CANCELLED, "the call was cancelled"};
+  if (std::chrono::system_clock::now() >= context_->deadline()) {
+    return {grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline passed before the work was done"};
+  }
+  return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* Call::finish(const grpc::Status& status) const {
+  metrics_->rpc_handled(method_, status.error_code(), start_);
+  if (!status.ok()) {
+    spdlog::warn("{} from {}: {} ({})", method_name(method_), context_->peer(),
+                 status_code_name(status.error_code()), status.error_message());
+  } else if (spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("{} from {}: OK", method_name(method_), context_->peer());
+  }
+  reactor_->Finish(status);
+  return reactor_;
+}
+
+}  // namespace torqued::server

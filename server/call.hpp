@@ -1,0 +1,37 @@
+// One unary RPC in flight on the callback API: its reactor, its metrics and its logging. Every
+// handler ends through Call::finish, so the grpc_server_* metrics and the per-request log lines
+// cannot be forgotten on any path.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "server/metrics.hpp"
+
+namespace torqued::server {
+
+class Call {
+ public:
+  // Counts the call as started.
+  Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics);
+
+  grpc::CallbackServerContext* context() const { return context_; }
+  grpc::ServerUnaryReactor* reactor() const { return reactor_; }
+  Method method() const { return method_; }
+  Metrics& metrics() const { return *metrics_; }
+
+  // CANCELLED or DEADLINE_EXCEEDED when the work should not start (or go on); else OK.
+  grpc::Status check_alive() const;
+
+  // Records the outcome, logs it (debug for success, warn for errors) and completes the RPC.
+  // Returns the reactor, for handlers that finish inline.
+  grpc::ServerUnaryReactor* finish(const grpc::Status& status) const;
+
+ private:
+  grpc::CallbackServerContext* context_;
+  grpc::ServerUnaryReactor* reactor_;
+  Method method_;
+  Metrics* metrics_;
+  Clock::time_point start_;
+};
+
+}  // namespace torqued::server

@@ -1,0 +1,130 @@
+// Registration, deletion and start-up loading of models (see catalog.hpp).
+#include "server/catalog.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <system_error>
+
+#include "server/layout.hpp"
+#include "server/repository.hpp"
+
+namespace torqued::server {
+
+Catalog::Catalog(Store& store, const ModelLimits& limits, Metrics& metrics)
+    : store_(store), limits_(limits), metrics_(metrics) {}
+
+grpc::Status Catalog::add(BuiltModel built, const v1::RegisterModelRequest& request,
+                          v1::ModelOrigin origin, bool persist, RegisteredModelPtr& out,
+                          bool& created) {
+  std::lock_guard lock(write_mutex_);
+  if (RegisteredModelPtr existing = registry_.find(built.id)) {
+    out = std::move(existing);
+    created = false;
+    return grpc::Status::OK;
+  }
+  if (persist) {
+    try {
+      store_.save(built.id, request);
+    } catch (const std::system_error& e) {
+      spdlog::error("store: cannot save model {}: {}", built.id, e.what());
+      return {grpc::StatusCode::UNAVAILABLE, std::string("cannot store the model: ") + e.what()};
+    }
+  }
+  auto entry = std::make_shared<RegisteredModel>();
+  entry->id = built.id;
+  entry->layout = make_layout(*built.model, built.id, origin);
+  entry->model = std::move(built.model);
+  out = registry_.insert(std::move(entry));
+  created = true;
+  metrics_.set_models_registered(registry_.size());
+  return grpc::Status::OK;
+}
+
+grpc::Status Catalog::register_model(const v1::RegisterModelRequest& request,
+                                     RegisteredModelPtr& out, bool& created) {
+  BuiltModel built;
+  if (grpc::Status s = build_from_request(request, limits_, built); !s.ok()) return s;
+  return add(std::move(built), request, v1::MODEL_ORIGIN_REGISTERED, true, out, created);
+}
+
+grpc::Status Catalog::delete_model(const std::string& id) {
+  std::lock_guard lock(write_mutex_);
+  const RegisteredModelPtr model = registry_.find(id);
+  if (!model) return {grpc::StatusCode::NOT_FOUND, "model_id: no model \"" + id + "\""};
+  if (model->layout.origin() == v1::MODEL_ORIGIN_REPOSITORY) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "model_id: \"" + id + "\" comes from the model repository; remove its file instead"};
+  }
+  try {
+    store_.remove(id);
+  } catch (const std::system_error& e) {
+    spdlog::error("store: cannot remove model {}: {}", id, e.what());
+    return {grpc::StatusCode::UNAVAILABLE, std::string("cannot remove the model: ") + e.what()};
+  }
+  registry_.erase(id);
+  metrics_.set_models_registered(registry_.size());
+  return grpc::Status::OK;
+}
+
+int Catalog::load_repository(const std::string& directory) {
+  std::vector<std::string> errors;
+  const std::vector<RepositoryEntry> entries = read_repository(directory, errors);
+  for (const std::string& e : errors) spdlog::warn("repository: {}", e);
+  int loaded = 0;
+  for (const RepositoryEntry& entry : entries) {
+    RegisteredModelPtr model;
+    bool created = false;
+    BuiltModel built;
+    grpc::Status s = build_from_request(entry.request, limits_, built);
+    if (s.ok()) {
+      s = add(std::move(built), entry.request, v1::MODEL_ORIGIN_REPOSITORY, false, model, created);
+    }
+    if (!s.ok()) {
+      spdlog::warn("repository: {}: {}", entry.path, s.error_message());
+      continue;
+    }
+    spdlog::info("repository: {} -> model {} \"{}\" (nq {}, nv {})", entry.path, model->id,
+                 model->layout.name(), model->layout.nq(), model->layout.nv());
+    for (const std::string& w : model->layout.warnings()) {
+      spdlog::info("repository: {}: warning: {}", entry.path, w);
+    }
+    ++loaded;
+  }
+  return loaded;
+}
+
+int Catalog::load_store() {
+  std::vector<std::string> errors;
+  const std::vector<StoredModel> stored = store_.load_all(errors);
+  for (const std::string& e : errors) spdlog::warn("store: {}", e);
+  int loaded = 0;
+  for (const StoredModel& s : stored) {
+    BuiltModel built;
+    if (grpc::Status status = build_from_request(s.request, limits_, built); !status.ok()) {
+      spdlog::warn("store: model {} no longer builds, skipped: {}", s.id, status.error_message());
+      continue;
+    }
+    RegisteredModelPtr model;
+    bool created = false;
+    // A changed canonical form (a new engine version) keeps the model under its new id.
+    const bool renamed = built.id != s.id;
+    if (renamed) spdlog::warn("store: model {} now hashes to {}; renaming", s.id, built.id);
+    if (grpc::Status status =
+            add(std::move(built), s.request, v1::MODEL_ORIGIN_REGISTERED, renamed, model, created);
+        !status.ok()) {
+      spdlog::warn("store: model {}: {}", s.id, status.error_message());
+      continue;
+    }
+    if (renamed) {
+      try {
+        store_.remove(s.id);
+      } catch (const std::system_error& e) {
+        spdlog::warn("store: cannot remove {}: {}", s.id, e.what());
+      }
+    }
+    ++loaded;
+  }
+  return loaded;
+}
+
+}  // namespace torqued::server

@@ -1,0 +1,187 @@
+// Parses flags and environment variables into a Config, from one table of options so that the
+// parser, the environment names and --help cannot drift apart.
+#include "server/config.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+namespace torqued::server {
+namespace {
+
+struct Option {
+  const char* flag;  // without the leading "--"
+  const char* env;
+  const char* help;
+  // Parses a value into the config; returns an error message or "".
+  std::function<std::string(Config&, const std::string&)> set;
+  std::function<std::string(const Config&)> show;
+};
+
+template <typename T>
+std::string parse_number(const std::string& text, T min, T max, T& out) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) return "'" + text + "' is not a number";
+  if (value < min || value > max) {
+    std::ostringstream s;
+    s << "'" << text << "' is out of range [" << min << ", " << max << "]";
+    return s.str();
+  }
+  out = value;
+  return "";
+}
+
+std::string parse_double(const std::string& text, double min, double max, double& out) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) return "'" + text + "' is not a number";
+  if (!(value >= min && value <= max)) return "'" + text + "' is out of range";
+  out = value;
+  return "";
+}
+
+std::string one_of(const std::string& text, std::initializer_list<const char*> choices,
+                   std::string& out) {
+  for (const char* c : choices) {
+    if (text == c) {
+      out = text;
+      return "";
+    }
+  }
+  std::string message = "'" + text + "' is not one of:";
+  for (const char* c : choices) message += std::string(" ") + c;
+  return message;
+}
+
+template <typename T>
+Option number_option(const char* flag, const char* env, const char* help, T Config::*field, T min,
+                     T max) {
+  return {flag, env, help,
+          [=](Config& c, const std::string& v) { return parse_number(v, min, max, c.*field); },
+          [=](const Config& c) { return std::to_string(c.*field); }};
+}
+
+Option string_option(const char* flag, const char* env, const char* help,
+                     std::string Config::*field) {
+  return {flag, env, help,
+          [=](Config& c, const std::string& v) {
+            c.*field = v;
+            return std::string();
+          },
+          [=](const Config& c) { return "\"" + c.*field + "\""; }};
+}
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> table = {
+      string_option("address", "TORQUED_ADDRESS", "gRPC listening address", &Config::address),
+      number_option("port", "TORQUED_PORT", "gRPC port (0: any free port)", &Config::port, 0,
+                    65535),
+      string_option("metrics-address", "TORQUED_METRICS_ADDRESS",
+                    "Prometheus metrics listening address", &Config::metrics_address),
+      number_option("metrics-port", "TORQUED_METRICS_PORT",
+                    "Prometheus metrics port (0: metrics off)", &Config::metrics_port, 0, 65535),
+      string_option("data-dir", "TORQUED_DATA_DIR",
+                    "directory of the model store (created if missing)", &Config::data_dir),
+      string_option("model-repository", "TORQUED_MODEL_REPOSITORY",
+                    "directory of bundled models loaded at start (\"\": none)",
+                    &Config::model_repository),
+      number_option("workers", "TORQUED_WORKERS", "executor threads (0: hardware threads)",
+                    &Config::workers, 0, 1024),
+      number_option("queue-capacity", "TORQUED_QUEUE_CAPACITY",
+                    "tasks waiting for a worker before calls get RESOURCE_EXHAUSTED",
+                    &Config::queue_capacity, 1, 1 << 24),
+      number_option("split-min-states", "TORQUED_SPLIT_MIN_STATES",
+                    "states per chunk below which a batch is not split across workers",
+                    &Config::split_min_states, 1, 1 << 30),
+      number_option("max-message-bytes", "TORQUED_MAX_MESSAGE_BYTES",
+                    "largest request or response message", &Config::max_message_bytes,
+                    std::int64_t{1} << 16, (std::int64_t{1} << 31) - 1),
+      number_option("max-batch-states", "TORQUED_MAX_BATCH_STATES", "largest batch_size",
+                    &Config::max_batch_states, 1, 1 << 30),
+      number_option("max-urdf-bytes", "TORQUED_MAX_URDF_BYTES", "largest URDF document",
+                    &Config::max_urdf_bytes, std::int64_t{1}, std::int64_t{1} << 30),
+      number_option("max-bodies", "TORQUED_MAX_BODIES", "most bodies (links) in a model",
+                    &Config::max_bodies, 1, 1 << 20),
+      number_option("max-dof", "TORQUED_MAX_DOF", "most degrees of freedom (nv) in a model",
+                    &Config::max_dof, 1, 1 << 20),
+      {"drain-seconds", "TORQUED_DRAIN_SECONDS",
+       "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled",
+       [](Config& c, const std::string& v) {
+         return parse_double(v, 0.0, 86400.0, c.drain_seconds);
+       },
+       [](const Config& c) { return std::to_string(c.drain_seconds); }},
+      {"log-format", "TORQUED_LOG_FORMAT", "log lines as text or json",
+       [](Config& c, const std::string& v) {
+         return one_of(v, {"text", "json"}, c.log_format);
+       },
+       [](const Config& c) { return c.log_format; }},
+      {"log-level", "TORQUED_LOG_LEVEL", "trace, debug, info, warn, error or off",
+       [](Config& c, const std::string& v) {
+         return one_of(v, {"trace", "debug", "info", "warn", "error", "off"}, c.log_level);
+       },
+       [](const Config& c) { return c.log_level; }},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::string config_help() {
+  std::ostringstream s;
+  s << "torqued: rigid-body dynamics over gRPC.\n\n"
+       "Usage: torqued [--flag=value | --flag value]...\n\n"
+       "Every flag can also be set by its environment variable; a flag wins over the\n"
+       "environment.\n\n";
+  const Config defaults;
+  for (const Option& o : options()) {
+    s << "  --" << o.flag << " (" << o.env << ")\n      " << o.help
+      << " [default: " << o.show(defaults) << "]\n";
+  }
+  s << "  --help\n      print this text and exit\n";
+  return s.str();
+}
+
+ParseResult parse_config(const std::vector<std::string>& args) {
+  Config config;
+  config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const Option& o : options()) {
+    if (const char* value = std::getenv(o.env)) {
+      const std::string error = o.set(config, value);
+      if (!error.empty()) return {std::nullopt, std::string(o.env) + ": " + error, 2};
+    }
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") return {std::nullopt, config_help(), 0};
+    if (arg.rfind("--", 0) != 0) {
+      return {std::nullopt, "unexpected argument '" + arg + "' (see --help)", 2};
+    }
+    const std::size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const Option* option = nullptr;
+    for (const Option& o : options()) {
+      if (name == o.flag) option = &o;
+    }
+    if (option == nullptr) return {std::nullopt, "unknown flag --" + name + " (see --help)", 2};
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return {std::nullopt, "--" + name + " needs a value", 2};
+    }
+    const std::string error = option->set(config, value);
+    if (!error.empty()) return {std::nullopt, "--" + name + ": " + error, 2};
+  }
+  if (config.workers == 0) {
+    config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  return {config, "", 0};
+}
+
+}  // namespace torqued::server

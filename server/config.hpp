@@ -1,0 +1,54 @@
+// The server's configuration: every knob as a flag with an environment-variable equivalent
+// (flag > environment > default), so the same binary runs from a shell, systemd or Kubernetes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torqued::server {
+
+struct Config {
+  // gRPC listening address and port (0 picks a free port).
+  std::string address = "0.0.0.0";
+  int port = 50051;
+  // Prometheus exposer; port 0 disables metrics entirely.
+  std::string metrics_address = "0.0.0.0";
+  int metrics_port = 9464;
+  // Where registered models are kept, one file per model.
+  std::string data_dir = "data";
+  // Directory of bundled models loaded at start (read-only); empty disables it.
+  std::string model_repository = "deploy/models";
+  // Executor: worker threads, queue capacity in tasks, and the batch size from which a request
+  // is split into chunks across workers.
+  int workers = 0;  // 0: hardware threads
+  int queue_capacity = 1024;
+  int split_min_states = 64;
+  // Limits.
+  std::int64_t max_message_bytes = 256LL << 20;
+  int max_batch_states = 100000;
+  std::int64_t max_urdf_bytes = 4LL << 20;
+  int max_bodies = 1024;
+  int max_dof = 1024;
+  // Graceful shutdown: how long in-flight calls may take to finish after SIGTERM / SIGINT.
+  double drain_seconds = 30.0;
+  // Logging: "text" or "json"; spdlog level name.
+  std::string log_format = "text";
+  std::string log_level = "info";
+};
+
+// The outcome of parsing the command line: a config, or a message to print and an exit code
+// (0 for --help).
+struct ParseResult {
+  std::optional<Config> config;
+  std::string message;
+  int exit_code = 0;
+};
+
+ParseResult parse_config(const std::vector<std::string>& args);
+
+// The --help text: every flag, its environment variable and its default.
+std::string config_help();
+
+}  // namespace torqued::server

@@ -1,0 +1,220 @@
+// DynamicsService handlers (see dynamics_service.hpp).
+#include "server/dynamics_service.hpp"
+
+#include "server/compute.hpp"
+#include "server/validation.hpp"
+
+namespace torqued::server {
+namespace {
+
+// Sizes a repeated double field to n values and returns its storage.
+double* resize(google::protobuf::RepeatedField<double>* field, std::int64_t n) {
+  field->Resize(static_cast<int>(n), 0.0);
+  return field->mutable_data();
+}
+
+}  // namespace
+
+DynamicsService::DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
+                                 const RequestLimits& limits, const std::atomic<bool>& ready)
+    : catalog_(catalog), runner_(runner), metrics_(metrics), limits_(limits), ready_(ready) {}
+
+grpc::Status DynamicsService::prepare(const std::string& model_id, std::uint32_t batch_size,
+                                      const DoubleArray& q, RegisteredModelPtr& model,
+                                      int& states) const {
+  if (!ready_.load(std::memory_order_acquire)) {
+    return {grpc::StatusCode::UNAVAILABLE, "the server is still loading its models; retry shortly"};
+  }
+  model = catalog_.find(model_id);
+  if (!model) {
+    return {grpc::StatusCode::NOT_FOUND,
+            "model_id: no model \"" + model_id + "\" on this server (register it first)"};
+  }
+  if (grpc::Status s = check_batch_size(batch_size, limits_.max_batch_states, states); !s.ok()) {
+    return s;
+  }
+  if (grpc::Status s = check_array("q", q, states, model->model->nq); !s.ok()) return s;
+  return check_quaternions(*model->model, q, states);
+}
+
+grpc::ServerUnaryReactor* DynamicsService::InverseDynamics(
+    grpc::CallbackServerContext* context, const v1::InverseDynamicsRequest* request,
+    v1::InverseDynamicsResponse* response) {
+  const Call call(context, Method::kInverseDynamics, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_array("external_forces", request->external_forces(), n, 6 * (m.nbodies() - 1),
+                      true);
+      !s.ok()) {
+    return call.finish(s);
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return call.finish(s);
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  runner_.run(call, n, Algorithm::kRnea, [entry, request, tau](WorkerContext& w, int b, int e) {
+    inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, tau);
+  });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::ForwardDynamics(
+    grpc::CallbackServerContext* context, const v1::ForwardDynamicsRequest* request,
+    v1::ForwardDynamicsResponse* response) {
+  const Call call(context, Method::kForwardDynamics, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_array("external_forces", request->external_forces(), n, 6 * (m.nbodies() - 1),
+                      true);
+      !s.ok()) {
+    return call.finish(s);
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return call.finish(s);
+  response->set_batch_size(n);
+  double* a = resize(response->mutable_a(), out_size);
+  runner_.run(call, n, Algorithm::kAba, [entry, request, a](WorkerContext& w, int b, int e) {
+    forward_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, a);
+  });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::MassMatrix(grpc::CallbackServerContext* context,
+                                                      const v1::MassMatrixRequest* request,
+                                                      v1::MassMatrixResponse* response) {
+  const Call call(context, Method::kMassMatrix, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = check_response_size(request->inverse() ? 2 * out_size : out_size,
+                              limits_.max_message_bytes);
+      !s.ok()) {
+    return call.finish(s);
+  }
+  response->set_batch_size(n);
+  double* mass = resize(response->mutable_mass_matrix(), out_size);
+  double* inverse = request->inverse() ? resize(response->mutable_inverse(), out_size) : nullptr;
+  runner_.run(call, n, request->inverse() ? Algorithm::kMassMatrixInverse : Algorithm::kCrba,
+              [entry, request, mass, inverse](WorkerContext& w, int b, int e) {
+                mass_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
+                            mass, inverse);
+              });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::NonlinearEffects(
+    grpc::CallbackServerContext* context, const v1::NonlinearEffectsRequest* request,
+    v1::NonlinearEffectsResponse* response) {
+  const Call call(context, Method::kNonlinearEffects, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return call.finish(s);
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  runner_.run(call, n, Algorithm::kNonlinearEffects,
+              [entry, request, tau](WorkerContext& w, int b, int e) {
+                nonlinear_effects(*entry->model, w.workspace(entry->id, *entry->model), *request, b,
+                                  e, tau);
+              });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::Gravity(grpc::CallbackServerContext* context,
+                                                   const v1::GravityRequest* request,
+                                                   v1::GravityResponse* response) {
+  const Call call(context, Method::kGravity, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * entry->model->nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return call.finish(s);
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  runner_.run(call, n, Algorithm::kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
+    gravity(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, tau);
+  });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::Kinematics(grpc::CallbackServerContext* context,
+                                                      const v1::KinematicsRequest* request,
+                                                      v1::KinematicsResponse* response) {
+  const Call call(context, Method::kKinematics, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv, true); !s.ok()) return call.finish(s);
+  if (request->reference() < v1::REFERENCE_FRAME_UNSPECIFIED ||
+      request->reference() > v1::REFERENCE_FRAME_WORLD) {
+    return call.finish(
+        {grpc::StatusCode::INVALID_ARGUMENT,
+         "reference: unknown ReferenceFrame " + std::to_string(request->reference())});
+  }
+  std::vector<int> frames;
+  if (request->frames().empty()) {
+    for (int f = 0; f < static_cast<int>(m.frames.size()); ++f) frames.push_back(f);
+  } else {
+    for (int k = 0; k < request->frames_size(); ++k) {
+      const int f = m.find_frame(request->frames(k));
+      if (f < 0) {
+        return call.finish({grpc::StatusCode::INVALID_ARGUMENT,
+                            "frames[" + std::to_string(k) + "]: no frame named \"" +
+                                request->frames(k) + "\" in model \"" + m.name +
+                                "\" (see Model.frames)"});
+      }
+      frames.push_back(f);
+    }
+  }
+  const std::int64_t slots =
+      static_cast<std::int64_t>(n) * static_cast<std::int64_t>(frames.size());
+  const bool velocities = !request->v().empty();
+  const std::int64_t per_slot = 12 + (velocities ? 6 : 0) + (request->jacobians() ? 6 * m.nv : 0);
+  if (s = check_response_size(slots * per_slot, limits_.max_message_bytes); !s.ok()) {
+    return call.finish(s);
+  }
+  response->set_batch_size(n);
+  for (const int f : frames) response->add_frames(m.frames[f].name);
+  KinematicsOutput out{
+      resize(response->mutable_positions(), 3 * slots),
+      resize(response->mutable_rotations(), 9 * slots),
+      velocities ? resize(response->mutable_velocities(), 6 * slots) : nullptr,
+      request->jacobians() ? resize(response->mutable_jacobians(), 6 * m.nv * slots) : nullptr};
+  runner_.run(call, n, Algorithm::kKinematics,
+              [entry, request, frames = std::move(frames), out](WorkerContext& w, int b, int e) {
+                kinematics(*entry->model, w.workspace(entry->id, *entry->model), *request, frames,
+                           b, e, out);
+              });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* context,
+                                                const v1::EchoRequest* request,
+                                                v1::EchoResponse* response) {
+  const Call call(context, Method::kEcho, metrics_);
+  response->set_payload(request->payload());
+  *response->mutable_values() = request->values();
+  return call.finish(grpc::Status::OK);
+}
+
+}  // namespace torqued::server

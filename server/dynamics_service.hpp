@@ -1,0 +1,60 @@
+// torqued.v1.DynamicsService on the callback API: each handler validates the request against
+// the model's layout, sizes the response arrays and hands the batch to the executor; Echo
+// answers inline.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "server/batch.hpp"
+#include "server/catalog.hpp"
+#include "server/validation.hpp"
+#include "torqued/v1/dynamics.grpc.pb.h"
+
+namespace torqued::server {
+
+struct RequestLimits {
+  int max_batch_states = 100000;
+  std::int64_t max_message_bytes = 256LL << 20;
+};
+
+class DynamicsService final : public v1::DynamicsService::CallbackService {
+ public:
+  DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
+                  const RequestLimits& limits, const std::atomic<bool>& ready);
+
+  grpc::ServerUnaryReactor* InverseDynamics(grpc::CallbackServerContext* context,
+                                            const v1::InverseDynamicsRequest* request,
+                                            v1::InverseDynamicsResponse* response) override;
+  grpc::ServerUnaryReactor* ForwardDynamics(grpc::CallbackServerContext* context,
+                                            const v1::ForwardDynamicsRequest* request,
+                                            v1::ForwardDynamicsResponse* response) override;
+  grpc::ServerUnaryReactor* MassMatrix(grpc::CallbackServerContext* context,
+                                       const v1::MassMatrixRequest* request,
+                                       v1::MassMatrixResponse* response) override;
+  grpc::ServerUnaryReactor* NonlinearEffects(grpc::CallbackServerContext* context,
+                                             const v1::NonlinearEffectsRequest* request,
+                                             v1::NonlinearEffectsResponse* response) override;
+  grpc::ServerUnaryReactor* Gravity(grpc::CallbackServerContext* context,
+                                    const v1::GravityRequest* request,
+                                    v1::GravityResponse* response) override;
+  grpc::ServerUnaryReactor* Kinematics(grpc::CallbackServerContext* context,
+                                       const v1::KinematicsRequest* request,
+                                       v1::KinematicsResponse* response) override;
+  grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
+                                 const v1::EchoRequest* request,
+                                 v1::EchoResponse* response) override;
+
+ private:
+  // The checks every dynamics call starts with: server ready, known model, batch size, q.
+  grpc::Status prepare(const std::string& model_id, std::uint32_t batch_size, const DoubleArray& q,
+                       RegisteredModelPtr& model, int& states) const;
+
+  const Catalog& catalog_;
+  BatchRunner& runner_;
+  Metrics& metrics_;
+  const RequestLimits limits_;
+  const std::atomic<bool>& ready_;
+};
+
+}  // namespace torqued::server

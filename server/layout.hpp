@@ -1,0 +1,16 @@
+// The layout a client needs to build its arrays: the proto Model (joints with their q and v
+// offsets, bodies, frames, warnings) made from an engine Model.
+#pragma once
+
+#include <string>
+
+#include "engine/model/model.hpp"
+#include "torqued/v1/model.pb.h"
+
+namespace torqued::server {
+
+v1::Model make_layout(const Model& model, const std::string& id, v1::ModelOrigin origin);
+
+v1::ModelSummary make_summary(const v1::Model& layout);
+
+}  // namespace torqued::server

@@ -1,0 +1,47 @@
+// torqued: the rigid-body dynamics gRPC server. Parses the configuration, starts the server,
+// loads the models, then waits for SIGTERM or SIGINT and drains gracefully (exit 0).
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <exception>
+#include <iostream>
+
+#include "server/config.hpp"
+#include "server/logging.hpp"
+#include "server/server.hpp"
+
+int main(int argc, char** argv) {
+  using namespace torqued::server;
+  const ParseResult parsed = parse_config(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.config) {
+    (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message << "\n";
+    return parsed.exit_code;
+  }
+  const Config& config = *parsed.config;
+  setup_logging(config.log_format, config.log_level);
+
+  // Block the stop signals in every thread (threads inherit the mask) and take them with
+  // sigwait below, so shutdown runs on the main thread rather than in a signal handler.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  try {
+    spdlog::info("torqued starting (data directory {}, model repository {})", config.data_dir,
+                 config.model_repository);
+    Server server(config);
+    server.start();
+    server.load_models();
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    spdlog::info("received {}", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+    server.shut_down();
+  } catch (const std::exception& e) {
+    spdlog::critical("torqued cannot run: {}", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,113 @@
+// Prometheus metrics of the service (prometheus-cpp pull exposer on its own port). Every label
+// combination is created up front, so the hot path only touches pre-made counters, gauges and
+// histograms; with metrics off every recording call returns at once.
+#pragma once
+
+#include <grpcpp/support/status.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace torqued::server {
+
+// Every RPC the service counts, in one enum so that label children can live in arrays.
+enum class Method : int {
+  kRegisterModel,
+  kGetModel,
+  kListModels,
+  kDeleteModel,
+  kInverseDynamics,
+  kForwardDynamics,
+  kMassMatrix,
+  kNonlinearEffects,
+  kGravity,
+  kKinematics,
+  kEcho,
+  kCount,
+};
+
+// The `algorithm` label of torqued_engine_compute_seconds.
+enum class Algorithm : int {
+  kRnea,
+  kAba,
+  kCrba,
+  kMassMatrixInverse,
+  kNonlinearEffects,
+  kGravity,
+  kKinematics,
+  kCount,
+};
+
+const char* method_name(Method method);
+// "OK", "INVALID_ARGUMENT", ... (the grpc_code label).
+const char* status_code_name(grpc::StatusCode code);
+const char* method_service(Method method);
+
+using Clock = std::chrono::steady_clock;
+
+class Metrics {
+ public:
+  // Metrics off: nothing is registered or served.
+  Metrics();
+  // Metrics on, served at http://address:port/metrics. Throws when the port cannot be bound.
+  Metrics(const std::string& address, int port);
+  ~Metrics();
+
+  bool enabled() const { return enabled_; }
+  // The port the exposer listens on (0 when off).
+  int port() const;
+
+  // Clock::now() when metrics are on, else a zero time point (no clock read).
+  Clock::time_point start() const { return enabled_ ? Clock::now() : Clock::time_point(); }
+
+  void rpc_started(Method method) {
+    if (enabled_) methods_[index(method)].started->Increment();
+  }
+  void rpc_handled(Method method, grpc::StatusCode code, Clock::time_point start);
+  void compute(Algorithm algorithm, Clock::time_point start) {
+    if (enabled_) algorithms_[index(algorithm)]->Observe(seconds_since(start));
+  }
+  void batch_states(int states) {
+    if (enabled_) batch_states_->Observe(states);
+  }
+  void set_models_registered(std::size_t count) {
+    if (enabled_) models_registered_->Set(static_cast<double>(count));
+  }
+  // Gauges the executor updates; null when off.
+  prometheus::Gauge* queue_depth() const { return queue_depth_; }
+  prometheus::Gauge* busy_workers() const { return busy_workers_; }
+
+ private:
+  static constexpr int kCodes = 17;  // grpc::StatusCode values 0..16
+  struct MethodMetrics {
+    prometheus::Counter* started = nullptr;
+    std::array<prometheus::Counter*, kCodes> handled{};
+    prometheus::Histogram* seconds = nullptr;
+  };
+  template <typename E>
+  static int index(E e) {
+    return static_cast<int>(e);
+  }
+  static double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  bool enabled_ = false;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::array<MethodMetrics, static_cast<int>(Method::kCount)> methods_{};
+  std::array<prometheus::Histogram*, static_cast<int>(Algorithm::kCount)> algorithms_{};
+  prometheus::Histogram* batch_states_ = nullptr;
+  prometheus::Gauge* queue_depth_ = nullptr;
+  prometheus::Gauge* busy_workers_ = nullptr;
+  prometheus::Gauge* models_registered_ = nullptr;
+};
+
+}  // namespace torqued::server

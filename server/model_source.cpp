@@ -1,0 +1,212 @@
+// Conversion of the proto model sources to the engine's ModelSpec / DhTable, then build_model()
+// and the content hash. Engine errors (ModelError) become INVALID_ARGUMENT with their message.
+#include "server/model_source.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "engine/io/dh.hpp"
+#include "engine/io/urdf.hpp"
+#include "engine/model/build.hpp"
+#include "server/model_id.hpp"
+
+namespace torqued::server {
+namespace {
+
+Vec3 to_vec3(const v1::Vector3& v) { return Vec3(v.x(), v.y(), v.z()); }
+
+Mat3 to_inertia(const v1::InertiaTensor& t) {
+  Mat3 m;
+  m << t.ixx(), t.ixy(), t.ixz(), t.ixy(), t.iyy(), t.iyz(), t.ixz(), t.iyz(), t.izz();
+  return m;
+}
+
+// URDF's placement: translation xyz, rotation Rz(yaw) Ry(pitch) Rx(roll).
+Transform to_transform(const v1::Placement& p) {
+  const Vec3 rpy = to_vec3(p.rpy());
+  Transform t;
+  t.rotation =
+      (Eigen::AngleAxisd(rpy.z(), Vec3::UnitZ()) * Eigen::AngleAxisd(rpy.y(), Vec3::UnitY()) *
+       Eigen::AngleAxisd(rpy.x(), Vec3::UnitX()))
+          .toRotationMatrix();
+  t.translation = to_vec3(p.xyz());
+  return t;
+}
+
+JointLimits to_limits(const v1::JointLimits& l) {
+  JointLimits out;
+  if (l.has_lower()) out.lower = l.lower();
+  if (l.has_upper()) out.upper = l.upper();
+  if (l.has_velocity()) out.velocity = l.velocity();
+  if (l.has_effort()) out.effort = l.effort();
+  return out;
+}
+
+bool to_joint_type(v1::JointType type, JointType& out) {
+  switch (type) {
+    case v1::JOINT_TYPE_REVOLUTE:
+      out = JointType::kRevolute;
+      return true;
+    case v1::JOINT_TYPE_CONTINUOUS:
+      out = JointType::kContinuous;
+      return true;
+    case v1::JOINT_TYPE_PRISMATIC:
+      out = JointType::kPrismatic;
+      return true;
+    case v1::JOINT_TYPE_HELICAL:
+      out = JointType::kHelical;
+      return true;
+    case v1::JOINT_TYPE_SPHERICAL:
+      out = JointType::kSpherical;
+      return true;
+    case v1::JOINT_TYPE_PLANAR:
+      out = JointType::kPlanar;
+      return true;
+    case v1::JOINT_TYPE_FREE_FLYER:
+      out = JointType::kFreeFlyer;
+      return true;
+    case v1::JOINT_TYPE_FIXED:
+      out = JointType::kFixed;
+      return true;
+    default:
+      return false;
+  }
+}
+
+grpc::Status invalid(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+grpc::Status spec_from_proto(const v1::ModelSpec& in, ModelSpec& spec) {
+  for (int i = 0; i < in.links_size(); ++i) {
+    const v1::LinkSpec& l = in.links(i);
+    LinkSpec link;
+    link.name = l.name();
+    link.inertial.mass = l.inertial().mass();
+    link.inertial.origin = to_transform(l.inertial().origin());
+    link.inertial.inertia = to_inertia(l.inertial().inertia());
+    spec.links.push_back(std::move(link));
+  }
+  for (int i = 0; i < in.joints_size(); ++i) {
+    const v1::JointSpec& j = in.joints(i);
+    JointSpec joint;
+    joint.name = j.name();
+    if (!to_joint_type(j.type(), joint.type)) {
+      return invalid("spec.joints[" + std::to_string(i) + "] (\"" + j.name() +
+                     "\"): type must be set to a JOINT_TYPE_* value");
+    }
+    joint.parent_link = j.parent_link();
+    joint.child_link = j.child_link();
+    joint.origin = to_transform(j.origin());
+    if (j.has_axis()) joint.axis = to_vec3(j.axis());
+    joint.pitch = j.pitch();
+    joint.limits = to_limits(j.limits());
+    spec.joints.push_back(std::move(joint));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
+  switch (in.convention()) {
+    case v1::DH_CONVENTION_STANDARD:
+      table.convention = DhConvention::kStandard;
+      break;
+    case v1::DH_CONVENTION_MODIFIED:
+      table.convention = DhConvention::kModified;
+      break;
+    default:
+      return invalid("dh.convention must be DH_CONVENTION_STANDARD or DH_CONVENTION_MODIFIED");
+  }
+  if (!in.base_link().empty()) table.base_link = in.base_link();
+  for (int i = 0; i < in.links_size(); ++i) {
+    const v1::DhLink& l = in.links(i);
+    DhLink link;
+    link.name = l.name();
+    link.joint_name = l.joint_name();
+    if (l.type() != v1::JOINT_TYPE_REVOLUTE && l.type() != v1::JOINT_TYPE_PRISMATIC) {
+      return invalid("dh.links[" + std::to_string(i) +
+                     "].type must be JOINT_TYPE_REVOLUTE or JOINT_TYPE_PRISMATIC");
+    }
+    to_joint_type(l.type(), link.type);
+    link.a = l.a();
+    link.alpha = l.alpha();
+    link.d = l.d();
+    link.theta = l.theta();
+    link.mass = l.mass();
+    link.com = to_vec3(l.com());
+    link.inertia = to_inertia(l.inertia());
+    link.limits = to_limits(l.limits());
+    table.links.push_back(std::move(link));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status too_many(const std::string& what, std::int64_t got, std::int64_t limit) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, what + ": " + std::to_string(got) +
+                                                    " exceeds the server's limit of " +
+                                                    std::to_string(limit)};
+}
+
+}  // namespace
+
+grpc::Status build_from_request(const v1::RegisterModelRequest& request, const ModelLimits& limits,
+                                BuiltModel& out) {
+  const bool floating = request.base() == v1::BASE_TYPE_FLOATING;
+  if (request.base() != v1::BASE_TYPE_UNSPECIFIED && request.base() != v1::BASE_TYPE_FIXED &&
+      !floating) {
+    return invalid("base: unknown BaseType " + std::to_string(request.base()));
+  }
+  const Vec3 gravity = request.has_gravity() ? to_vec3(request.gravity()) : Vec3(0, 0, -9.81);
+  if (!gravity.allFinite()) return invalid("gravity must be finite");
+
+  ModelSpec spec;
+  try {
+    switch (request.source_case()) {
+      case v1::RegisterModelRequest::kUrdf: {
+        const std::int64_t size = static_cast<std::int64_t>(request.urdf().size());
+        if (size > limits.max_urdf_bytes)
+          return too_many("urdf bytes", size, limits.max_urdf_bytes);
+        spec = read_urdf_string(request.urdf(), UrdfOptions{floating, gravity});
+        break;
+      }
+      case v1::RegisterModelRequest::kDh: {
+        if (request.dh().links_size() > limits.max_bodies) {
+          return too_many("dh.links", request.dh().links_size(), limits.max_bodies);
+        }
+        DhTable table;
+        table.name = request.name().empty() ? "dh_model" : request.name();
+        table.floating_base = floating;
+        table.gravity = gravity;
+        if (grpc::Status s = dh_from_proto(request.dh(), table); !s.ok()) return s;
+        spec = dh_to_spec(table);
+        break;
+      }
+      case v1::RegisterModelRequest::kSpec: {
+        if (request.spec().links_size() > limits.max_bodies) {
+          return too_many("spec.links", request.spec().links_size(), limits.max_bodies);
+        }
+        if (grpc::Status s = spec_from_proto(request.spec(), spec); !s.ok()) return s;
+        spec.name = "spec_model";
+        spec.floating_base = floating;
+        spec.gravity = gravity;
+        break;
+      }
+      default:
+        return invalid("source: one of urdf, dh or spec must be set");
+    }
+    if (!request.name().empty()) spec.name = request.name();
+    if (static_cast<std::int64_t>(spec.links.size()) > limits.max_bodies) {
+      return too_many("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies);
+    }
+    ModelPtr model = build_model(spec);
+    if (model->nv > limits.max_dof)
+      return too_many("degrees of freedom (nv)", model->nv, limits.max_dof);
+    out.id = model_id(*model);
+    out.model = std::move(model);
+  } catch (const ModelError& e) {
+    return invalid(e.what());
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace torqued::server

@@ -1,0 +1,31 @@
+// Turning a RegisterModelRequest (URDF, DH table or explicit spec, plus name, base and gravity)
+// into a built engine Model and its id, enforcing the server's size limits on the way.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <string>
+
+#include "engine/model/model.hpp"
+#include "torqued/v1/model.pb.h"
+
+namespace torqued::server {
+
+struct ModelLimits {
+  std::int64_t max_urdf_bytes = 4LL << 20;
+  int max_bodies = 1024;
+  int max_dof = 1024;
+};
+
+struct BuiltModel {
+  ModelPtr model;
+  std::string id;
+};
+
+// INVALID_ARGUMENT when the source is missing or malformed (the message names the field, joint
+// or link at fault), RESOURCE_EXHAUSTED when a limit is passed.
+grpc::Status build_from_request(const v1::RegisterModelRequest& request, const ModelLimits& limits,
+                                BuiltModel& out);
+
+}  // namespace torqued::server

@@ -1,0 +1,39 @@
+// The registry: a read-mostly map from model id to an immutable RegisteredModel shared by
+// pointer, so that deleting a model never breaks a request already running on it.
+#pragma once
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/model/model.hpp"
+#include "torqued/v1/model.pb.h"
+
+namespace torqued::server {
+
+struct RegisteredModel {
+  std::string id;
+  ModelPtr model;
+  v1::Model layout;
+};
+
+using RegisteredModelPtr = std::shared_ptr<const RegisteredModel>;
+
+class Registry {
+ public:
+  RegisteredModelPtr find(const std::string& id) const;
+  // Inserts unless the id is present; returns the entry now registered under the id.
+  RegisteredModelPtr insert(RegisteredModelPtr model);
+  bool erase(const std::string& id);
+  // Sorted by name, then id.
+  std::vector<RegisteredModelPtr> list() const;
+  std::size_t size() const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, RegisteredModelPtr> models_;
+};
+
+}  // namespace torqued::server

@@ -1,0 +1,56 @@
+// The torqued server assembled from its parts: metrics, store, executor, catalog and the gRPC
+// services (with health and reflection), and its life cycle: start listening (NOT_SERVING), load
+// the repository and the store (SERVING), drain and stop.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <memory>
+
+#include "server/batch.hpp"
+#include "server/catalog.hpp"
+#include "server/config.hpp"
+#include "server/dynamics_service.hpp"
+#include "server/executor.hpp"
+#include "server/health_service.hpp"
+#include "server/metrics.hpp"
+#include "server/model_service.hpp"
+#include "server/store.hpp"
+
+namespace torqued::server {
+
+class Server {
+ public:
+  // Creates the store directory, the metrics exposer and the executor. Throws std::exception
+  // with a readable message when a resource cannot be had (port in use, unwritable directory).
+  explicit Server(const Config& config);
+  ~Server();
+
+  // Starts serving gRPC; health reports NOT_SERVING and calls answer UNAVAILABLE until
+  // load_models() has run. Throws when the port cannot be bound.
+  void start();
+  // Loads the model repository and the store, then reports SERVING.
+  void load_models();
+  // Graceful stop: NOT_SERVING, no new calls, in-flight calls finish (or are cancelled at the
+  // drain deadline), workers join.
+  void shut_down();
+
+  int port() const { return port_; }
+
+ private:
+  const Config config_;
+  Metrics metrics_;
+  Store store_;
+  Executor executor_;
+  BatchRunner runner_;
+  Catalog catalog_;
+  std::atomic<bool> ready_{false};
+  HealthService health_;
+  ModelService model_service_;
+  DynamicsService dynamics_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace torqued::server

@@ -1,0 +1,89 @@
+// Request validation (see validation.hpp).
+#include "server/validation.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace torqued::server {
+namespace {
+
+constexpr double kQuaternionTolerance = 1e-6;
+
+grpc::Status invalid(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+}  // namespace
+
+grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& states) {
+  if (batch_size > static_cast<std::uint32_t>(max_states)) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "batch_size: " + std::to_string(batch_size) + " exceeds the server's limit of " +
+                std::to_string(max_states) + " states per call"};
+  }
+  states = batch_size == 0 ? 1 : static_cast<int>(batch_size);
+  return grpc::Status::OK;
+}
+
+grpc::Status check_array(const char* field, const DoubleArray& values, int states, int per_state,
+                         bool optional) {
+  const std::int64_t expected = static_cast<std::int64_t>(states) * per_state;
+  if (values.size() != expected && !(optional && values.empty())) {
+    std::ostringstream s;
+    s << field << ": expected " << expected << " values (batch_size " << states << " × "
+      << per_state << " per state)" << (optional ? " or none" : "") << ", got " << values.size();
+    return invalid(s.str());
+  }
+  const double* data = values.data();
+  for (int i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(data[i])) {
+      std::ostringstream s;
+      s << field << "[" << i << "] (state " << i / per_state << ", element " << i % per_state
+        << ") is " << (std::isnan(data[i]) ? "NaN" : "infinite") << "; values must be finite";
+      return invalid(s.str());
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states) {
+  for (int b = 1; b < model.nbodies(); ++b) {
+    const Joint& joint = model.joints[b];
+    int offset;
+    if (joint.type == JointType::kSpherical) {
+      offset = joint.idx_q;
+    } else if (joint.type == JointType::kFreeFlyer) {
+      offset = joint.idx_q + 3;
+    } else {
+      continue;
+    }
+    for (int s = 0; s < states; ++s) {
+      const double* quat = q.data() + static_cast<std::int64_t>(s) * model.nq + offset;
+      const double norm =
+          std::sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
+      if (std::abs(norm - 1.0) > kQuaternionTolerance) {
+        std::ostringstream out;
+        out.precision(17);
+        out << "q: the quaternion (x, y, z, w) of joint \"" << model.joint_names[b] << "\" at q["
+            << static_cast<std::int64_t>(s) * model.nq + offset << "] (state " << s << ") has norm "
+            << norm << "; it must be 1 within " << kQuaternionTolerance;
+        return invalid(out.str());
+      }
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status check_response_size(std::int64_t doubles, std::int64_t max_bytes) {
+  // Packed doubles plus a little framing.
+  const std::int64_t bytes = doubles * 8 + 64;
+  if (bytes > max_bytes) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "the response would take " + std::to_string(bytes) +
+                " bytes, more than the server's max message size of " + std::to_string(max_bytes) +
+                "; split the batch"};
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace torqued::server

@@ -1,0 +1,257 @@
+// Tests server/executor.cpp, batch.cpp and the shutdown path of server.cpp under load: 16 client
+// threads × 1,000 mixed calls all correct, a full queue answers RESOURCE_EXHAUSTED without
+// hanging, and SIGTERM under load lets in-flight calls finish and exits 0.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/rnea.hpp"
+#include "server/model_source.hpp"
+#include "server/repository.hpp"
+#include "tests/server/server_process.hpp"
+
+namespace torqued::testing {
+namespace {
+
+// The bundled models, built locally, by name.
+std::map<std::string, server::BuiltModel> local_models() {
+  std::map<std::string, server::BuiltModel> out;
+  std::vector<std::string> errors;
+  for (const auto& entry : server::read_repository(repository_dir(), errors)) {
+    server::BuiltModel built;
+    EXPECT_TRUE(server::build_from_request(entry.request, {}, built).ok());
+    out[built.model->name] = built;
+  }
+  return out;
+}
+
+bool bitwise_equal(const google::protobuf::RepeatedField<double>& got,
+                   const Eigen::VectorXd& want) {
+  return got.size() == want.size() &&
+         std::memcmp(got.data(), want.data(), want.size() * sizeof(double)) == 0;
+}
+
+TEST(LoadTest, SixteenThreadsTimesAThousandMixedCallsAreAllCorrect) {
+  TempDir dir;
+  ServerProcess server({dir.path() / "data", repository_dir(), false, {"--queue-capacity=4096"}});
+  const auto models = local_models();
+  constexpr int kThreads = 16;
+  constexpr int kCalls = 1000;
+  std::atomic<int> correct{0};
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto dynamics = server.dynamics();
+      auto model_stub = server.models();
+      const auto& [name, built] = *std::next(models.begin(), t % models.size());
+      const Model& m = *built.model;
+      Data data(m);
+      v1::Model layout;
+      {
+        grpc::ClientContext context;
+        context.set_deadline(deadline_in(60));
+        v1::GetModelRequest request;
+        request.set_model_id(built.id);
+        if (!model_stub->GetModel(&context, request, &layout).ok()) {
+          failures[t] = "GetModel failed";
+          return;
+        }
+      }
+      for (int i = 0; i < kCalls; ++i) {
+        const int states = 1 + (i % 7);
+        const auto q = random_configurations(layout, states, 1000 * t + i);
+        const auto v = random_values(states * m.nv, 7 * i + t);
+        grpc::ClientContext context;
+        context.set_deadline(deadline_in(120));
+        grpc::Status status;
+        bool ok = false;
+        switch (i % 4) {
+          case 0: {
+            v1::InverseDynamicsRequest r;
+            r.set_model_id(built.id);
+            r.set_batch_size(states);
+            r.mutable_q()->Add(q.begin(), q.end());
+            r.mutable_v()->Add(v.begin(), v.end());
+            r.mutable_a()->Add(v.begin(), v.end());
+            v1::InverseDynamicsResponse response;
+            status = dynamics->InverseDynamics(&context, r, &response);
+            const int s = states - 1;
+            Eigen::Map<const Eigen::VectorXd> qs(q.data() + s * m.nq, m.nq);
+            Eigen::Map<const Eigen::VectorXd> vs(v.data() + s * m.nv, m.nv);
+            const Eigen::VectorXd tau = rnea(m, data, qs, vs, vs);
+            ok = status.ok() && response.tau_size() == states * m.nv &&
+                 std::memcmp(response.tau().data() + s * m.nv, tau.data(), m.nv * sizeof(double)) ==
+                     0;
+            break;
+          }
+          case 1: {
+            v1::ForwardDynamicsRequest r;
+            r.set_model_id(built.id);
+            r.mutable_q()->Add(q.begin(), q.begin() + m.nq);
+            r.mutable_v()->Add(v.begin(), v.begin() + m.nv);
+            r.mutable_tau()->Add(v.begin(), v.begin() + m.nv);
+            v1::ForwardDynamicsResponse response;
+            status = dynamics->ForwardDynamics(&context, r, &response);
+            Eigen::Map<const Eigen::VectorXd> qs(q.data(), m.nq), vs(v.data(), m.nv);
+            ok = status.ok() && bitwise_equal(response.a(), aba(m, data, qs, vs, vs));
+            break;
+          }
+          case 2: {
+            v1::GravityRequest r;
+            r.set_model_id(built.id);
+            r.mutable_q()->Add(q.begin(), q.begin() + m.nq);
+            v1::GravityResponse response;
+            status = dynamics->Gravity(&context, r, &response);
+            Eigen::Map<const Eigen::VectorXd> qs(q.data(), m.nq);
+            ok = status.ok() && bitwise_equal(response.tau(), generalized_gravity(m, data, qs));
+            break;
+          }
+          default: {
+            v1::EchoRequest r;
+            r.mutable_values()->Add(v.begin(), v.end());
+            v1::EchoResponse response;
+            status = dynamics->Echo(&context, r, &response);
+            ok = status.ok() && response.values_size() == static_cast<int>(v.size()) &&
+                 std::equal(v.begin(), v.end(), response.values().begin());
+          }
+        }
+        if (!ok) {
+          failures[t] = "call " + std::to_string(i) + " (" + name +
+                        "): " + (status.ok() ? "wrong result" : status.error_message());
+          return;
+        }
+        ++correct;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& f : failures) EXPECT_TRUE(f.empty()) << f;
+  EXPECT_EQ(correct.load(), kThreads * kCalls);
+}
+
+// Many large batches at once on one worker with room for two tasks in the queue.
+TEST(LoadTest, FullQueueAnswersResourceExhaustedAtOnce) {
+  TempDir dir;
+  ServerProcess server({dir.path() / "data",
+                        repository_dir(),
+                        false,
+                        {"--workers=1", "--queue-capacity=2", "--split-min-states=1000000"}});
+  const auto models = local_models();
+  const auto& quadruped = models.at("quadruped");
+  v1::Model layout;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(60));
+    v1::GetModelRequest request;
+    request.set_model_id(quadruped.id);
+    ASSERT_TRUE(server.models()->GetModel(&context, request, &layout).ok());
+  }
+  v1::MassMatrixRequest request;
+  request.set_model_id(quadruped.id);
+  request.set_batch_size(2000);
+  const auto q = random_configurations(layout, 2000, 3);
+  request.mutable_q()->Add(q.begin(), q.end());
+  request.set_inverse(true);
+  constexpr int kCalls = 24;
+  std::vector<grpc::StatusCode> codes(kCalls);
+  std::vector<double> seconds(kCalls);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      auto stub = server.dynamics();
+      grpc::ClientContext context;
+      context.set_deadline(deadline_in(300));
+      v1::MassMatrixResponse response;
+      const auto start = std::chrono::steady_clock::now();
+      codes[i] = stub->MassMatrix(&context, request, &response).error_code();
+      seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+  }
+  for (auto& t : threads) t.join();
+  int exhausted = 0, ok = 0;
+  double slowest_rejection = 0.0, fastest_success = 1e9;
+  for (int i = 0; i < kCalls; ++i) {
+    if (codes[i] == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++exhausted;
+      slowest_rejection = std::max(slowest_rejection, seconds[i]);
+    } else {
+      EXPECT_EQ(codes[i], grpc::StatusCode::OK);
+      ++ok;
+      fastest_success = std::min(fastest_success, seconds[i]);
+    }
+  }
+  EXPECT_GT(exhausted, 0);
+  EXPECT_GT(ok, 0);
+  std::cout << ok << " calls served, " << exhausted << " rejected; slowest rejection "
+            << slowest_rejection << " s\n";
+}
+
+TEST(LoadTest, SigtermUnderLoadFinishesInFlightCallsAndExitsZero) {
+  TempDir dir;
+  ServerProcess server({dir.path() / "data",
+                        repository_dir(),
+                        true,
+                        {"--workers=1", "--split-min-states=1000000", "--drain-seconds=120"}});
+  const auto models = local_models();
+  const auto& quadruped = models.at("quadruped");
+  v1::Model layout;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(60));
+    v1::GetModelRequest request;
+    request.set_model_id(quadruped.id);
+    ASSERT_TRUE(server.models()->GetModel(&context, request, &layout).ok());
+  }
+  // Three long batches on one worker: when SIGTERM comes, one runs and two wait in the queue.
+  constexpr int kStates = 40000;
+  v1::ForwardDynamicsRequest request;
+  request.set_model_id(quadruped.id);
+  request.set_batch_size(kStates);
+  const auto q = random_configurations(layout, kStates, 4);
+  const auto v = random_values(static_cast<std::size_t>(kStates) * layout.nv(), 5);
+  request.mutable_q()->Add(q.begin(), q.end());
+  request.mutable_v()->Add(v.begin(), v.end());
+  request.mutable_tau()->Add(v.begin(), v.end());
+  constexpr int kCalls = 3;
+  std::vector<grpc::Status> statuses(kCalls);
+  std::vector<int> sizes(kCalls);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([&, i] {
+      auto stub = server.dynamics();
+      grpc::ClientContext context;
+      context.set_deadline(deadline_in(300));
+      v1::ForwardDynamicsResponse response;
+      statuses[i] = stub->ForwardDynamics(&context, request, &response);
+      sizes[i] = response.a_size();
+    });
+  }
+  // SIGTERM once the server has taken all three calls (its started counter says so).
+  const std::string started_line =
+      "grpc_server_started_total{grpc_method=\"ForwardDynamics\",grpc_service=\"torqued.v1."
+      "DynamicsService\",grpc_type=\"unary\"} 3";
+  const auto end = deadline_in(120);
+  while (http_get(server.metrics_port(), "/metrics").find(started_line) == std::string::npos &&
+         std::chrono::system_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  server.signal(SIGTERM);
+  for (auto& t : threads) t.join();
+  const int status = server.wait_exit(180);
+  ASSERT_TRUE(WIFEXITED(status)) << server.log();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << server.log();
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();
+    EXPECT_EQ(sizes[i], kStates * layout.nv());
+  }
+  EXPECT_NE(server.log().find("draining"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torqued::testing

@@ -1,0 +1,301 @@
+// Tests server/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC returns
+// bitwise what a direct engine call returns, for every bundled model, with batches split into
+// chunks across workers.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/jacobian.hpp"
+#include "engine/algorithms/rnea.hpp"
+#include "server/model_source.hpp"
+#include "server/repository.hpp"
+#include "tests/server/server_process.hpp"
+
+namespace torqued::testing {
+namespace {
+
+using Vector = Eigen::VectorXd;
+using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+constexpr int kStates = 37;  // not a multiple of the chunk count
+
+template <typename Field>
+void expect_bitwise_equal(const Field& got, const std::vector<double>& want,
+                          const std::string& what) {
+  ASSERT_EQ(static_cast<std::size_t>(got.size()), want.size()) << what;
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(double))) << what;
+}
+
+Vector row(const std::vector<double>& values, int state, int width) {
+  return Eigen::Map<const Vector>(values.data() + static_cast<std::size_t>(state) * width, width);
+}
+
+void append(std::vector<double>& out, const Eigen::Ref<const Eigen::VectorXd>& x) {
+  out.insert(out.end(), x.data(), x.data() + x.size());
+}
+
+struct LocalModel {
+  ModelPtr model;
+  v1::Model layout;
+};
+
+class RpcEquivalenceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    server_ = new ServerProcess(
+        {dir_->path() / "data", repository_dir(), false, {"--workers=3", "--split-min-states=8"}});
+    // The same models built here, through the same readers and builder.
+    std::vector<std::string> errors;
+    for (const auto& entry : server::read_repository(repository_dir(), errors)) {
+      server::BuiltModel built;
+      ASSERT_TRUE(server::build_from_request(entry.request, {}, built).ok()) << entry.path;
+      grpc::ClientContext context;
+      context.set_deadline(deadline_in(30));
+      v1::GetModelRequest request;
+      request.set_model_id(built.id);
+      v1::Model layout;
+      ASSERT_TRUE(server_->models()->GetModel(&context, request, &layout).ok())
+          << entry.path << ": the server has no model with id " << built.id;
+      models_->emplace(built.model->name, LocalModel{built.model, layout});
+    }
+    ASSERT_EQ(models_->size(), 4u);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete dir_;
+    models_->clear();
+  }
+
+  static TempDir* dir_;
+  static ServerProcess* server_;
+  static std::map<std::string, LocalModel>* models_;
+};
+
+TempDir* RpcEquivalenceTest::dir_ = nullptr;
+ServerProcess* RpcEquivalenceTest::server_ = nullptr;
+std::map<std::string, LocalModel>* RpcEquivalenceTest::models_ =
+    new std::map<std::string, LocalModel>();
+
+TEST_F(RpcEquivalenceTest, InverseDynamicsWithAndWithoutExternalForces) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 1);
+    const auto v = random_values(kStates * m.nv, 2);
+    const auto a = random_values(kStates * m.nv, 3);
+    const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 4);
+    for (const bool with_forces : {false, true}) {
+      v1::InverseDynamicsRequest request;
+      request.set_model_id(local.layout.id());
+      request.set_batch_size(kStates);
+      request.mutable_q()->Add(q.begin(), q.end());
+      request.mutable_v()->Add(v.begin(), v.end());
+      request.mutable_a()->Add(a.begin(), a.end());
+      if (with_forces) request.mutable_external_forces()->Add(f.begin(), f.end());
+      grpc::ClientContext context;
+      context.set_deadline(deadline_in(60));
+      v1::InverseDynamicsResponse response;
+      const grpc::Status status =
+          server_->dynamics()->InverseDynamics(&context, request, &response);
+      ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
+      EXPECT_EQ(response.batch_size(), static_cast<unsigned>(kStates));
+      std::vector<double> want;
+      std::vector<Force> forces(m.nbodies(), Force::Zero());
+      for (int s = 0; s < kStates; ++s) {
+        for (int b = 1; b < m.nbodies(); ++b) {
+          forces[b] = Force::FromVector(row(f, s * (m.nbodies() - 1) + b - 1, 6));
+        }
+        append(want, rnea(m, data, row(q, s, m.nq), row(v, s, m.nv), row(a, s, m.nv),
+                          with_forces ? std::span<const Force>(forces) : std::span<const Force>()));
+      }
+      expect_bitwise_equal(response.tau(), want, name + (with_forces ? " with forces" : ""));
+    }
+  }
+}
+
+TEST_F(RpcEquivalenceTest, ForwardDynamics) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 5);
+    const auto v = random_values(kStates * m.nv, 6);
+    const auto tau = random_values(kStates * m.nv, 7);
+    const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 8);
+    v1::ForwardDynamicsRequest request;
+    request.set_model_id(local.layout.id());
+    request.set_batch_size(kStates);
+    request.mutable_q()->Add(q.begin(), q.end());
+    request.mutable_v()->Add(v.begin(), v.end());
+    request.mutable_tau()->Add(tau.begin(), tau.end());
+    request.mutable_external_forces()->Add(f.begin(), f.end());
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(60));
+    v1::ForwardDynamicsResponse response;
+    const grpc::Status status = server_->dynamics()->ForwardDynamics(&context, request, &response);
+    // The PUMA's first link is massless but carries the others, so every model is regular.
+    ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
+    std::vector<double> want;
+    std::vector<Force> forces(m.nbodies(), Force::Zero());
+    for (int s = 0; s < kStates; ++s) {
+      for (int b = 1; b < m.nbodies(); ++b) {
+        forces[b] = Force::FromVector(row(f, s * (m.nbodies() - 1) + b - 1, 6));
+      }
+      append(want, aba(m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv), forces));
+    }
+    expect_bitwise_equal(response.a(), want, name);
+  }
+}
+
+TEST_F(RpcEquivalenceTest, MassMatrixAndInverse) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 9);
+    v1::MassMatrixRequest request;
+    request.set_model_id(local.layout.id());
+    request.set_batch_size(kStates);
+    request.mutable_q()->Add(q.begin(), q.end());
+    request.set_inverse(true);
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(60));
+    v1::MassMatrixResponse response;
+    const grpc::Status status = server_->dynamics()->MassMatrix(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
+    std::vector<double> want_m, want_inverse;
+    Eigen::LLT<Eigen::MatrixXd> llt(m.nv);
+    Eigen::MatrixXd inverse(m.nv, m.nv);
+    for (int s = 0; s < kStates; ++s) {
+      const RowMajor mass = crba(m, data, row(q, s, m.nq));
+      append(want_m, Eigen::Map<const Vector>(mass.data(), mass.size()));
+      llt.compute(data.M);
+      inverse.setIdentity();
+      llt.solveInPlace(inverse);
+      const RowMajor inverse_row_major = inverse;
+      append(want_inverse,
+             Eigen::Map<const Vector>(inverse_row_major.data(), inverse_row_major.size()));
+    }
+    expect_bitwise_equal(response.mass_matrix(), want_m, name + " M");
+    expect_bitwise_equal(response.inverse(), want_inverse, name + " M⁻¹");
+  }
+}
+
+TEST_F(RpcEquivalenceTest, NonlinearEffectsAndGravity) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 10);
+    const auto v = random_values(kStates * m.nv, 11);
+    v1::NonlinearEffectsRequest nle_request;
+    nle_request.set_model_id(local.layout.id());
+    nle_request.set_batch_size(kStates);
+    nle_request.mutable_q()->Add(q.begin(), q.end());
+    nle_request.mutable_v()->Add(v.begin(), v.end());
+    grpc::ClientContext nle_context;
+    nle_context.set_deadline(deadline_in(60));
+    v1::NonlinearEffectsResponse nle;
+    ASSERT_TRUE(server_->dynamics()->NonlinearEffects(&nle_context, nle_request, &nle).ok());
+    v1::GravityRequest g_request;
+    g_request.set_model_id(local.layout.id());
+    g_request.set_batch_size(kStates);
+    g_request.mutable_q()->Add(q.begin(), q.end());
+    grpc::ClientContext g_context;
+    g_context.set_deadline(deadline_in(60));
+    v1::GravityResponse g;
+    ASSERT_TRUE(server_->dynamics()->Gravity(&g_context, g_request, &g).ok());
+    std::vector<double> want_nle, want_g;
+    for (int s = 0; s < kStates; ++s) {
+      append(want_nle, nonlinear_effects(m, data, row(q, s, m.nq), row(v, s, m.nv)));
+      append(want_g, generalized_gravity(m, data, row(q, s, m.nq)));
+    }
+    expect_bitwise_equal(nle.tau(), want_nle, name + " nle");
+    expect_bitwise_equal(g.tau(), want_g, name + " gravity");
+  }
+}
+
+TEST_F(RpcEquivalenceTest, KinematicsOfNamedFrames) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 12);
+    const auto v = random_values(kStates * m.nv, 13);
+    // The last two frames, in reverse order.
+    const std::vector<int> frames = {static_cast<int>(m.frames.size()) - 1,
+                                     static_cast<int>(m.frames.size()) - 2};
+    for (const auto reference : {v1::REFERENCE_FRAME_LOCAL, v1::REFERENCE_FRAME_WORLD,
+                                 v1::REFERENCE_FRAME_LOCAL_WORLD_ALIGNED}) {
+      v1::KinematicsRequest request;
+      request.set_model_id(local.layout.id());
+      request.set_batch_size(kStates);
+      request.mutable_q()->Add(q.begin(), q.end());
+      request.mutable_v()->Add(v.begin(), v.end());
+      for (int f : frames) request.add_frames(m.frames[f].name);
+      request.set_reference(reference);
+      request.set_jacobians(true);
+      grpc::ClientContext context;
+      context.set_deadline(deadline_in(60));
+      v1::KinematicsResponse response;
+      const grpc::Status status = server_->dynamics()->Kinematics(&context, request, &response);
+      ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
+      const ReferenceFrame r = reference == v1::REFERENCE_FRAME_WORLD ? ReferenceFrame::kWorld
+                               : reference == v1::REFERENCE_FRAME_LOCAL
+                                   ? ReferenceFrame::kLocal
+                                   : ReferenceFrame::kLocalWorldAligned;
+      std::vector<double> positions, rotations, velocities, jacobians;
+      Eigen::MatrixXd jacobian(6, m.nv);
+      for (int s = 0; s < kStates; ++s) {
+        forward_kinematics(m, data, row(q, s, m.nq), row(v, s, m.nv));
+        for (int f : frames) {
+          const Transform placement = frame_placement(m, data, f);
+          append(positions, placement.translation);
+          const Eigen::Matrix<double, 3, 3, Eigen::RowMajor> rotation = placement.rotation;
+          append(rotations, Eigen::Map<const Vector>(rotation.data(), 9));
+          append(velocities, frame_velocity(m, data, f, r).to_vector());
+          frame_jacobian(m, data, f, r, jacobian);
+          const RowMajor jacobian_row_major = jacobian;
+          append(jacobians, Eigen::Map<const Vector>(jacobian_row_major.data(), 6 * m.nv));
+        }
+      }
+      ASSERT_EQ(response.frames_size(), 2);
+      EXPECT_EQ(response.frames(0), m.frames[frames[0]].name);
+      expect_bitwise_equal(response.positions(), positions, name + " positions");
+      expect_bitwise_equal(response.rotations(), rotations, name + " rotations");
+      expect_bitwise_equal(response.velocities(), velocities, name + " velocities");
+      expect_bitwise_equal(response.jacobians(), jacobians, name + " jacobians");
+    }
+  }
+}
+
+TEST_F(RpcEquivalenceTest, StanfordArmMatchesThePublishedCrossCheck) {
+  // ../shared/seeds/digest-001-004.md §7.1: gravity torques at q.
+  const LocalModel& arm = models_->at("stanford_arm");
+  v1::GravityRequest request;
+  request.set_model_id(arm.layout.id());
+  for (double x : {0.3, -0.6, 0.5, 0.8, -0.4, 0.2}) request.add_q(x);
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(30));
+  v1::GravityResponse response;
+  ASSERT_TRUE(server_->dynamics()->Gravity(&context, request, &response).ok());
+  const double want[] = {0.0, 9.3980322284, 41.292366150, 0.066536844437, 0.28842086108, 0.0};
+  ASSERT_EQ(response.tau_size(), 6);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(response.tau(i), want[i], 1e-9) << i;
+}
+
+TEST_F(RpcEquivalenceTest, EchoReturnsItsPayloadUntouched) {
+  v1::EchoRequest request;
+  request.set_payload(std::string("\0\x01\xffpayload", 10));
+  const auto values = random_values(1000, 14);
+  request.mutable_values()->Add(values.begin(), values.end());
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(30));
+  v1::EchoResponse response;
+  ASSERT_TRUE(server_->dynamics()->Echo(&context, request, &response).ok());
+  EXPECT_EQ(response.payload(), request.payload());
+  expect_bitwise_equal(response.values(), values, "values");
+}
+
+}  // namespace
+}  // namespace torqued::testing

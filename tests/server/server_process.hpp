@@ -1,0 +1,103 @@
+// Test support: runs the real torqued binary as a child process on free loopback ports with its
+// own data directory, and talks to it over gRPC with the generated stubs.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "torqued/v1/dynamics.grpc.pb.h"
+#include "torqued/v1/model.grpc.pb.h"
+
+namespace torqued::testing {
+
+// A fresh directory under the system's temporary directory, removed on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A loopback TCP port that was free a moment ago (bind to port 0, read it, close).
+int free_port();
+
+// HTTP/1.0 GET on loopback; returns the body, or "" on any error.
+std::string http_get(int port, const std::string& target);
+
+// The bundled model repository (deploy/models) and the torqued binary of this build.
+std::string repository_dir();
+std::string torqued_binary();
+
+// A deadline `seconds` from now, for client contexts.
+std::chrono::system_clock::time_point deadline_in(double seconds);
+
+class ServerProcess {
+ public:
+  struct Options {
+    std::filesystem::path data_dir;
+    std::string repository = repository_dir();
+    bool metrics = false;
+    std::vector<std::string> extra_args;
+  };
+
+  // Starts torqued and waits (up to 60 s) until its health service says SERVING. Retries with
+  // new ports if the chosen ones were taken meanwhile. Fails the test (ADD_FAILURE) on error.
+  explicit ServerProcess(Options options);
+  // Kills the process (SIGKILL) if still running.
+  ~ServerProcess();
+
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  bool running() const { return pid_ > 0; }
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string log() const;
+
+  std::shared_ptr<grpc::Channel> channel() const;
+  std::unique_ptr<v1::ModelService::Stub> models() const;
+  std::unique_ptr<v1::DynamicsService::Stub> dynamics() const;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health() const;
+
+  // Sends a signal.
+  void signal(int signal_number);
+  // Waits for the process to exit; returns its wait status, or -1 on timeout.
+  int wait_exit(double timeout_seconds);
+
+  // Starts the process without waiting for SERVING (for the health test).
+  static std::unique_ptr<ServerProcess> launch(Options options);
+  // Waits until the gRPC port accepts connections, then creates the channel; false if the
+  // process died or timed out.
+  bool wait_listening(double timeout_seconds);
+  // Polls health until SERVING or the timeout; false if the process died or timed out.
+  bool wait_serving(double timeout_seconds);
+
+ private:
+  ServerProcess(Options options, bool wait);
+  bool spawn();
+
+  Options options_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  std::filesystem::path log_path_;
+  std::shared_ptr<grpc::Channel> channel_;
+};
+
+// Fills a configuration of `states` states with random angles and unit quaternions.
+std::vector<double> random_configurations(const v1::Model& model, int states, unsigned seed);
+// `count` random numbers in [-1, 1].
+std::vector<double> random_values(std::size_t count, unsigned seed);
+
+}  // namespace torqued::testing
