@@ -3,6 +3,7 @@
 //
 //   torqued_bench --urdf FILE [--floating-base] [--benchmark_* flags]
 //   torqued_bench --random-chain N [--benchmark_* flags]   (N revolute bodies, for O(n) checks)
+//   torqued_bench --random-tree N [--benchmark_* flags]    (N revolute bodies, branching)
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -13,9 +14,20 @@
 #include <vector>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/floating_base_inverse_dynamics.hpp"
+#include "engine/algorithms/forward_dynamics.hpp"
+#include "engine/algorithms/forward_dynamics_crba.hpp"
+#include "engine/algorithms/forward_dynamics_factorization.hpp"
+#include "engine/algorithms/hybrid_dynamics.hpp"
 #include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/lagrange_homogeneous.hpp"
+#include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
+#include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -70,6 +82,36 @@ ModelPtr random_chain(int bodies) {
   return build_model(spec);
 }
 
+// A tree of revolute joints: each body hangs from one of the previous three bodies (drawn at
+// random), so the tree branches while staying about as deep as a robot's limbs.
+ModelPtr random_tree(int bodies) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  ModelSpec spec;
+  spec.name = "random_tree_" + std::to_string(bodies);
+  spec.links.push_back({"link0", {}});
+  for (int i = 1; i <= bodies; ++i) {
+    LinkSpec link;
+    link.name = "link" + std::to_string(i);
+    link.inertial.mass = 0.5 + 0.5 * (unit(rng) + 1.0);
+    link.inertial.origin.translation = Vec3(0.1 * unit(rng), 0.1 * unit(rng), 0.1);
+    link.inertial.inertia = Vec3(0.02, 0.025, 0.03).asDiagonal();
+    spec.links.push_back(link);
+    JointSpec joint;
+    joint.name = "joint" + std::to_string(i);
+    joint.type = JointType::kRevolute;
+    const int parent = std::max(0, i - 1 - static_cast<int>(rng() % 3));
+    joint.parent_link = "link" + std::to_string(parent);
+    joint.child_link = link.name;
+    joint.origin.rotation =
+        axis_angle_rotation(Vec3(unit(rng), unit(rng), unit(rng)).normalized(), unit(rng));
+    joint.origin.translation = Vec3(0.0, 0.0, 0.2);
+    joint.axis = Vec3::Unit(i % 3);
+    spec.joints.push_back(joint);
+  }
+  return build_model(spec);
+}
+
 template <typename Call>
 void run(benchmark::State& state, const Model& model, Call call) {
   Data data(model);
@@ -98,6 +140,59 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
       benchmark::DoNotOptimize(aba(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
     });
   });
+  benchmark::RegisterBenchmark("hybrid", [&](benchmark::State& s) {
+    // Every other DOF acceleration-given: both kinds of step on every model.
+    std::vector<DofInput> mask(model.nv);
+    for (int k = 0; k < model.nv; ++k) {
+      mask[k] = k % 2 == 0 ? DofInput::kAcceleration : DofInput::kForce;
+    }
+    run(s, model, [&](Data& d, int k) {
+      hybrid_dynamics(model, d, pool.q[k], pool.v[k], pool.a[k], pool.tau[k], mask);
+      benchmark::DoNotOptimize(d.tau.data());
+    });
+  });
+  if (model.floating_base) {
+    benchmark::RegisterBenchmark("floating_base_id", [&](benchmark::State& s) {
+      run(s, model, [&](Data& d, int k) {
+        floating_base_inverse_dynamics(model, d, pool.q[k], pool.v[k], pool.a[k]);
+        benchmark::DoNotOptimize(d.tau.data());
+      });
+    });
+  }
+  benchmark::RegisterBenchmark("minverse", [&](benchmark::State& s) {
+    run(s, model,
+        [&](Data& d, int k) { benchmark::DoNotOptimize(minverse(model, d, pool.q[k]).data()); });
+  });
+  benchmark::RegisterBenchmark("fd_crba", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(
+          forward_dynamics_crba(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
+    });
+  });
+  benchmark::RegisterBenchmark("fd_factorization", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(
+          forward_dynamics_factorization(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
+    });
+  });
+  benchmark::RegisterBenchmark("fd_auto", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(
+          forward_dynamics(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
+    });
+  });
+  benchmark::RegisterBenchmark("rnea_derivatives", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      rnea_derivatives(model, d, pool.q[k], pool.v[k], pool.a[k]);
+      benchmark::DoNotOptimize(d.dtau_dq.data());
+    });
+  });
+  benchmark::RegisterBenchmark("aba_derivatives", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      aba_derivatives(model, d, pool.q[k], pool.v[k], pool.tau[k]);
+      benchmark::DoNotOptimize(d.ddq_dq.data());
+    });
+  });
   benchmark::RegisterBenchmark("forward_kinematics", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       forward_kinematics(model, d, pool.q[k], pool.v[k], pool.a[k]);
@@ -109,11 +204,29 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
       benchmark::DoNotOptimize(generalized_gravity(model, d, pool.q[k]).data());
     });
   });
+  benchmark::RegisterBenchmark("lagrange_homogeneous", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(
+          lagrange_homogeneous(model, d, pool.q[k], pool.v[k], pool.a[k]).data());
+    });
+  });
+  benchmark::RegisterBenchmark("coriolis_matrix", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(coriolis_matrix(model, d, pool.q[k], pool.v[k]).data());
+    });
+  });
+  // The centroidal momentum matrix A_G (which also computes the centre of mass).
+  benchmark::RegisterBenchmark("centroidal", [&](benchmark::State& s) {
+    run(s, model, [&](Data& d, int k) {
+      benchmark::DoNotOptimize(centroidal_momentum_matrix(model, d, pool.q[k]).data());
+    });
+  });
 }
 
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
-            << " (--urdf FILE [--floating-base] | --random-chain N) [--benchmark_* flags]\n";
+            << " (--urdf FILE [--floating-base] | --random-chain N | --random-tree N)"
+            << " [--benchmark_* flags]\n";
   return 2;
 }
 
@@ -125,6 +238,7 @@ int main(int argc, char** argv) {
   std::string urdf;
   bool floating_base = false;
   int chain = 0;
+  int tree = 0;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--urdf") == 0 && i + 1 < argc) {
@@ -133,6 +247,8 @@ int main(int argc, char** argv) {
       floating_base = true;
     } else if (std::strcmp(argv[i], "--random-chain") == 0 && i + 1 < argc) {
       chain = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--random-tree") == 0 && i + 1 < argc) {
+      tree = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--help") == 0) {
       usage(argv[0]);
       rest.push_back(argv[i]);
@@ -140,11 +256,12 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  if (urdf.empty() == (chain <= 0)) return usage(argv[0]);
+  if ((urdf.empty() ? 0 : 1) + (chain > 0 ? 1 : 0) + (tree > 0 ? 1 : 0) != 1) return usage(argv[0]);
   ModelPtr model;
   try {
-    model = chain > 0
-                ? random_chain(chain)
+    model = chain > 0 ? random_chain(chain)
+            : tree > 0
+                ? random_tree(tree)
                 : build_model(read_urdf_file(urdf, UrdfOptions{.floating_base = floating_base}));
   } catch (const std::exception& e) {
     std::cerr << "torqued_bench: " << e.what() << "\n";

@@ -12,33 +12,20 @@
 #include "engine/algorithms/aba.hpp"
 
 #include <Eigen/Cholesky>
-#include <cmath>
-#include <string>
 
-#include "engine/model/joint_world.hpp"
+#include "engine/algorithms/articulated_body.hpp"
+#include "engine/algorithms/world_frame.hpp"
 
 namespace torqued {
 
-namespace {
-
-using SubspaceMatrix = Eigen::Matrix<double, 6, Eigen::Dynamic, 0, 6, 6>;
-using SmallMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 6, 6>;
-using SmallVector = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, 6, 1>;
-
-[[noreturn]] void throw_singular(const Model& model, int body) {
-  throw SingularSystemError("forward dynamics is singular at joint '" + model.joint_names[body] +
-                            "': it moves no inertia (a massless subtree or a mass on its axis)");
-}
-
-// D is the inertia the joint drives; it vanishes when nothing with mass moves with it. The
-// threshold is relative to the size of the articulated inertia so that it holds in any units.
-bool is_degenerate(double pivot, const Mat6& articulated) {
-  return !(pivot > 1e-12 * articulated.trace()) || !std::isfinite(pivot);
-}
-
-Motion motion_at(const double* x) { return {Vec3(x[0], x[1], x[2]), Vec3(x[3], x[4], x[5])}; }
-
-}  // namespace
+using articulated::add_reduced_inertia;
+using articulated::invert_pivot;
+using articulated::is_degenerate;
+using articulated::motion_at;
+using articulated::SmallMatrix;
+using articulated::SmallVector;
+using articulated::SubspaceMatrix;
+using articulated::throw_singular;
 
 const Eigen::VectorXd& aba(const Model& model, Data& data, const ConstVectorRef& q,
                            const ConstVectorRef& v, const ConstVectorRef& tau,
@@ -53,12 +40,8 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const ConstVectorRef&
   for (int i = 1; i < n; ++i) {
     const Joint& joint = model.joints[i];
     const int parent = model.parent[i];
-    compose_joint_transform(model.joint_placements[i], joint, qp + joint.idx_q, data.liMi[i]);
-    const Transform& oMi = data.oMi[i] = data.oMi[parent] * data.liMi[i];
-    double* s = os + 6 * joint.idx_v;
-    world_subspace(joint, oMi, s);
-    Motion vj = Motion::Zero();
-    for (int k = 0; k < joint.nv; ++k) vj += motion_at(s + 6 * k) * vp[joint.idx_v + k];
+    const Transform& oMi = place_in_world(model, data, i, qp);
+    const Motion vj = world_joint_motion(joint, data, vp);
     const Motion& vel = data.ov[i] = data.ov[parent] + vj;
     data.c[i] = vel.cross(vj);
     const RigidInertia inertia = model.inertias[i].transformed_by(oMi);
@@ -95,14 +78,7 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const ConstVectorRef&
       // Multi-DOF joints go through temporaries of at most 6 x 6 so that nothing reaches the heap.
       const SubspaceMatrix s_block = s;
       const SubspaceMatrix u_block = u_cols;
-      SmallMatrix d(k, k);
-      d.noalias() = s_block.transpose() * u_block;
-      const Eigen::LLT<SmallMatrix> llt(d);
-      if (llt.info() != Eigen::Success) throw_singular(model, i);
-      const double smallest = llt.matrixLLT().diagonal().minCoeff();
-      if (is_degenerate(smallest * smallest, ia)) throw_singular(model, i);
-      SmallMatrix d_inv = SmallMatrix::Identity(k, k);
-      llt.solveInPlace(d_inv);
+      const SmallMatrix d_inv = invert_pivot(model, i, s_block, u_block, ia);
       data.Dinv[i].topLeftCorner(k, k) = d_inv;
       SmallVector u = tau.segment(joint.idx_v, k);
       u.noalias() -= s_block.transpose() * pa;
@@ -113,10 +89,7 @@ const Eigen::VectorXd& aba(const Model& model, Data& data, const ConstVectorRef&
         rhs.noalias() -= u_block.transpose() * c;
         SmallVector gain(k);
         gain.noalias() = d_inv * rhs;
-        SubspaceMatrix u_dinv(6, k);
-        u_dinv.noalias() = u_block * d_inv;
-        data.Ia[parent] += ia;
-        data.Ia[parent].noalias() -= u_dinv * u_block.transpose();
+        add_reduced_inertia(ia, u_block, d_inv, data.Ia[parent]);
         Vec6 pa_parent = pa;
         pa_parent.noalias() += ia * c;
         pa_parent.noalias() += u_block * gain;

@@ -19,7 +19,6 @@ const Eigen::VectorXd& nonlinear_effects(const Model& model, Data& data, const C
                                          const ConstVectorRef& v);
 
 // g(q) = rnea(q, 0, 0), in data.tau.
-const Eigen::VectorXd& generalized_gravity(const Model& model, Data& data,
-                                           const ConstVectorRef& q);
+const Eigen::VectorXd& generalized_gravity(const Model& model, Data& data, const ConstVectorRef& q);
 
 }  // namespace torqued

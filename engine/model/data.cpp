@@ -1,7 +1,29 @@
 // Sizing of the per-thread workspace: the one place where algorithm memory is allocated.
 #include "engine/model/data.hpp"
 
+#include <algorithm>
+
 namespace torqued {
+
+namespace {
+
+// λ of Featherstone's LᵀDL factorization (RBDA §6.5): the DOFs of a multi-DOF joint form a chain
+// (its block of M is dense), whose first DOF hangs from the last DOF of the parent joint.
+std::vector<int> dof_parents(const Model& model) {
+  std::vector<int> parents(model.nv, -1);
+  for (int i = 1; i < model.nbodies(); ++i) {
+    const Joint& joint = model.joints[i];
+    if (joint.nv == 0) continue;
+    int ancestor = model.parent[i];
+    while (ancestor > 0 && model.joints[ancestor].nv == 0) ancestor = model.parent[ancestor];
+    parents[joint.idx_v] =
+        ancestor > 0 ? model.joints[ancestor].idx_v + model.joints[ancestor].nv - 1 : -1;
+    for (int k = 1; k < joint.nv; ++k) parents[joint.idx_v + k] = joint.idx_v + k - 1;
+  }
+  return parents;
+}
+
+}  // namespace
 
 Data::Data(const Model& model)
     : liMi(model.nbodies(), Transform::Identity()),
@@ -24,6 +46,50 @@ Data::Data(const Model& model)
       Dinv(model.nbodies(), Mat6::Zero()),
       u(Eigen::VectorXd::Zero(model.nv)),
       ddq(Eigen::VectorXd::Zero(model.nv)),
-      J(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)) {}
+      J(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      oIc(model.nbodies()),
+      Minv(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      minv_bias(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      minv_acc(*std::max_element(model.depth.begin(), model.depth.end()) + 1,
+               Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      ltdl(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      dof_parent(dof_parents(model)),
+      lag_oMi(model.nbodies(), Eigen::Matrix4d::Identity()),
+      lag_W(model.nbodies(), Eigen::Matrix4d::Zero()),
+      lag_H(model.nbodies(), Eigen::Matrix4d::Zero()),
+      lag_J(model.nbodies(), Eigen::Matrix4d::Zero()),
+      lag_P(model.nbodies(), Eigen::Matrix4d::Zero()),
+      lag_L(model.nv, Eigen::Matrix4d::Zero()),
+      lag_tau(Eigen::VectorXd::Zero(model.nv)),
+      lag_M(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      oYcrb(model.nbodies()),
+      oBcrb(model.nbodies(), Mat6::Zero()),
+      odS(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      C(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      Jcom(Eigen::Matrix<double, 3, Eigen::Dynamic>::Zero(3, model.nv)),
+      Ag(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      dof_subtree_end(model.nv, model.nv),
+      dv_dq(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      da_dq(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      da_dv(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
+      ocrb_momentum(model.nbodies(), Vec3::Zero()),
+      ocrb_coupling(model.nbodies(), Mat3::Zero()),
+      of(model.nbodies(), Force::Zero()),
+      dtau_dq(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      dtau_dv(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      ddq_dq(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      ddq_dv(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      ddq_dtau(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      mass_factor(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      mass_factor_inverse(Eigen::MatrixXd::Zero(model.nv, model.nv)) {
+  // A body's subtree is bodies i .. subtree_end[i] - 1, so its DOFs run up to the first DOF of
+  // the body after it; the later DOFs of a multi-DOF joint are below its earlier ones.
+  for (int i = 1; i < model.nbodies(); ++i) {
+    const Joint& joint = model.joints[i];
+    const int end =
+        model.subtree_end[i] < model.nbodies() ? model.joints[model.subtree_end[i]].idx_v : model.nv;
+    for (int k = 0; k < joint.nv; ++k) dof_subtree_end[joint.idx_v + k] = end;
+  }
+}
 
 }  // namespace torqued

@@ -45,6 +45,77 @@ struct Data {
 
   // Jacobians.
   Eigen::Matrix<double, 6, Eigen::Dynamic> J;  // 6 x nv scratch for frame Jacobians
+
+  // Hybrid and floating-base inverse dynamics reuse the ABA members above; the floating-base
+  // algorithm adds the composite inertia of each subtree, world frame (Featherstone §7.5.1).
+  std::vector<RigidInertia> oIc;
+
+  // M⁻¹ (minverse.cpp), upper triangle computed and mirrored. Row-major because both of its
+  // passes sweep rows of M⁻¹ from the diagonal rightwards.
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Minv;
+  // Backward pass: column j holds the articulated bias force that a unit τ_j induces on the
+  // body being processed (6 x nv).
+  Eigen::Matrix<double, 6, Eigen::Dynamic> minv_bias;
+  // Forward pass: column j holds the world acceleration that a unit τ_j gives a body. One
+  // 6 x nv matrix per tree depth: a body's matrix is only read by its children, which come
+  // before the next body of the same depth in the depth-first order.
+  std::vector<Eigen::Matrix<double, 6, Eigen::Dynamic>> minv_acc;
+
+  // Sparse LᵀDL factorization of M (ltdl.cpp): D on the diagonal and L(k, i) stored at (i, k),
+  // above the diagonal, so that both triangular solves walk columns. dof_parent is λ, the
+  // parent of each DOF (the previous DOF of the same joint, else the last DOF of the parent
+  // joint, −1 at a root): a constant of the model, kept here so that Model stays unchanged.
+  Eigen::MatrixXd ltdl;
+  std::vector<int> dof_parent;
+
+  // Homogeneous-matrix Lagrangian (lagrange_homogeneous.hpp), Legnani's 4x4 matrices, all in the
+  // world frame (Legnani's subscript (0)).
+  std::vector<Eigen::Matrix4d> lag_oMi;  // position matrix M_{0,i}
+  std::vector<Eigen::Matrix4d> lag_W;    // velocity matrix W_{0,i}
+  std::vector<Eigen::Matrix4d> lag_H;    // acceleration matrix H_{0,i}
+  std::vector<Eigen::Matrix4d> lag_J;    // pseudo-inertia J_{i(0)}; M(q) sums it over subtrees
+  std::vector<Eigen::Matrix4d> lag_P;    // Σ over i's subtree of (H_{0,h} − H_g) J_{h(0)}
+  std::vector<Eigen::Matrix4d> lag_L;    // per DOF: joint matrix L_{(0)} (nv entries)
+  Eigen::VectorXd lag_tau;
+  Eigen::MatrixXd lag_M;
+
+  // Coriolis matrix (coriolis_matrix.hpp), world frame; also uses oS and ov.
+  std::vector<RigidInertia> oYcrb;  // composite inertia of i's subtree (centroidal too)
+  std::vector<Mat6> oBcrb;          // Σ over i's subtree of B(I_h, v_h)
+  Eigen::Matrix<double, 6, Eigen::Dynamic> odS;  // 6 x nv, d/dt of the oS columns: v_i × ⁰S
+  Eigen::MatrixXd C;                             // nv x nv
+
+  // Centroidal quantities (centroidal.hpp), world axes; also use oYcrb and oS.
+  Vec3 com = Vec3::Zero();                        // centre of mass
+  Vec3 vcom = Vec3::Zero();                       // its velocity
+  Eigen::Matrix<double, 3, Eigen::Dynamic> Jcom;  // 3 x nv, vcom = Jcom v
+  Force hg = Force::Zero();  // linear momentum; angular momentum about the centre of mass
+  Eigen::Matrix<double, 6, Eigen::Dynamic> Ag;  // 6 x nv, hg = Ag v ([linear; angular] rows)
+
+  // The end of each DOF's subtree in the DOF tree of dof_parent (above): the DOFs below DOF k
+  // are exactly k + 1 .. dof_subtree_end[k] - 1, because bodies are in depth-first order.
+  std::vector<int> dof_subtree_end;
+
+  // RNEA derivatives, in the world frame (see rnea_derivatives.cpp). Per DOF column k, with λ the
+  // parent of k's body and ⁰S_k its world subspace column:
+  Eigen::Matrix<double, 6, Eigen::Dynamic> dv_dq;  // ψ_k = v_λ × ⁰S_k
+  Eigen::Matrix<double, 6, Eigen::Dynamic> da_dq;  // φ_k = a_λ × ⁰S_k + v_λ × ψ_k
+  Eigen::Matrix<double, 6, Eigen::Dynamic> da_dv;  // χ_k = ψ_k + v_i × ⁰S_k
+  // Per body, summed over its subtree once the backward pass has visited it (all world frame;
+  // the composite rigid inertia goes to oYcrb, above): the linear momentum, the angular block of
+  // the inertia-velocity coupling matrix B, and the force transmitted by the joint.
+  std::vector<Vec3> ocrb_momentum;
+  std::vector<Mat3> ocrb_coupling;
+  std::vector<Force> of;
+  Eigen::MatrixXd dtau_dq;  // ∂τ/∂q in the tangent space, nv x nv
+  Eigen::MatrixXd dtau_dv;  // ∂τ/∂q̇, nv x nv
+
+  // ABA derivatives (see aba_derivatives.cpp).
+  Eigen::MatrixXd ddq_dq;       // ∂q̈/∂q in the tangent space, nv x nv
+  Eigen::MatrixXd ddq_dv;       // ∂q̈/∂q̇
+  Eigen::MatrixXd ddq_dtau;     // ∂q̈/∂τ = M⁻¹, full and symmetric
+  Eigen::MatrixXd mass_factor;  // M = Lᵀ D L (lower triangle: L below the diagonal, D on it)
+  Eigen::MatrixXd mass_factor_inverse;  // L⁻¹, column k held on rows k .. dof_subtree_end[k] - 1
 };
 
 }  // namespace torqued

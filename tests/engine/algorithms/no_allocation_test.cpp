@@ -1,6 +1,8 @@
 // Once a Data exists, the algorithms allocate nothing (design.md §3): forward kinematics (all
 // three levels), frame placements, frame Jacobians, RNEA with and without external forces,
-// nonlinear effects, gravity, CRBA and ABA.
+// nonlinear effects, gravity, CRBA, ABA, hybrid and floating-base inverse dynamics, M⁻¹ and
+// the forward-dynamics algorithms (CRBA + LᵀDL, the innovations factorization), the
+// homogeneous-matrix Lagrangian, the Coriolis matrix and the centroidal quantities.
 //
 // Two independent detectors:
 //  - this binary is compiled with EIGEN_RUNTIME_NO_MALLOC, and Eigen's malloc is forbidden
@@ -22,10 +24,19 @@
 #include <random>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/floating_base_inverse_dynamics.hpp"
+#include "engine/algorithms/forward_dynamics.hpp"
+#include "engine/algorithms/hybrid_dynamics.hpp"
 #include "engine/algorithms/jacobian.hpp"
 #include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/lagrange_homogeneous.hpp"
+#include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
+#include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -141,6 +152,11 @@ class NoAllocationTest : public ::testing::Test {
     const int n_frames = static_cast<int>(model.frames.size());
     const int last_frame = n_frames - 1;
     Motion sink = Motion::Zero();  // keeps results observable
+    // Alternating given accelerations and forces, so that multi-DOF joints get mixed masks.
+    std::vector<DofInput> mixed_mask(model.nv);
+    for (int k = 0; k < model.nv; ++k) {
+      mixed_mask[k] = k % 2 == 0 ? DofInput::kAcceleration : DofInput::kForce;
+    }
 
     // Sanity: the counters see an Eigen temporary (Eigen allowed to allocate here).
     const Counts before = counts();
@@ -192,6 +208,44 @@ class NoAllocationTest : public ::testing::Test {
         {"aba", [&] { aba(model, data, s.q, s.v, s.tau); }},
         {"aba with external forces", [&] { aba(model, data, s.q, s.v, s.tau, s.f_ext); }},
         {"aba at rest", [&] { aba(model, data, s.q, zero, zero); }},
+        {"rnea_derivatives", [&] { rnea_derivatives(model, data, s.q, s.v, s.a); }},
+        {"rnea_derivatives with external forces",
+         [&] { rnea_derivatives(model, data, s.q, s.v, s.a, s.f_ext); }},
+        {"aba_derivatives", [&] { aba_derivatives(model, data, s.q, s.v, s.tau); }},
+        {"aba_derivatives with external forces",
+         [&] { aba_derivatives(model, data, s.q, s.v, s.tau, s.f_ext); }},
+        {"hybrid_dynamics",
+         [&] { hybrid_dynamics(model, data, s.q, s.v, s.a, s.tau, mixed_mask, s.f_ext); }},
+        {"floating_base_inverse_dynamics",
+         [&] {
+           if (model.floating_base) {
+             floating_base_inverse_dynamics(model, data, s.q, s.v, s.a, s.f_ext);
+           }
+         }},
+        {"minverse", [&] { minverse(model, data, s.q); }},
+        {"forward_dynamics (crba + ltdl)",
+         [&] { forward_dynamics(model, data, s.q, s.v, s.tau, ForwardDynamicsAlgorithm::kCrba); }},
+        {"forward_dynamics (factorization)",
+         [&] {
+           forward_dynamics(model, data, s.q, s.v, s.tau, ForwardDynamicsAlgorithm::kFactorization);
+         }},
+        {"forward_dynamics (auto)", [&] { forward_dynamics(model, data, s.q, s.v, s.tau); }},
+        {"lagrange_homogeneous (tau, M, bias, gravity)",
+         [&] {
+           lagrange_homogeneous(model, data, s.q, s.v, s.a);
+           lagrange_homogeneous_mass_matrix(model, data, s.q);
+           lagrange_homogeneous_bias(model, data, s.q, s.v);
+           lagrange_homogeneous_gravity(model, data, s.q);
+         }},
+        {"coriolis_matrix", [&] { coriolis_matrix(model, data, s.q, s.v); }},
+        {"centroidal (com, Jcom, h_G, A_G)",
+         [&] {
+           sink.linear += center_of_mass(model, data, s.q);
+           center_of_mass(model, data, s.q, s.v);
+           center_of_mass_jacobian(model, data, s.q);
+           sink.linear += centroidal_momentum(model, data, s.q, s.v).linear;
+           centroidal_momentum_matrix(model, data, s.q);
+         }},
     };
     for (const Step& step : steps) {
       const Counts c = allocations_during(step.run);

@@ -24,10 +24,18 @@
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
 #include "engine/model/data.hpp"
+#include "tests/engine/support/compare.hpp"
 #include "tests/engine/support/random_tree.hpp"
 
 namespace torqued {
 namespace {
+
+using test_support::max_abs;
+using test_support::relative_error;
+using test_support::TreeCase;
+std::string case_name(const ::testing::TestParamInfo<TreeCase>& info) {
+  return test_support::tree_case_name(info.param);
+}
 
 using test_support::random_state;
 using test_support::random_tree_spec;
@@ -36,30 +44,9 @@ using test_support::RandomTreeOptions;
 
 constexpr int kStatesPerTree = 3;
 
-double max_abs(const Eigen::MatrixXd& x) { return x.size() == 0 ? 0.0 : x.cwiseAbs().maxCoeff(); }
-
-// max|x − y| / max(1, max|y|).
-double relative_error(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y) {
-  return max_abs(x - y) / std::max(1.0, max_abs(y));
-}
-
-struct TreeCase {
-  std::uint64_t seed;
-  bool floating_base;
-  int min_links;
-  int max_links;
-};
-
 void PrintTo(const TreeCase& c, std::ostream* os) {
   *os << "seed " << c.seed << (c.floating_base ? ", floating base, " : ", fixed base, ")
       << c.min_links << " to " << c.max_links << " links";
-}
-
-std::string case_name(const ::testing::TestParamInfo<TreeCase>& info) {
-  return "seed" + std::to_string(info.param.seed) +
-         (info.param.floating_base ? "_floating_" : "_fixed_") +
-         std::to_string(info.param.min_links) + "to" + std::to_string(info.param.max_links) +
-         "links";
 }
 
 class RandomTreeTest : public ::testing::TestWithParam<TreeCase> {

@@ -18,6 +18,7 @@
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/model/data.hpp"
+#include "tests/engine/support/stanford_arm.hpp"
 
 namespace torqued {
 namespace {
@@ -356,29 +357,7 @@ TEST(DhPuma560, ModifiedMatchesCraigsClosedForm) {
 // ---------------------------------------------------------------------------------------------
 // Stanford arm, digest-001-004.md §3.6 (geometry, standard DH, d2 = 0.2, d4 = 0.1) and §7.1
 // (masses, inertias, state and the derived results, computed there by three formulations).
-
-DhLink stanford_row(JointType type, double alpha, double d, double mass, const Vec3& com,
-                    const Vec3& inertia) {
-  DhLink l = row(type, 0.0, alpha, d, 0.0);
-  l.mass = mass;
-  l.com = com;
-  l.inertia = inertia.asDiagonal();
-  return l;
-}
-
-DhTable stanford_arm() {
-  DhTable table;
-  table.name = "stanford_arm";
-  table.convention = DhConvention::kStandard;
-  table.links = {
-      stanford_row(JointType::kRevolute, -kPi / 2, 0.0, 5.0, {0, 0.05, 0}, {0.10, 0.12, 0.08}),
-      stanford_row(JointType::kRevolute, kPi / 2, 0.2, 4.0, {0, 0, -0.05}, {0.06, 0.05, 0.04}),
-      stanford_row(JointType::kPrismatic, 0.0, 0.0, 3.0, {0, 0, -0.30}, {0.20, 0.20, 0.01}),
-      stanford_row(JointType::kRevolute, -kPi / 2, 0.1, 1.0, {0, 0.02, 0}, {0.004, 0.003, 0.004}),
-      stanford_row(JointType::kRevolute, kPi / 2, 0.0, 0.6, {0, 0, 0.03}, {0.002, 0.002, 0.001}),
-      stanford_row(JointType::kRevolute, 0.0, 0.0, 0.5, {0, 0, 0.05}, {0.001, 0.001, 0.0005})};
-  return table;
-}
+using test_support::stanford_arm;
 
 // The digest prints 11 significant digits.
 void expect_close(const Eigen::MatrixXd& actual, const Eigen::MatrixXd& expected) {

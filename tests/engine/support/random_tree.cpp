@@ -232,4 +232,9 @@ RandomState random_state(const Model& model, std::mt19937_64& rng) {
   return s;
 }
 
+std::string tree_case_name(const TreeCase& tree) {
+  return "seed" + std::to_string(tree.seed) + (tree.floating_base ? "_floating_" : "_fixed_") +
+         std::to_string(tree.min_links) + "to" + std::to_string(tree.max_links) + "links";
+}
+
 }  // namespace torqued::test_support

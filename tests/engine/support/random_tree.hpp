@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/model/model.hpp"
@@ -59,5 +60,15 @@ struct RandomState {
 };
 
 RandomState random_state(const Model& model, std::mt19937_64& rng);
+
+// One random tree of a value-parameterized test, and its name in the test list
+// ("seed7_floating_10to60links").
+struct TreeCase {
+  std::uint64_t seed;
+  bool floating_base;
+  int min_links;
+  int max_links;
+};
+std::string tree_case_name(const TreeCase& tree);
 
 }  // namespace torqued::test_support

@@ -1,0 +1,144 @@
+// Analytic derivatives of forward dynamics (Carpentier & Mansard 2018, §V). Differentiating
+// M(q) q̈ + b(q, q̇) = τ at fixed τ gives
+//   ∂q̈/∂q = −M⁻¹ ∂τ/∂q,   ∂q̈/∂q̇ = −M⁻¹ ∂τ/∂q̇,   ∂q̈/∂τ = M⁻¹,
+// with the RNEA derivatives taken at (q, q̇, q̈). So: ABA for q̈, the RNEA derivatives there (which
+// also give M), then M⁻¹ from the sparse factorization M = Lᵀ D L of Featherstone (RBDA 2008,
+// §6.5, Table 6.3), whose L keeps the tree's sparsity: L_ki ≠ 0 only for i an ancestor of k in the
+// DOF tree (data.dof_parent). With G = L⁻¹ (same sparsity: column c lives on c's subtree, a
+// contiguous range of DOFs),
+//   M⁻¹ = G D⁻¹ Gᵀ = Σ_c g_c g_cᵀ / D_c,
+// a sum of rank-one updates on the subtree blocks: O(Σ_c |subtree(c)|²) instead of O(n³).
+// Column k of ∂τ/∂q (and ∂τ/∂q̇) is non-zero only on the DOFs related to k (its ancestors and its
+// subtree), so the products by M⁻¹ only read those columns of M⁻¹.
+#include "engine/algorithms/aba_derivatives.hpp"
+
+#include "engine/algorithms/rnea_derivatives.hpp"
+
+namespace torqued {
+
+namespace {
+
+// In place on the lower triangle of h (nv x nv, column-major, holding M): D on the diagonal and
+// L_ki at (k, i) below it (RBDA Table 6.3).
+void factor_ltdl(const std::vector<int>& parent, int nv, double* h) {
+  const auto at = [nv](int r, int c) { return r + static_cast<std::ptrdiff_t>(c) * nv; };
+  for (int k = nv - 1; k >= 0; --k) {
+    const double inv_d = 1.0 / h[at(k, k)];
+    for (int i = parent[k]; i >= 0; i = parent[i]) {
+      const double l = h[at(k, i)] * inv_d;
+      for (int j = i; j >= 0; j = parent[j]) h[at(i, j)] -= l * h[at(k, j)];
+      h[at(k, i)] = l;
+    }
+  }
+}
+
+// g = L⁻¹ for the unit lower L of factor_ltdl, column c on rows c .. end[c] − 1: row a of L g = 0
+// below the diagonal reads g_ac = −Σ_{k ancestor of a, k ≥ c} L_ak g_kc.
+void invert_unit_lower(const std::vector<int>& parent, const std::vector<int>& end, int nv,
+                       const double* l, double* g) {
+  for (int c = 0; c < nv; ++c) {
+    double* gc = g + static_cast<std::ptrdiff_t>(c) * nv;
+    gc[c] = 1.0;
+    for (int a = c + 1; a < end[c]; ++a) {
+      double sum = 0.0;
+      for (int k = parent[a]; k >= c; k = parent[k])
+        sum -= l[a + static_cast<std::ptrdiff_t>(k) * nv] * gc[k];
+      gc[a] = sum;
+    }
+  }
+}
+
+// Rows r0 .. r0 + rows − 1 of column k of −M⁻¹ ∂τ/∂q and −M⁻¹ ∂τ/∂q̇ at once, summing over the
+// DOFs j related to k (ancestors, then the subtree k .. end − 1). The partial sums stay in a block
+// of registers while the columns of M⁻¹ stream by, which the compiler vectorizes for full blocks
+// (rows = kRows is known at compile time there).
+template <int kRows>
+void accumulate_rows(const std::vector<int>& parent, int end, int k, int nv, int r0, int rows,
+                     const double* minv, const double* wq_col, const double* wv_col, double* out_q,
+                     double* out_v) {
+  double sum_q[kRows] = {};
+  double sum_v[kRows] = {};
+  const auto add = [&](int j) {
+    const double* m = minv + static_cast<std::ptrdiff_t>(j) * nv + r0;
+    const double wq = wq_col[j];
+    const double wv = wv_col[j];
+    if (rows == kRows) {
+      for (int i = 0; i < kRows; ++i) {
+        sum_q[i] += wq * m[i];
+        sum_v[i] += wv * m[i];
+      }
+    } else {
+      for (int i = 0; i < rows; ++i) {
+        sum_q[i] += wq * m[i];
+        sum_v[i] += wv * m[i];
+      }
+    }
+  };
+  for (int j = parent[k]; j >= 0; j = parent[j]) add(j);
+  for (int j = k; j < end; ++j) add(j);
+  for (int i = 0; i < rows; ++i) {
+    out_q[r0 + i] = -sum_q[i];
+    out_v[r0 + i] = -sum_v[i];
+  }
+}
+
+constexpr int kRowBlock = 8;
+
+}  // namespace
+
+void aba_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
+                     const ConstVectorRef& v, const ConstVectorRef& tau,
+                     std::span<const Force> external_forces) {
+  aba(model, data, q, v, tau, external_forces);
+  rnea_derivatives(model, data, q, v, data.ddq, external_forces);
+
+  const int nv = model.nv;
+  const std::vector<int>& parent = data.dof_parent;
+  const std::vector<int>& end = data.dof_subtree_end;
+  double* h = data.mass_factor.data();
+  const double* m = data.M.data();
+  for (int c = 0; c < nv; ++c) {
+    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(c) * nv;
+    for (int r = c; r < nv; ++r) h[r + col] = m[r + col];
+  }
+  factor_ltdl(parent, nv, h);
+  double* g = data.mass_factor_inverse.data();
+  invert_unit_lower(parent, end, nv, h, g);
+
+  // M⁻¹, lower triangle by rank-one updates on subtree blocks, then mirrored.
+  double* minv = data.ddq_dtau.data();
+  data.ddq_dtau.setZero();
+  for (int c = 0; c < nv; ++c) {
+    const double* gc = g + static_cast<std::ptrdiff_t>(c) * nv;
+    const double inv_d = 1.0 / h[c + static_cast<std::ptrdiff_t>(c) * nv];
+    for (int b = c; b < end[c]; ++b) {
+      const double scale = gc[b] * inv_d;
+      double* minv_b = minv + static_cast<std::ptrdiff_t>(b) * nv;
+      for (int a = b; a < end[c]; ++a) minv_b[a] += gc[a] * scale;
+    }
+  }
+  for (int c = 0; c < nv; ++c) {
+    for (int r = c + 1; r < nv; ++r)
+      minv[c + static_cast<std::ptrdiff_t>(r) * nv] = minv[r + static_cast<std::ptrdiff_t>(c) * nv];
+  }
+
+  // −M⁻¹ ∂τ/∂(q, q̇), column k reading only the rows of ∂τ related to k.
+  const double* dtau_dq = data.dtau_dq.data();
+  const double* dtau_dv = data.dtau_dv.data();
+  double* out_q = data.ddq_dq.data();
+  double* out_v = data.ddq_dv.data();
+  for (int k = 0; k < nv; ++k) {
+    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(k) * nv;
+    int r = 0;
+    for (; r + kRowBlock <= nv; r += kRowBlock) {
+      accumulate_rows<kRowBlock>(parent, end[k], k, nv, r, kRowBlock, minv, dtau_dq + col,
+                                 dtau_dv + col, out_q + col, out_v + col);
+    }
+    if (r < nv) {
+      accumulate_rows<kRowBlock>(parent, end[k], k, nv, r, nv - r, minv, dtau_dq + col,
+                                 dtau_dv + col, out_q + col, out_v + col);
+    }
+  }
+}
+
+}  // namespace torqued

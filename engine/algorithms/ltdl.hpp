@@ -1,0 +1,17 @@
+// Sparse LᵀDL factorization of the joint-space mass matrix, exploiting the zeros that branching
+// puts in M (Featherstone, Rigid Body Dynamics Algorithms 2008, §6.5; 1987, ch. 5-7).
+#pragma once
+
+#include "engine/algorithms/kinematics.hpp"
+
+namespace torqued {
+
+// Factors M = Lᵀ D L (L unit lower triangular with L(k, i) ≠ 0 only when DOF i is an ancestor of
+// DOF k) into data.ltdl; `mass` is typically data.M after crba() and is left unchanged.
+// Throws SingularSystemError (aba.hpp) naming the joint of a non-positive pivot.
+void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass);
+
+// Solves M x = b in place with the factors in data.ltdl.
+void ltdl_solve(const Data& data, Eigen::Ref<Eigen::VectorXd> x);
+
+}  // namespace torqued

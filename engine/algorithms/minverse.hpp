@@ -1,0 +1,15 @@
+// The inverse of the joint-space mass matrix in O(n²), without forming or factoring M
+// (Rodriguez & Kreutz 1988, Part I §4; Carpentier's computeMinverse).
+#pragma once
+
+#include "engine/algorithms/kinematics.hpp"
+
+namespace torqued {
+
+using RowMatrixXd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// M(q)⁻¹ in data.Minv, full and symmetric. Also leaves data.oMi current.
+// Throws SingularSystemError (aba.hpp) when a joint moves no inertia, as aba() does.
+const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q);
+
+}  // namespace torqued
