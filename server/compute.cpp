@@ -4,35 +4,13 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/jacobian.hpp"
+#include "engine/algorithms/lagrange_homogeneous.hpp"
+#include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
+#include "server/kernel_support.hpp"
 
 namespace torqued::server {
 namespace {
-
-using ConstMap = Eigen::Map<const Eigen::VectorXd>;
-using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-ConstMap row(const google::protobuf::RepeatedField<double>& values, int state, int width) {
-  return ConstMap(values.data() + static_cast<std::ptrdiff_t>(state) * width, width);
-}
-
-// The external forces of one state in engine form (empty span when none were sent).
-std::span<const Force> external_forces(const Model& model, ModelWorkspace& ws,
-                                       const google::protobuf::RepeatedField<double>& values,
-                                       int state) {
-  if (values.empty()) return {};
-  const int moving = model.nbodies() - 1;
-  const double* f = values.data() + static_cast<std::ptrdiff_t>(state) * moving * 6;
-  for (int b = 1; b <= moving; ++b, f += 6) {
-    ws.forces[b].linear = Vec3(f[0], f[1], f[2]);
-    ws.forces[b].angular = Vec3(f[3], f[4], f[5]);
-  }
-  return ws.forces;
-}
-
-void copy_out(const Eigen::VectorXd& x, double* out, int state) {
-  Eigen::Map<Eigen::VectorXd>(out + static_cast<std::ptrdiff_t>(state) * x.size(), x.size()) = x;
-}
 
 ReferenceFrame to_reference(v1::ReferenceFrame r) {
   switch (r) {
@@ -49,40 +27,42 @@ ReferenceFrame to_reference(v1::ReferenceFrame r) {
 
 void inverse_dynamics(const Model& model, ModelWorkspace& ws,
                       const v1::InverseDynamicsRequest& request, int begin, int end, double* tau) {
+  const bool lagrange = request.algorithm() == v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS;
   for (int s = begin; s < end; ++s) {
-    copy_out(rnea(model, ws.data, row(request.q(), s, model.nq), row(request.v(), s, model.nv),
-                  row(request.a(), s, model.nv),
-                  external_forces(model, ws, request.external_forces(), s)),
+    const ConstMap q = row(request.q(), s, model.nq);
+    const ConstMap v = row(request.v(), s, model.nv);
+    const ConstMap a = row(request.a(), s, model.nv);
+    copy_out(lagrange ? lagrange_homogeneous(model, ws.data, q, v, a)
+                      : rnea(model, ws.data, q, v, a,
+                             external_forces(model, ws, request.external_forces(), s)),
              tau, s);
   }
 }
 
 void forward_dynamics(const Model& model, ModelWorkspace& ws,
-                      const v1::ForwardDynamicsRequest& request, int begin, int end, double* a) {
+                      const v1::ForwardDynamicsRequest& request, ForwardDynamicsAlgorithm algorithm,
+                      int begin, int end, double* a) {
   for (int s = begin; s < end; ++s) {
-    copy_out(aba(model, ws.data, row(request.q(), s, model.nq), row(request.v(), s, model.nv),
-                 row(request.tau(), s, model.nv),
-                 external_forces(model, ws, request.external_forces(), s)),
+    const ConstMap q = row(request.q(), s, model.nq);
+    const ConstMap v = row(request.v(), s, model.nv);
+    const ConstMap tau = row(request.tau(), s, model.nv);
+    copy_out(algorithm == ForwardDynamicsAlgorithm::kAba
+                 ? aba(model, ws.data, q, v, tau,
+                       external_forces(model, ws, request.external_forces(), s))
+                 : torqued::forward_dynamics(model, ws.data, q, v, tau, algorithm),
              a, s);
   }
 }
 
 void mass_matrix(const Model& model, ModelWorkspace& ws, const v1::MassMatrixRequest& request,
                  int begin, int end, double* mass_matrix, double* inverse) {
-  const int nv = model.nv;
-  const std::ptrdiff_t size = static_cast<std::ptrdiff_t>(nv) * nv;
+  const bool lagrange = request.algorithm() == v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS;
   for (int s = begin; s < end; ++s) {
-    const Eigen::MatrixXd& m = crba(model, ws.data, row(request.q(), s, model.nq));
-    Eigen::Map<RowMajorMatrix>(mass_matrix + s * size, nv, nv) = m;
-    if (inverse == nullptr) continue;
-    ws.llt.compute(m);
-    if (ws.llt.info() != Eigen::Success) {
-      throw SingularSystemError("the mass matrix of state " + std::to_string(s) +
-                                " is not positive definite (a moving body without inertia?)");
-    }
-    ws.inverse.setIdentity();
-    ws.llt.solveInPlace(ws.inverse);
-    Eigen::Map<RowMajorMatrix>(inverse + s * size, nv, nv) = ws.inverse;
+    const ConstMap q = row(request.q(), s, model.nq);
+    copy_out_matrix(
+        lagrange ? lagrange_homogeneous_mass_matrix(model, ws.data, q) : crba(model, ws.data, q),
+        mass_matrix, s);
+    if (inverse != nullptr) copy_out_matrix(minverse(model, ws.data, q), inverse, s);
   }
 }
 

@@ -5,18 +5,23 @@
 
 #include <vector>
 
+#include "engine/algorithms/forward_dynamics.hpp"
 #include "server/workspace.hpp"
 #include "torqued/v1/dynamics.pb.h"
 
 namespace torqued::server {
 
+// By request.algorithm(); external forces only with RNEA (the handler checks).
 void inverse_dynamics(const Model& model, ModelWorkspace& ws,
                       const v1::InverseDynamicsRequest& request, int begin, int end, double* tau);
 
+// By `algorithm`, request.algorithm() resolved (never kAuto); external forces only with kAba.
 void forward_dynamics(const Model& model, ModelWorkspace& ws,
-                      const v1::ForwardDynamicsRequest& request, int begin, int end, double* a);
+                      const v1::ForwardDynamicsRequest& request, ForwardDynamicsAlgorithm algorithm,
+                      int begin, int end, double* a);
 
-// `inverse` is null unless requested. Throws SingularSystemError when M is not positive definite.
+// M by request.algorithm(), M⁻¹ by minverse(). `inverse` is null unless requested. Throws
+// SingularSystemError when a joint moves no inertia and the inverse is requested.
 void mass_matrix(const Model& model, ModelWorkspace& ws, const v1::MassMatrixRequest& request,
                  int begin, int end, double* mass_matrix, double* inverse);
 

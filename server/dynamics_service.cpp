@@ -2,6 +2,7 @@
 #include "server/dynamics_service.hpp"
 
 #include "server/compute.hpp"
+#include "server/compute_extended.hpp"
 #include "server/validation.hpp"
 
 namespace torqued::server {
@@ -11,6 +12,63 @@ namespace {
 double* resize(google::protobuf::RepeatedField<double>* field, std::int64_t n) {
   field->Resize(static_cast<int>(n), 0.0);
   return field->mutable_data();
+}
+
+// The optional external forces: none, or one wrench per moving body and state.
+grpc::Status check_external_forces(const DoubleArray& values, const Model& m, int states) {
+  return check_array("external_forces", values, states, 6 * (m.nbodies() - 1), true);
+}
+
+// The algorithm that runs for a ForwardDynamics request: AUTO resolved, and ABA whenever
+// external forces are given (the only algorithm that takes them).
+ForwardDynamicsAlgorithm resolve(const Model& m, const v1::ForwardDynamicsRequest& request) {
+  switch (request.algorithm()) {
+    case v1::FORWARD_DYNAMICS_ALGORITHM_CRBA:
+      return ForwardDynamicsAlgorithm::kCrba;
+    case v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION:
+      return ForwardDynamicsAlgorithm::kFactorization;
+    case v1::FORWARD_DYNAMICS_ALGORITHM_AUTO:
+      return request.external_forces().empty() ? auto_forward_dynamics_algorithm(m)
+                                               : ForwardDynamicsAlgorithm::kAba;
+    default:
+      return ForwardDynamicsAlgorithm::kAba;
+  }
+}
+
+v1::ForwardDynamicsAlgorithm to_proto(ForwardDynamicsAlgorithm a) {
+  switch (a) {
+    case ForwardDynamicsAlgorithm::kCrba:
+      return v1::FORWARD_DYNAMICS_ALGORITHM_CRBA;
+    case ForwardDynamicsAlgorithm::kFactorization:
+      return v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION;
+    default:
+      return v1::FORWARD_DYNAMICS_ALGORITHM_ABA;
+  }
+}
+
+Algorithm metric_label(ForwardDynamicsAlgorithm a) {
+  switch (a) {
+    case ForwardDynamicsAlgorithm::kCrba:
+      return Algorithm::kForwardDynamicsCrba;
+    case ForwardDynamicsAlgorithm::kFactorization:
+      return Algorithm::kForwardDynamicsFactorization;
+    default:
+      return Algorithm::kAba;
+  }
+}
+
+Algorithm metric_label(const v1::MassMatrixRequest& request) {
+  if (request.algorithm() == v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS) {
+    return request.inverse() ? Algorithm::kLagrangeHomogeneousMassMatrixInverse
+                             : Algorithm::kLagrangeHomogeneousMassMatrix;
+  }
+  return request.inverse() ? Algorithm::kMassMatrixInverse : Algorithm::kCrba;
+}
+
+// Mirrors the engine's precondition of floating_base_inverse_dynamics().
+bool has_free_flyer_root(const Model& m) {
+  return m.nbodies() > 1 && m.joints[1].type == JointType::kFreeFlyer && m.parent[1] == 0 &&
+         m.subtree_end[1] == m.nbodies();
 }
 
 }  // namespace
@@ -48,18 +106,29 @@ grpc::ServerUnaryReactor* DynamicsService::InverseDynamics(
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
   if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return call.finish(s);
-  if (s = check_array("external_forces", request->external_forces(), n, 6 * (m.nbodies() - 1),
-                      true);
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return call.finish(s);
+  if (s = check_enum("algorithm", request->algorithm(), v1::InverseDynamicsAlgorithm_IsValid);
       !s.ok()) {
     return call.finish(s);
+  }
+  const bool lagrange = request->algorithm() == v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS;
+  if (lagrange) {
+    if (s = check_empty("external_forces", request->external_forces(),
+                        "with algorithm INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS, which "
+                        "takes no external forces (use INVERSE_DYNAMICS_ALGORITHM_RNEA)");
+        !s.ok()) {
+      return call.finish(s);
+    }
   }
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
   if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return call.finish(s);
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
-  runner_.run(call, n, Algorithm::kRnea, [entry, request, tau](WorkerContext& w, int b, int e) {
-    inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, tau);
-  });
+  runner_.run(call, n, lagrange ? Algorithm::kLagrangeHomogeneous : Algorithm::kRnea,
+              [entry, request, tau](WorkerContext& w, int b, int e) {
+                inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b,
+                                 e, tau);
+              });
   return call.reactor();
 }
 
@@ -74,18 +143,32 @@ grpc::ServerUnaryReactor* DynamicsService::ForwardDynamics(
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
   if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return call.finish(s);
-  if (s = check_array("external_forces", request->external_forces(), n, 6 * (m.nbodies() - 1),
-                      true);
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return call.finish(s);
+  if (s = check_enum("algorithm", request->algorithm(), v1::ForwardDynamicsAlgorithm_IsValid);
       !s.ok()) {
     return call.finish(s);
   }
+  if (request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_CRBA ||
+      request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION) {
+    if (s = check_empty("external_forces", request->external_forces(),
+                        "with algorithm " +
+                            v1::ForwardDynamicsAlgorithm_Name(request->algorithm()) +
+                            " (external forces need FORWARD_DYNAMICS_ALGORITHM_ABA or _AUTO)");
+        !s.ok()) {
+      return call.finish(s);
+    }
+  }
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
   if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return call.finish(s);
+  const ForwardDynamicsAlgorithm algorithm = resolve(m, *request);
   response->set_batch_size(n);
+  response->set_algorithm(to_proto(algorithm));
   double* a = resize(response->mutable_a(), out_size);
-  runner_.run(call, n, Algorithm::kAba, [entry, request, a](WorkerContext& w, int b, int e) {
-    forward_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, a);
-  });
+  runner_.run(call, n, metric_label(algorithm),
+              [entry, request, algorithm, a](WorkerContext& w, int b, int e) {
+                forward_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
+                                 algorithm, b, e, a);
+              });
   return call.reactor();
 }
 
@@ -98,6 +181,9 @@ grpc::ServerUnaryReactor* DynamicsService::MassMatrix(grpc::CallbackServerContex
   grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
   if (!s.ok()) return call.finish(s);
   const Model& m = *entry->model;
+  if (s = check_enum("algorithm", request->algorithm(), v1::MassMatrixAlgorithm_IsValid); !s.ok()) {
+    return call.finish(s);
+  }
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
   if (s = check_response_size(request->inverse() ? 2 * out_size : out_size,
                               limits_.max_message_bytes);
@@ -107,7 +193,7 @@ grpc::ServerUnaryReactor* DynamicsService::MassMatrix(grpc::CallbackServerContex
   response->set_batch_size(n);
   double* mass = resize(response->mutable_mass_matrix(), out_size);
   double* inverse = request->inverse() ? resize(response->mutable_inverse(), out_size) : nullptr;
-  runner_.run(call, n, request->inverse() ? Algorithm::kMassMatrixInverse : Algorithm::kCrba,
+  runner_.run(call, n, metric_label(*request),
               [entry, request, mass, inverse](WorkerContext& w, int b, int e) {
                 mass_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
                             mass, inverse);
@@ -205,6 +291,163 @@ grpc::ServerUnaryReactor* DynamicsService::Kinematics(grpc::CallbackServerContex
                 kinematics(*entry->model, w.workspace(entry->id, *entry->model), *request, frames,
                            b, e, out);
               });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::HybridDynamics(grpc::CallbackServerContext* context,
+                                                          const v1::HybridDynamicsRequest* request,
+                                                          v1::HybridDynamicsResponse* response) {
+  const Call call(context, Method::kHybridDynamics, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_dof_inputs(request->inputs(), m.nv); !s.ok()) return call.finish(s);
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return call.finish(s);
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
+    return call.finish(s);
+  }
+  std::vector<DofInput> inputs;
+  inputs.reserve(m.nv);
+  for (const int input : request->inputs()) {
+    inputs.push_back(input == v1::DOF_INPUT_FORCE ? DofInput::kForce : DofInput::kAcceleration);
+  }
+  response->set_batch_size(n);
+  double* a = resize(response->mutable_a(), out_size);
+  double* tau = resize(response->mutable_tau(), out_size);
+  runner_.run(call, n, Algorithm::kHybridDynamics,
+              [entry, request, inputs = std::move(inputs), a, tau](WorkerContext& w, int b, int e) {
+                hybrid_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
+                                inputs, b, e, a, tau);
+              });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::FloatingBaseInverseDynamics(
+    grpc::CallbackServerContext* context, const v1::FloatingBaseInverseDynamicsRequest* request,
+    v1::FloatingBaseInverseDynamicsResponse* response) {
+  const Call call(context, Method::kFloatingBaseInverseDynamics, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (!has_free_flyer_root(m)) {
+    return call.finish({grpc::StatusCode::FAILED_PRECONDITION,
+                        "model_id: model \"" + m.name +
+                            "\" has no free-flyer root joint carrying the whole tree; "
+                            "FloatingBaseInverseDynamics needs one (use InverseDynamics)"});
+  }
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return call.finish(s);
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
+    return call.finish(s);
+  }
+  response->set_batch_size(n);
+  double* a = resize(response->mutable_a(), out_size);
+  double* tau = resize(response->mutable_tau(), out_size);
+  runner_.run(call, n, Algorithm::kFloatingBaseInverseDynamics,
+              [entry, request, a, tau](WorkerContext& w, int b, int e) {
+                floating_base_inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model),
+                                               *request, b, e, a, tau);
+              });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::Derivatives(grpc::CallbackServerContext* context,
+                                                       const v1::DerivativesRequest* request,
+                                                       v1::DerivativesResponse* response) {
+  const Call call(context, Method::kDerivatives, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  if (s = check_enum("of", request->of(), v1::DerivativesOf_IsValid); !s.ok()) {
+    return call.finish(s);
+  }
+  const bool forward = request->of() == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
+  const std::string with = "with of = " + v1::DerivativesOf_Name(request->of());
+  if (s = forward ? check_empty("a", request->a(), with) : check_array("a", request->a(), n, m.nv);
+      !s.ok()) {
+    return call.finish(s);
+  }
+  if (s = forward ? check_array("tau", request->tau(), n, m.nv)
+                  : check_empty("tau", request->tau(), with);
+      !s.ok()) {
+    return call.finish(s);
+  }
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return call.finish(s);
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = check_response_size(3 * out_size, limits_.max_message_bytes); !s.ok()) {
+    return call.finish(s);
+  }
+  response->set_batch_size(n);
+  const DerivativesOutput out{resize(response->mutable_d_dq(), out_size),
+                              resize(response->mutable_d_dv(), out_size),
+                              resize(response->mutable_d_du(), out_size)};
+  runner_.run(call, n, forward ? Algorithm::kAbaDerivatives : Algorithm::kRneaDerivatives,
+              [entry, request, out](WorkerContext& w, int b, int e) {
+                derivatives(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
+                            out);
+              });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::CoriolisMatrix(grpc::CallbackServerContext* context,
+                                                          const v1::CoriolisMatrixRequest* request,
+                                                          v1::CoriolisMatrixResponse* response) {
+  const Call call(context, Method::kCoriolisMatrix, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return call.finish(s);
+  response->set_batch_size(n);
+  double* coriolis = resize(response->mutable_coriolis_matrix(), out_size);
+  runner_.run(call, n, Algorithm::kCoriolisMatrix,
+              [entry, request, coriolis](WorkerContext& w, int b, int e) {
+                coriolis_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b,
+                                e, coriolis);
+              });
+  return call.reactor();
+}
+
+grpc::ServerUnaryReactor* DynamicsService::Centroidal(grpc::CallbackServerContext* context,
+                                                      const v1::CentroidalRequest* request,
+                                                      v1::CentroidalResponse* response) {
+  const Call call(context, Method::kCentroidal, metrics_);
+  RegisteredModelPtr entry;
+  int n = 0;
+  grpc::Status s = prepare(request->model_id(), request->batch_size(), request->q(), entry, n);
+  if (!s.ok()) return call.finish(s);
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return call.finish(s);
+  const std::int64_t states = n;
+  if (s = check_response_size(states * (12 + 9 * m.nv), limits_.max_message_bytes); !s.ok()) {
+    return call.finish(s);
+  }
+  response->set_batch_size(n);
+  const CentroidalOutput out{resize(response->mutable_com(), 3 * states),
+                             resize(response->mutable_com_velocity(), 3 * states),
+                             resize(response->mutable_com_jacobian(), 3 * m.nv * states),
+                             resize(response->mutable_momentum(), 6 * states),
+                             resize(response->mutable_momentum_matrix(), 6 * m.nv * states)};
+  runner_.run(
+      call, n, Algorithm::kCentroidal, [entry, request, out](WorkerContext& w, int b, int e) {
+        centroidal(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, out);
+      });
   return call.reactor();
 }
 

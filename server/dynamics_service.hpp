@@ -41,6 +41,21 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   grpc::ServerUnaryReactor* Kinematics(grpc::CallbackServerContext* context,
                                        const v1::KinematicsRequest* request,
                                        v1::KinematicsResponse* response) override;
+  grpc::ServerUnaryReactor* HybridDynamics(grpc::CallbackServerContext* context,
+                                           const v1::HybridDynamicsRequest* request,
+                                           v1::HybridDynamicsResponse* response) override;
+  grpc::ServerUnaryReactor* FloatingBaseInverseDynamics(
+      grpc::CallbackServerContext* context, const v1::FloatingBaseInverseDynamicsRequest* request,
+      v1::FloatingBaseInverseDynamicsResponse* response) override;
+  grpc::ServerUnaryReactor* Derivatives(grpc::CallbackServerContext* context,
+                                        const v1::DerivativesRequest* request,
+                                        v1::DerivativesResponse* response) override;
+  grpc::ServerUnaryReactor* CoriolisMatrix(grpc::CallbackServerContext* context,
+                                           const v1::CoriolisMatrixRequest* request,
+                                           v1::CoriolisMatrixResponse* response) override;
+  grpc::ServerUnaryReactor* Centroidal(grpc::CallbackServerContext* context,
+                                       const v1::CentroidalRequest* request,
+                                       v1::CentroidalResponse* response) override;
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
                                  const v1::EchoRequest* request,
                                  v1::EchoResponse* response) override;

@@ -17,18 +17,40 @@ const char* algorithm_name(Algorithm a) {
   switch (a) {
     case Algorithm::kRnea:
       return "rnea";
+    case Algorithm::kLagrangeHomogeneous:
+      return "lagrange_homogeneous";
     case Algorithm::kAba:
       return "aba";
+    case Algorithm::kForwardDynamicsCrba:
+      return "forward_dynamics_crba";
+    case Algorithm::kForwardDynamicsFactorization:
+      return "forward_dynamics_factorization";
     case Algorithm::kCrba:
       return "crba";
     case Algorithm::kMassMatrixInverse:
       return "mass_matrix_inverse";
+    case Algorithm::kLagrangeHomogeneousMassMatrix:
+      return "lagrange_homogeneous_mass_matrix";
+    case Algorithm::kLagrangeHomogeneousMassMatrixInverse:
+      return "lagrange_homogeneous_mass_matrix_inverse";
     case Algorithm::kNonlinearEffects:
       return "nonlinear_effects";
     case Algorithm::kGravity:
       return "gravity";
     case Algorithm::kKinematics:
       return "kinematics";
+    case Algorithm::kHybridDynamics:
+      return "hybrid_dynamics";
+    case Algorithm::kFloatingBaseInverseDynamics:
+      return "floating_base_inverse_dynamics";
+    case Algorithm::kRneaDerivatives:
+      return "rnea_derivatives";
+    case Algorithm::kAbaDerivatives:
+      return "aba_derivatives";
+    case Algorithm::kCoriolisMatrix:
+      return "coriolis_matrix";
+    case Algorithm::kCentroidal:
+      return "centroidal";
     case Algorithm::kCount:
       break;
   }
@@ -66,6 +88,16 @@ const char* method_name(Method method) {
       return "Gravity";
     case Method::kKinematics:
       return "Kinematics";
+    case Method::kHybridDynamics:
+      return "HybridDynamics";
+    case Method::kFloatingBaseInverseDynamics:
+      return "FloatingBaseInverseDynamics";
+    case Method::kDerivatives:
+      return "Derivatives";
+    case Method::kCoriolisMatrix:
+      return "CoriolisMatrix";
+    case Method::kCentroidal:
+      return "Centroidal";
     case Method::kEcho:
       return "Echo";
     case Method::kCount:

@@ -29,6 +29,11 @@ enum class Method : int {
   kNonlinearEffects,
   kGravity,
   kKinematics,
+  kHybridDynamics,
+  kFloatingBaseInverseDynamics,
+  kDerivatives,
+  kCoriolisMatrix,
+  kCentroidal,
   kEcho,
   kCount,
 };
@@ -36,12 +41,23 @@ enum class Method : int {
 // The `algorithm` label of torqued_engine_compute_seconds.
 enum class Algorithm : int {
   kRnea,
+  kLagrangeHomogeneous,
   kAba,
+  kForwardDynamicsCrba,
+  kForwardDynamicsFactorization,
   kCrba,
-  kMassMatrixInverse,
+  kMassMatrixInverse,  // CRBA and minverse
+  kLagrangeHomogeneousMassMatrix,
+  kLagrangeHomogeneousMassMatrixInverse,  // Legnani's M and minverse
   kNonlinearEffects,
   kGravity,
   kKinematics,
+  kHybridDynamics,
+  kFloatingBaseInverseDynamics,
+  kRneaDerivatives,
+  kAbaDerivatives,
+  kCoriolisMatrix,
+  kCentroidal,
   kCount,
 };
 

@@ -46,6 +46,34 @@ grpc::Status check_array(const char* field, const DoubleArray& values, int state
   return grpc::Status::OK;
 }
 
+grpc::Status check_empty(const char* field, const DoubleArray& values, const std::string& reason) {
+  if (values.empty()) return grpc::Status::OK;
+  return invalid(std::string(field) + ": must be empty " + reason + ", got " +
+                 std::to_string(values.size()) + " values");
+}
+
+grpc::Status check_enum(const char* field, int value, bool (*is_valid)(int)) {
+  if (is_valid(value)) return grpc::Status::OK;
+  return invalid(std::string(field) + ": unknown value " + std::to_string(value));
+}
+
+grpc::Status check_dof_inputs(const google::protobuf::RepeatedField<int>& inputs, int nv) {
+  if (inputs.size() != nv) {
+    return invalid("inputs: expected " + std::to_string(nv) + " entries (one per DOF), got " +
+                   std::to_string(inputs.size()));
+  }
+  for (int k = 0; k < nv; ++k) {
+    if (inputs[k] != v1::DOF_INPUT_ACCELERATION && inputs[k] != v1::DOF_INPUT_FORCE) {
+      return invalid("inputs[" + std::to_string(k) + "]: " +
+                     (v1::DofInput_IsValid(inputs[k])
+                          ? v1::DofInput_Name(inputs[k])
+                          : "unknown value " + std::to_string(inputs[k])) +
+                     "; each DOF must be DOF_INPUT_ACCELERATION or DOF_INPUT_FORCE");
+    }
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states) {
   for (int b = 1; b < model.nbodies(); ++b) {
     const Joint& joint = model.joints[b];
@@ -81,7 +109,7 @@ grpc::Status check_response_size(std::int64_t doubles, std::int64_t max_bytes) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "the response would take " + std::to_string(bytes) +
                 " bytes, more than the server's max message size of " + std::to_string(max_bytes) +
-                "; split the batch"};
+                "; send fewer states per call (a smaller batch_size)"};
   }
   return grpc::Status::OK;
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "engine/model/model.hpp"
+#include "torqued/v1/dynamics.pb.h"
 
 namespace torqued::server {
 
@@ -21,6 +22,17 @@ grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& sta
 // 7 per state), got 13"; "q[5] is NaN"). With `optional`, an empty array is accepted too.
 grpc::Status check_array(const char* field, const DoubleArray& values, int states, int per_state,
                          bool optional = false);
+
+// `values` must be empty: the field does not apply to the call, `reason` says why ("tau: must be
+// empty with DERIVATIVES_OF_INVERSE_DYNAMICS, got 12 values").
+grpc::Status check_empty(const char* field, const DoubleArray& values, const std::string& reason);
+
+// An enum field must hold a value its type defines (`is_valid` is the generated *_IsValid).
+grpc::Status check_enum(const char* field, int value, bool (*is_valid)(int));
+
+// HybridDynamicsRequest.inputs: one entry per DOF (nv), each DOF_INPUT_ACCELERATION or
+// DOF_INPUT_FORCE.
+grpc::Status check_dof_inputs(const google::protobuf::RepeatedField<int>& inputs, int nv);
 
 // Every quaternion in q (spherical and free-flyer joints) must have unit norm within 1e-6.
 grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states);

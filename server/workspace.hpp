@@ -1,8 +1,7 @@
-// What one worker thread keeps per model: the engine Data plus the few buffers the service adds
-// (external forces in engine form, the mass-matrix factorization), all sized once.
+// What one worker thread keeps per model: the engine Data plus the external forces in engine
+// form, all sized once.
 #pragma once
 
-#include <Eigen/Cholesky>
 #include <vector>
 
 #include "engine/model/data.hpp"
@@ -11,15 +10,10 @@ namespace torqued::server {
 
 struct ModelWorkspace {
   explicit ModelWorkspace(const Model& model)
-      : data(model),
-        forces(model.nbodies(), Force::Zero()),
-        llt(model.nv),
-        inverse(model.nv, model.nv) {}
+      : data(model), forces(model.nbodies(), Force::Zero()) {}
 
   Data data;
   std::vector<Force> forces;  // per body, [0] unused and kept zero
-  Eigen::LLT<Eigen::MatrixXd> llt;
-  Eigen::MatrixXd inverse;
 };
 
 }  // namespace torqued::server

@@ -1,15 +1,24 @@
-// Tests server/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC returns
-// bitwise what a direct engine call returns, for every bundled model, with batches split into
-// chunks across workers.
+// Tests server/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC and
+// algorithm option returns bitwise what a direct engine call returns, for every bundled model,
+// with batches split into chunks across workers.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/floating_base_inverse_dynamics.hpp"
+#include "engine/algorithms/forward_dynamics.hpp"
+#include "engine/algorithms/hybrid_dynamics.hpp"
 #include "engine/algorithms/jacobian.hpp"
+#include "engine/algorithms/lagrange_homogeneous.hpp"
+#include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
+#include "engine/algorithms/rnea_derivatives.hpp"
 #include "server/model_source.hpp"
 #include "server/repository.hpp"
 #include "tests/server/server_process.hpp"
@@ -35,6 +44,22 @@ Vector row(const std::vector<double>& values, int state, int width) {
 
 void append(std::vector<double>& out, const Eigen::Ref<const Eigen::VectorXd>& x) {
   out.insert(out.end(), x.data(), x.data() + x.size());
+}
+
+// Appends a matrix row-major.
+template <typename Matrix>
+void append_matrix(std::vector<double>& out, const Matrix& x) {
+  const RowMajor row_major = x;
+  out.insert(out.end(), row_major.data(), row_major.data() + row_major.size());
+}
+
+// The external forces of state s of a flat N × (bodies − 1) × 6 array, in engine form.
+std::vector<Force> forces_of(const Model& m, const std::vector<double>& f, int s) {
+  std::vector<Force> forces(m.nbodies(), Force::Zero());
+  for (int b = 1; b < m.nbodies(); ++b) {
+    forces[b] = Force::FromVector(row(f, s * (m.nbodies() - 1) + b - 1, 6));
+  }
+  return forces;
 }
 
 struct LocalModel {
@@ -150,36 +175,288 @@ TEST_F(RpcEquivalenceTest, ForwardDynamics) {
   }
 }
 
-TEST_F(RpcEquivalenceTest, MassMatrixAndInverse) {
+TEST_F(RpcEquivalenceTest, MassMatrixAndInverseByEachAlgorithm) {
   for (const auto& [name, local] : *models_) {
     const Model& m = *local.model;
     Data data(m);
     const auto q = random_configurations(local.layout, kStates, 9);
-    v1::MassMatrixRequest request;
+    for (const auto algorithm :
+         {v1::MASS_MATRIX_ALGORITHM_CRBA, v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS}) {
+      const bool lagrange = algorithm == v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS;
+      const std::string what = name + (lagrange ? " Lagrange" : " CRBA");
+      v1::MassMatrixRequest request;
+      request.set_model_id(local.layout.id());
+      request.set_batch_size(kStates);
+      request.mutable_q()->Add(q.begin(), q.end());
+      request.set_inverse(true);
+      request.set_algorithm(algorithm);
+      v1::MassMatrixResponse response;
+      const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+        return server_->dynamics()->MassMatrix(c, request, &response);
+      });
+      ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+      std::vector<double> want_m, want_inverse;
+      for (int s = 0; s < kStates; ++s) {
+        append_matrix(want_m, lagrange ? lagrange_homogeneous_mass_matrix(m, data, row(q, s, m.nq))
+                                       : crba(m, data, row(q, s, m.nq)));
+        append_matrix(want_inverse, minverse(m, data, row(q, s, m.nq)));
+      }
+      expect_bitwise_equal(response.mass_matrix(), want_m, what + " M");
+      expect_bitwise_equal(response.inverse(), want_inverse, what + " M⁻¹");
+    }
+  }
+}
+
+TEST_F(RpcEquivalenceTest, InverseDynamicsByLagrangeHomogeneous) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 20);
+    const auto v = random_values(kStates * m.nv, 21);
+    const auto a = random_values(kStates * m.nv, 22);
+    v1::InverseDynamicsRequest request;
     request.set_model_id(local.layout.id());
     request.set_batch_size(kStates);
     request.mutable_q()->Add(q.begin(), q.end());
-    request.set_inverse(true);
-    grpc::ClientContext context;
-    context.set_deadline(deadline_in(60));
-    v1::MassMatrixResponse response;
-    const grpc::Status status = server_->dynamics()->MassMatrix(&context, request, &response);
+    request.mutable_v()->Add(v.begin(), v.end());
+    request.mutable_a()->Add(a.begin(), a.end());
+    request.set_algorithm(v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS);
+    v1::InverseDynamicsResponse response;
+    const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->InverseDynamics(c, request, &response);
+    });
     ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
-    std::vector<double> want_m, want_inverse;
-    Eigen::LLT<Eigen::MatrixXd> llt(m.nv);
-    Eigen::MatrixXd inverse(m.nv, m.nv);
+    std::vector<double> want;
     for (int s = 0; s < kStates; ++s) {
-      const RowMajor mass = crba(m, data, row(q, s, m.nq));
-      append(want_m, Eigen::Map<const Vector>(mass.data(), mass.size()));
-      llt.compute(data.M);
-      inverse.setIdentity();
-      llt.solveInPlace(inverse);
-      const RowMajor inverse_row_major = inverse;
-      append(want_inverse,
-             Eigen::Map<const Vector>(inverse_row_major.data(), inverse_row_major.size()));
+      append(want,
+             lagrange_homogeneous(m, data, row(q, s, m.nq), row(v, s, m.nv), row(a, s, m.nv)));
     }
-    expect_bitwise_equal(response.mass_matrix(), want_m, name + " M");
-    expect_bitwise_equal(response.inverse(), want_inverse, name + " M⁻¹");
+    expect_bitwise_equal(response.tau(), want, name);
+  }
+}
+
+TEST_F(RpcEquivalenceTest, ForwardDynamicsByEachAlgorithm) {
+  const std::pair<v1::ForwardDynamicsAlgorithm, ForwardDynamicsAlgorithm> algorithms[] = {
+      {v1::FORWARD_DYNAMICS_ALGORITHM_ABA, ForwardDynamicsAlgorithm::kAba},
+      {v1::FORWARD_DYNAMICS_ALGORITHM_CRBA, ForwardDynamicsAlgorithm::kCrba},
+      {v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION, ForwardDynamicsAlgorithm::kFactorization},
+      {v1::FORWARD_DYNAMICS_ALGORITHM_AUTO, ForwardDynamicsAlgorithm::kAuto}};
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 23);
+    const auto v = random_values(kStates * m.nv, 24);
+    const auto tau = random_values(kStates * m.nv, 25);
+    const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 26);
+    for (const auto& [algorithm, engine_algorithm] : algorithms) {
+      const std::string what = name + " " + v1::ForwardDynamicsAlgorithm_Name(algorithm);
+      v1::ForwardDynamicsRequest request;
+      request.set_model_id(local.layout.id());
+      request.set_batch_size(kStates);
+      request.mutable_q()->Add(q.begin(), q.end());
+      request.mutable_v()->Add(v.begin(), v.end());
+      request.mutable_tau()->Add(tau.begin(), tau.end());
+      request.set_algorithm(algorithm);
+      v1::ForwardDynamicsResponse response;
+      grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+        return server_->dynamics()->ForwardDynamics(c, request, &response);
+      });
+      ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+      const ForwardDynamicsAlgorithm ran = engine_algorithm == ForwardDynamicsAlgorithm::kAuto
+                                               ? auto_forward_dynamics_algorithm(m)
+                                               : engine_algorithm;
+      EXPECT_EQ(response.algorithm(), ran == ForwardDynamicsAlgorithm::kCrba
+                                          ? v1::FORWARD_DYNAMICS_ALGORITHM_CRBA
+                                      : ran == ForwardDynamicsAlgorithm::kFactorization
+                                          ? v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION
+                                          : v1::FORWARD_DYNAMICS_ALGORITHM_ABA)
+          << what;
+      std::vector<double> want;
+      for (int s = 0; s < kStates; ++s) {
+        append(want, forward_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv),
+                                      engine_algorithm));
+      }
+      expect_bitwise_equal(response.a(), want, what);
+      if (algorithm != v1::FORWARD_DYNAMICS_ALGORITHM_AUTO) continue;
+      // AUTO with external forces runs ABA, the one algorithm that takes them.
+      request.mutable_external_forces()->Add(f.begin(), f.end());
+      status = with_deadline(60, [&](grpc::ClientContext* c) {
+        return server_->dynamics()->ForwardDynamics(c, request, &response);
+      });
+      ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+      EXPECT_EQ(response.algorithm(), v1::FORWARD_DYNAMICS_ALGORITHM_ABA) << what;
+      want.clear();
+      for (int s = 0; s < kStates; ++s) {
+        append(want, aba(m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv),
+                         forces_of(m, f, s)));
+      }
+      expect_bitwise_equal(response.a(), want, what + " with forces");
+    }
+  }
+}
+
+TEST_F(RpcEquivalenceTest, HybridDynamics) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 27);
+    const auto v = random_values(kStates * m.nv, 28);
+    const auto a = random_values(kStates * m.nv, 29);
+    const auto tau = random_values(kStates * m.nv, 30);
+    const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 31);
+    // Every third DOF acceleration-given, the others force-given.
+    std::vector<DofInput> inputs;
+    v1::HybridDynamicsRequest request;
+    for (int k = 0; k < m.nv; ++k) {
+      const bool acceleration = k % 3 == 1;
+      inputs.push_back(acceleration ? DofInput::kAcceleration : DofInput::kForce);
+      request.add_inputs(acceleration ? v1::DOF_INPUT_ACCELERATION : v1::DOF_INPUT_FORCE);
+    }
+    request.set_model_id(local.layout.id());
+    request.set_batch_size(kStates);
+    request.mutable_q()->Add(q.begin(), q.end());
+    request.mutable_v()->Add(v.begin(), v.end());
+    request.mutable_a()->Add(a.begin(), a.end());
+    request.mutable_tau()->Add(tau.begin(), tau.end());
+    request.mutable_external_forces()->Add(f.begin(), f.end());
+    v1::HybridDynamicsResponse response;
+    const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->HybridDynamics(c, request, &response);
+    });
+    ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
+    std::vector<double> want_a, want_tau;
+    for (int s = 0; s < kStates; ++s) {
+      hybrid_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv), row(a, s, m.nv), row(tau, s, m.nv),
+                      inputs, forces_of(m, f, s));
+      append(want_a, data.ddq);
+      append(want_tau, data.tau);
+    }
+    expect_bitwise_equal(response.a(), want_a, name + " a");
+    expect_bitwise_equal(response.tau(), want_tau, name + " tau");
+  }
+}
+
+TEST_F(RpcEquivalenceTest, FloatingBaseInverseDynamicsOfTheQuadruped) {
+  const LocalModel& local = models_->at("quadruped");
+  const Model& m = *local.model;
+  Data data(m);
+  const auto q = random_configurations(local.layout, kStates, 32);
+  const auto v = random_values(kStates * m.nv, 33);
+  const auto a = random_values(kStates * m.nv, 34);
+  const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 35);
+  v1::FloatingBaseInverseDynamicsRequest request;
+  request.set_model_id(local.layout.id());
+  request.set_batch_size(kStates);
+  request.mutable_q()->Add(q.begin(), q.end());
+  request.mutable_v()->Add(v.begin(), v.end());
+  request.mutable_a()->Add(a.begin(), a.end());
+  request.mutable_external_forces()->Add(f.begin(), f.end());
+  v1::FloatingBaseInverseDynamicsResponse response;
+  const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+    return server_->dynamics()->FloatingBaseInverseDynamics(c, request, &response);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<double> want_a, want_tau;
+  for (int s = 0; s < kStates; ++s) {
+    floating_base_inverse_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv), row(a, s, m.nv),
+                                   forces_of(m, f, s));
+    append(want_a, data.ddq);
+    append(want_tau, data.tau);
+  }
+  expect_bitwise_equal(response.a(), want_a, "a");
+  expect_bitwise_equal(response.tau(), want_tau, "tau");
+}
+
+TEST_F(RpcEquivalenceTest, DerivativesOfInverseAndForwardDynamics) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 36);
+    const auto v = random_values(kStates * m.nv, 37);
+    const auto u = random_values(kStates * m.nv, 38);
+    const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 39);
+    for (const auto of :
+         {v1::DERIVATIVES_OF_INVERSE_DYNAMICS, v1::DERIVATIVES_OF_FORWARD_DYNAMICS}) {
+      const bool forward = of == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
+      const std::string what = name + (forward ? " forward" : " inverse");
+      v1::DerivativesRequest request;
+      request.set_model_id(local.layout.id());
+      request.set_batch_size(kStates);
+      request.set_of(of);
+      request.mutable_q()->Add(q.begin(), q.end());
+      request.mutable_v()->Add(v.begin(), v.end());
+      (forward ? request.mutable_tau() : request.mutable_a())->Add(u.begin(), u.end());
+      request.mutable_external_forces()->Add(f.begin(), f.end());
+      v1::DerivativesResponse response;
+      const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+        return server_->dynamics()->Derivatives(c, request, &response);
+      });
+      ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+      std::vector<double> want_dq, want_dv, want_du;
+      for (int s = 0; s < kStates; ++s) {
+        if (forward) {
+          aba_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), row(u, s, m.nv),
+                          forces_of(m, f, s));
+          append_matrix(want_dq, data.ddq_dq);
+          append_matrix(want_dv, data.ddq_dv);
+          append_matrix(want_du, data.ddq_dtau);
+        } else {
+          rnea_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), row(u, s, m.nv),
+                           forces_of(m, f, s));
+          append_matrix(want_dq, data.dtau_dq);
+          append_matrix(want_dv, data.dtau_dv);
+          append_matrix(want_du, data.M);
+        }
+      }
+      expect_bitwise_equal(response.d_dq(), want_dq, what + " d/dq");
+      expect_bitwise_equal(response.d_dv(), want_dv, what + " d/dv");
+      expect_bitwise_equal(response.d_du(), want_du, what + " d/du");
+    }
+  }
+}
+
+TEST_F(RpcEquivalenceTest, CoriolisMatrixAndCentroidal) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 40);
+    const auto v = random_values(kStates * m.nv, 41);
+    v1::CoriolisMatrixRequest c_request;
+    c_request.set_model_id(local.layout.id());
+    c_request.set_batch_size(kStates);
+    c_request.mutable_q()->Add(q.begin(), q.end());
+    c_request.mutable_v()->Add(v.begin(), v.end());
+    v1::CoriolisMatrixResponse coriolis;
+    grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->CoriolisMatrix(c, c_request, &coriolis);
+    });
+    ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
+    v1::CentroidalRequest g_request;
+    g_request.set_model_id(local.layout.id());
+    g_request.set_batch_size(kStates);
+    g_request.mutable_q()->Add(q.begin(), q.end());
+    g_request.mutable_v()->Add(v.begin(), v.end());
+    v1::CentroidalResponse centroidal;
+    status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->Centroidal(c, g_request, &centroidal);
+    });
+    ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
+    std::vector<double> want_c, com, vcom, jcom, hg, ag;
+    for (int s = 0; s < kStates; ++s) {
+      append_matrix(want_c, coriolis_matrix(m, data, row(q, s, m.nq), row(v, s, m.nv)));
+      center_of_mass(m, data, row(q, s, m.nq), row(v, s, m.nv));
+      append(com, data.com);
+      append(vcom, data.vcom);
+      append_matrix(jcom, center_of_mass_jacobian(m, data, row(q, s, m.nq)));
+      append(hg, centroidal_momentum(m, data, row(q, s, m.nq), row(v, s, m.nv)).to_vector());
+      append_matrix(ag, centroidal_momentum_matrix(m, data, row(q, s, m.nq)));
+    }
+    expect_bitwise_equal(coriolis.coriolis_matrix(), want_c, name + " C");
+    expect_bitwise_equal(centroidal.com(), com, name + " com");
+    expect_bitwise_equal(centroidal.com_velocity(), vcom, name + " com velocity");
+    expect_bitwise_equal(centroidal.com_jacobian(), jcom, name + " com Jacobian");
+    expect_bitwise_equal(centroidal.momentum(), hg, name + " momentum");
+    expect_bitwise_equal(centroidal.momentum_matrix(), ag, name + " momentum matrix");
   }
 }
 

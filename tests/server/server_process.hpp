@@ -41,6 +41,14 @@ std::string torqued_binary();
 // A deadline `seconds` from now, for client contexts.
 std::chrono::system_clock::time_point deadline_in(double seconds);
 
+// Runs one RPC with a deadline `seconds` from now: `rpc` takes the client context.
+template <typename Rpc>
+grpc::Status with_deadline(double seconds, Rpc rpc) {
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(seconds));
+  return rpc(&context);
+}
+
 class ServerProcess {
  public:
   struct Options {

@@ -244,7 +244,183 @@ TEST_F(ValidationTest, SingularSystemIsFailedPrecondition) {
   mm_context.set_deadline(deadline_in(30));
   v1::MassMatrixResponse mm_response;
   EXPECT_STATUS(server_->dynamics()->MassMatrix(&mm_context, mm, &mm_response), FAILED_PRECONDITION,
-                "positive definite");
+                "singular", "'j'");
+}
+
+TEST_F(ValidationTest, AlgorithmOptionsAreChecked) {
+  auto id = id_request("puma560", 2);
+  id.set_algorithm(static_cast<v1::InverseDynamicsAlgorithm>(7));
+  EXPECT_STATUS(call(id), INVALID_ARGUMENT, "algorithm:", "7");
+  id = id_request("puma560", 2);
+  id.set_algorithm(v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS);
+  EXPECT_TRUE(call(id).ok());
+  for (int i = 0; i < 2 * 6 * 6; ++i) id.add_external_forces(0.5);
+  EXPECT_STATUS(call(id), INVALID_ARGUMENT, "external_forces", "LAGRANGE_HOMOGENEOUS");
+
+  v1::ForwardDynamicsRequest fd;
+  fd.set_model_id(layout("puma560").id());
+  for (int i = 0; i < 6; ++i) {
+    fd.add_q(0.1);
+    fd.add_v(0.2);
+    fd.add_tau(0.3);
+  }
+  v1::ForwardDynamicsResponse fd_response;
+  const auto forward = [&] {
+    return with_deadline(30, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->ForwardDynamics(c, fd, &fd_response);
+    });
+  };
+  fd.set_algorithm(static_cast<v1::ForwardDynamicsAlgorithm>(9));
+  EXPECT_STATUS(forward(), INVALID_ARGUMENT, "algorithm:", "9");
+  fd.set_algorithm(v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION);
+  for (int i = 0; i < 6 * 6; ++i) fd.add_external_forces(0.5);
+  EXPECT_STATUS(forward(), INVALID_ARGUMENT, "external_forces", "FACTORIZATION");
+  fd.set_algorithm(v1::FORWARD_DYNAMICS_ALGORITHM_AUTO);
+  EXPECT_TRUE(forward().ok());
+
+  v1::MassMatrixRequest mm;
+  mm.set_model_id(layout("puma560").id());
+  for (int i = 0; i < 6; ++i) mm.add_q(0.1);
+  mm.set_algorithm(static_cast<v1::MassMatrixAlgorithm>(5));
+  v1::MassMatrixResponse mm_response;
+  EXPECT_STATUS(with_deadline(30,
+                              [&](grpc::ClientContext* c) {
+                                return server_->dynamics()->MassMatrix(c, mm, &mm_response);
+                              }),
+                INVALID_ARGUMENT, "algorithm:", "5");
+}
+
+TEST_F(ValidationTest, HybridDynamicsInputsAreChecked) {
+  const v1::Model& m = layout("puma560");
+  v1::HybridDynamicsRequest r;
+  r.set_model_id(m.id());
+  for (int i = 0; i < 6; ++i) {
+    r.add_q(0.1);
+    r.add_v(0.2);
+    r.add_a(0.3);
+    r.add_tau(0.4);
+    r.add_inputs(i % 2 == 0 ? v1::DOF_INPUT_FORCE : v1::DOF_INPUT_ACCELERATION);
+  }
+  v1::HybridDynamicsResponse response;
+  const auto hybrid = [&](const v1::HybridDynamicsRequest& request) {
+    return with_deadline(30, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->HybridDynamics(c, request, &response);
+    });
+  };
+  EXPECT_TRUE(hybrid(r).ok());
+  auto bad = r;
+  bad.mutable_inputs()->RemoveLast();
+  EXPECT_STATUS(hybrid(bad), INVALID_ARGUMENT, "inputs:", "expected 6", "got 5");
+  bad = r;
+  bad.set_inputs(2, v1::DOF_INPUT_UNSPECIFIED);
+  EXPECT_STATUS(hybrid(bad), INVALID_ARGUMENT, "inputs[2]", "DOF_INPUT_UNSPECIFIED");
+  bad = r;
+  bad.set_tau(4, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_STATUS(hybrid(bad), INVALID_ARGUMENT, "tau[4]", "NaN");
+  bad = r;
+  bad.add_a(0.0);
+  EXPECT_STATUS(hybrid(bad), INVALID_ARGUMENT, "a:", "expected 6", "got 7");
+}
+
+TEST_F(ValidationTest, FloatingBaseInverseDynamicsNeedsAFreeFlyerRoot) {
+  v1::FloatingBaseInverseDynamicsRequest r;
+  r.set_model_id(layout("puma560").id());
+  for (int i = 0; i < 6; ++i) {
+    r.add_q(0.1);
+    r.add_v(0.2);
+    r.add_a(0.3);
+  }
+  v1::FloatingBaseInverseDynamicsResponse response;
+  const auto floating = [&](const v1::FloatingBaseInverseDynamicsRequest& request) {
+    return with_deadline(30, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->FloatingBaseInverseDynamics(c, request, &response);
+    });
+  };
+  EXPECT_STATUS(floating(r), FAILED_PRECONDITION, "puma560", "free-flyer");
+  const v1::Model& quadruped = layout("quadruped");
+  r.set_model_id(quadruped.id());
+  r.clear_q();
+  const auto q = random_configurations(quadruped, 1, 3);
+  r.mutable_q()->Add(q.begin(), q.end());
+  r.clear_v();
+  r.clear_a();
+  for (int i = 0; i < quadruped.nv(); ++i) {
+    r.add_v(0.1);
+    r.add_a(0.2);
+  }
+  EXPECT_TRUE(floating(r).ok());
+  r.mutable_a()->RemoveLast();
+  EXPECT_STATUS(floating(r), INVALID_ARGUMENT, "a:", "expected 18", "got 17");
+  r.add_a(0.2);
+  r.set_q(3, 2.0);  // the base quaternion's x
+  EXPECT_STATUS(floating(r), INVALID_ARGUMENT, "quaternion", "root_joint");
+}
+
+TEST_F(ValidationTest, DerivativesInputsAndSizeAreChecked) {
+  const v1::Model& m = layout("quadruped");
+  const auto derivatives_request = [&](int states) {
+    v1::DerivativesRequest r;
+    r.set_model_id(m.id());
+    r.set_batch_size(states);
+    const auto q = random_configurations(m, states, 4);
+    r.mutable_q()->Add(q.begin(), q.end());
+    for (int i = 0; i < states * m.nv(); ++i) {
+      r.add_v(0.1);
+      r.add_a(0.2);
+    }
+    return r;
+  };
+  v1::DerivativesResponse response;
+  const auto derivatives = [&](const v1::DerivativesRequest& request) {
+    return with_deadline(30, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->Derivatives(c, request, &response);
+    });
+  };
+  auto r = derivatives_request(2);
+  EXPECT_TRUE(derivatives(r).ok());
+  r.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+  EXPECT_STATUS(derivatives(r), INVALID_ARGUMENT, "a:", "must be empty",
+                "DERIVATIVES_OF_FORWARD_DYNAMICS");
+  r.clear_a();
+  EXPECT_STATUS(derivatives(r), INVALID_ARGUMENT, "tau:", "expected 36", "got 0");
+  r.set_of(static_cast<v1::DerivativesOf>(4));
+  EXPECT_STATUS(derivatives(r), INVALID_ARGUMENT, "of:", "4");
+  r = derivatives_request(2);
+  r.set_v(5, std::numeric_limits<double>::infinity());
+  EXPECT_STATUS(derivatives(r), INVALID_ARGUMENT, "v[5]", "infinite");
+  // 30 states of three 18 × 18 matrices take 233,344 bytes, more than 200 kB.
+  EXPECT_STATUS(derivatives(derivatives_request(30)), RESOURCE_EXHAUSTED, "233344", "200000",
+                "max message size", "batch_size");
+}
+
+TEST_F(ValidationTest, CoriolisAndCentroidalInputsAreChecked) {
+  const v1::Model& m = layout("quadruped");
+  const auto q = random_configurations(m, 2, 5);
+  v1::CoriolisMatrixRequest coriolis;
+  coriolis.set_model_id(m.id());
+  coriolis.set_batch_size(2);
+  coriolis.mutable_q()->Add(q.begin(), q.end());
+  for (int i = 0; i < 2 * m.nv() - 1; ++i) coriolis.add_v(0.1);
+  v1::CoriolisMatrixResponse coriolis_response;
+  EXPECT_STATUS(with_deadline(30,
+                              [&](grpc::ClientContext* c) {
+                                return server_->dynamics()->CoriolisMatrix(c, coriolis,
+                                                                           &coriolis_response);
+                              }),
+                INVALID_ARGUMENT, "v:", "expected 36", "got 35");
+  v1::CentroidalRequest centroidal;
+  centroidal.set_model_id(m.id());
+  centroidal.set_batch_size(2);
+  centroidal.mutable_q()->Add(q.begin(), q.end());
+  centroidal.set_q(m.nq() + 6, 2.0);  // qw of the second state
+  for (int i = 0; i < 2 * m.nv(); ++i) centroidal.add_v(0.1);
+  v1::CentroidalResponse centroidal_response;
+  EXPECT_STATUS(with_deadline(30,
+                              [&](grpc::ClientContext* c) {
+                                return server_->dynamics()->Centroidal(c, centroidal,
+                                                                       &centroidal_response);
+                              }),
+                INVALID_ARGUMENT, "quaternion", "state 1");
 }
 
 TEST_F(ValidationTest, ExpiredDeadlineIsDeadlineExceeded) {
