@@ -86,8 +86,9 @@ Data::Data(const Model& model)
   // the body after it; the later DOFs of a multi-DOF joint are below its earlier ones.
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
-    const int end =
-        model.subtree_end[i] < model.nbodies() ? model.joints[model.subtree_end[i]].idx_v : model.nv;
+    const int end = model.subtree_end[i] < model.nbodies()
+                        ? model.joints[model.subtree_end[i]].idx_v
+                        : model.nv;
     for (int k = 0; k < joint.nv; ++k) dof_subtree_end[joint.idx_v + k] = end;
   }
 }
