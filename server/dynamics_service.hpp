@@ -65,6 +65,34 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   grpc::Status prepare(const std::string& model_id, std::uint32_t batch_size, const DoubleArray& q,
                        RegisteredModelPtr& model, int& states) const;
 
+  // What a batched call runs once its request is checked and its response sized.
+  struct BatchJob {
+    Algorithm algorithm;
+    ChunkKernel kernel;
+  };
+
+  // The shape every batched RPC shares: prepare(), then `plan(model, states, job)` checks the
+  // request's other fields, sizes the response and describes the work, which then runs across
+  // the workers. Any non-OK status from either step finishes the call with it.
+  template <typename Request, typename Plan>
+  grpc::ServerUnaryReactor* serve_batch(grpc::CallbackServerContext* context, Method method,
+                                        const Request& request, Plan plan) {
+    const Call call(context, method, metrics_);
+    RegisteredModelPtr entry;
+    int states = 0;
+    grpc::Status status =
+        prepare(request.model_id(), request.batch_size(), request.q(), entry, states);
+    if (status.ok()) {
+      BatchJob job;
+      status = plan(entry, states, job);
+      if (status.ok()) {
+        runner_.run(call, states, job.algorithm, std::move(job.kernel));
+        return call.reactor();
+      }
+    }
+    return call.finish(status);
+  }
+
   const Catalog& catalog_;
   BatchRunner& runner_;
   Metrics& metrics_;
