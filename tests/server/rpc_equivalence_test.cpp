@@ -67,6 +67,21 @@ struct LocalModel {
   v1::Model layout;
 };
 
+// Sets the model, kStates states and their q (and v) of a batched request.
+template <typename Request>
+void fill_batch(Request& request, const LocalModel& local, const std::vector<double>& q) {
+  request.set_model_id(local.layout.id());
+  request.set_batch_size(kStates);
+  request.mutable_q()->Add(q.begin(), q.end());
+}
+
+template <typename Request>
+void fill_batch(Request& request, const LocalModel& local, const std::vector<double>& q,
+                const std::vector<double>& v) {
+  fill_batch(request, local, q);
+  request.mutable_v()->Add(v.begin(), v.end());
+}
+
 class RpcEquivalenceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -115,10 +130,7 @@ TEST_F(RpcEquivalenceTest, InverseDynamicsWithAndWithoutExternalForces) {
     const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 4);
     for (const bool with_forces : {false, true}) {
       v1::InverseDynamicsRequest request;
-      request.set_model_id(local.layout.id());
-      request.set_batch_size(kStates);
-      request.mutable_q()->Add(q.begin(), q.end());
-      request.mutable_v()->Add(v.begin(), v.end());
+      fill_batch(request, local, q, v);
       request.mutable_a()->Add(a.begin(), a.end());
       if (with_forces) request.mutable_external_forces()->Add(f.begin(), f.end());
       grpc::ClientContext context;
@@ -151,10 +163,7 @@ TEST_F(RpcEquivalenceTest, ForwardDynamics) {
     const auto tau = random_values(kStates * m.nv, 7);
     const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 8);
     v1::ForwardDynamicsRequest request;
-    request.set_model_id(local.layout.id());
-    request.set_batch_size(kStates);
-    request.mutable_q()->Add(q.begin(), q.end());
-    request.mutable_v()->Add(v.begin(), v.end());
+    fill_batch(request, local, q, v);
     request.mutable_tau()->Add(tau.begin(), tau.end());
     request.mutable_external_forces()->Add(f.begin(), f.end());
     grpc::ClientContext context;
@@ -185,9 +194,7 @@ TEST_F(RpcEquivalenceTest, MassMatrixAndInverseByEachAlgorithm) {
       const bool lagrange = algorithm == v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS;
       const std::string what = name + (lagrange ? " Lagrange" : " CRBA");
       v1::MassMatrixRequest request;
-      request.set_model_id(local.layout.id());
-      request.set_batch_size(kStates);
-      request.mutable_q()->Add(q.begin(), q.end());
+      fill_batch(request, local, q);
       request.set_inverse(true);
       request.set_algorithm(algorithm);
       v1::MassMatrixResponse response;
@@ -215,10 +222,7 @@ TEST_F(RpcEquivalenceTest, InverseDynamicsByLagrangeHomogeneous) {
     const auto v = random_values(kStates * m.nv, 21);
     const auto a = random_values(kStates * m.nv, 22);
     v1::InverseDynamicsRequest request;
-    request.set_model_id(local.layout.id());
-    request.set_batch_size(kStates);
-    request.mutable_q()->Add(q.begin(), q.end());
-    request.mutable_v()->Add(v.begin(), v.end());
+    fill_batch(request, local, q, v);
     request.mutable_a()->Add(a.begin(), a.end());
     request.set_algorithm(v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS);
     v1::InverseDynamicsResponse response;
@@ -251,10 +255,7 @@ TEST_F(RpcEquivalenceTest, ForwardDynamicsByEachAlgorithm) {
     for (const auto& [algorithm, engine_algorithm] : algorithms) {
       const std::string what = name + " " + v1::ForwardDynamicsAlgorithm_Name(algorithm);
       v1::ForwardDynamicsRequest request;
-      request.set_model_id(local.layout.id());
-      request.set_batch_size(kStates);
-      request.mutable_q()->Add(q.begin(), q.end());
-      request.mutable_v()->Add(v.begin(), v.end());
+      fill_batch(request, local, q, v);
       request.mutable_tau()->Add(tau.begin(), tau.end());
       request.set_algorithm(algorithm);
       v1::ForwardDynamicsResponse response;
@@ -312,10 +313,7 @@ TEST_F(RpcEquivalenceTest, HybridDynamics) {
       inputs.push_back(acceleration ? DofInput::kAcceleration : DofInput::kForce);
       request.add_inputs(acceleration ? v1::DOF_INPUT_ACCELERATION : v1::DOF_INPUT_FORCE);
     }
-    request.set_model_id(local.layout.id());
-    request.set_batch_size(kStates);
-    request.mutable_q()->Add(q.begin(), q.end());
-    request.mutable_v()->Add(v.begin(), v.end());
+    fill_batch(request, local, q, v);
     request.mutable_a()->Add(a.begin(), a.end());
     request.mutable_tau()->Add(tau.begin(), tau.end());
     request.mutable_external_forces()->Add(f.begin(), f.end());
@@ -345,10 +343,7 @@ TEST_F(RpcEquivalenceTest, FloatingBaseInverseDynamicsOfTheQuadruped) {
   const auto a = random_values(kStates * m.nv, 34);
   const auto f = random_values(kStates * (m.nbodies() - 1) * 6, 35);
   v1::FloatingBaseInverseDynamicsRequest request;
-  request.set_model_id(local.layout.id());
-  request.set_batch_size(kStates);
-  request.mutable_q()->Add(q.begin(), q.end());
-  request.mutable_v()->Add(v.begin(), v.end());
+  fill_batch(request, local, q, v);
   request.mutable_a()->Add(a.begin(), a.end());
   request.mutable_external_forces()->Add(f.begin(), f.end());
   v1::FloatingBaseInverseDynamicsResponse response;
@@ -422,20 +417,14 @@ TEST_F(RpcEquivalenceTest, CoriolisMatrixAndCentroidal) {
     const auto q = random_configurations(local.layout, kStates, 40);
     const auto v = random_values(kStates * m.nv, 41);
     v1::CoriolisMatrixRequest c_request;
-    c_request.set_model_id(local.layout.id());
-    c_request.set_batch_size(kStates);
-    c_request.mutable_q()->Add(q.begin(), q.end());
-    c_request.mutable_v()->Add(v.begin(), v.end());
+    fill_batch(c_request, local, q, v);
     v1::CoriolisMatrixResponse coriolis;
     grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
       return server_->dynamics()->CoriolisMatrix(c, c_request, &coriolis);
     });
     ASSERT_TRUE(status.ok()) << name << ": " << status.error_message();
     v1::CentroidalRequest g_request;
-    g_request.set_model_id(local.layout.id());
-    g_request.set_batch_size(kStates);
-    g_request.mutable_q()->Add(q.begin(), q.end());
-    g_request.mutable_v()->Add(v.begin(), v.end());
+    fill_batch(g_request, local, q, v);
     v1::CentroidalResponse centroidal;
     status = with_deadline(60, [&](grpc::ClientContext* c) {
       return server_->dynamics()->Centroidal(c, g_request, &centroidal);
@@ -467,18 +456,13 @@ TEST_F(RpcEquivalenceTest, NonlinearEffectsAndGravity) {
     const auto q = random_configurations(local.layout, kStates, 10);
     const auto v = random_values(kStates * m.nv, 11);
     v1::NonlinearEffectsRequest nle_request;
-    nle_request.set_model_id(local.layout.id());
-    nle_request.set_batch_size(kStates);
-    nle_request.mutable_q()->Add(q.begin(), q.end());
-    nle_request.mutable_v()->Add(v.begin(), v.end());
+    fill_batch(nle_request, local, q, v);
     grpc::ClientContext nle_context;
     nle_context.set_deadline(deadline_in(60));
     v1::NonlinearEffectsResponse nle;
     ASSERT_TRUE(server_->dynamics()->NonlinearEffects(&nle_context, nle_request, &nle).ok());
     v1::GravityRequest g_request;
-    g_request.set_model_id(local.layout.id());
-    g_request.set_batch_size(kStates);
-    g_request.mutable_q()->Add(q.begin(), q.end());
+    fill_batch(g_request, local, q);
     grpc::ClientContext g_context;
     g_context.set_deadline(deadline_in(60));
     v1::GravityResponse g;
@@ -505,10 +489,7 @@ TEST_F(RpcEquivalenceTest, KinematicsOfNamedFrames) {
     for (const auto reference : {v1::REFERENCE_FRAME_LOCAL, v1::REFERENCE_FRAME_WORLD,
                                  v1::REFERENCE_FRAME_LOCAL_WORLD_ALIGNED}) {
       v1::KinematicsRequest request;
-      request.set_model_id(local.layout.id());
-      request.set_batch_size(kStates);
-      request.mutable_q()->Add(q.begin(), q.end());
-      request.mutable_v()->Add(v.begin(), v.end());
+      fill_batch(request, local, q, v);
       for (int f : frames) request.add_frames(m.frames[f].name);
       request.set_reference(reference);
       request.set_jacobians(true);
