@@ -6,6 +6,8 @@
 //   torqued_bench --random-tree N [--benchmark_* flags]    (N revolute bodies, branching)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -54,12 +56,15 @@ StatePool make_pool(const Model& model) {
   return pool;
 }
 
-// A serial chain of revolute joints about random axes with random inertias.
-ModelPtr random_chain(int bodies) {
-  std::mt19937_64 rng(7);
+// Revolute joints about random axes with random inertias. Body i hangs from one of the previous
+// `branching` bodies, drawn at random: 1 gives a serial chain, 3 a tree that branches while
+// staying about as deep as a robot's limbs.
+ModelPtr random_revolute_tree(const std::string& name, int bodies, int branching,
+                              std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
   ModelSpec spec;
-  spec.name = "random_chain_" + std::to_string(bodies);
+  spec.name = name + "_" + std::to_string(bodies);
   spec.links.push_back({"link0", {}});
   for (int i = 1; i <= bodies; ++i) {
     LinkSpec link;
@@ -71,37 +76,8 @@ ModelPtr random_chain(int bodies) {
     JointSpec joint;
     joint.name = "joint" + std::to_string(i);
     joint.type = JointType::kRevolute;
-    joint.parent_link = "link" + std::to_string(i - 1);
-    joint.child_link = link.name;
-    joint.origin.rotation =
-        axis_angle_rotation(Vec3(unit(rng), unit(rng), unit(rng)).normalized(), unit(rng));
-    joint.origin.translation = Vec3(0.0, 0.0, 0.2);
-    joint.axis = Vec3::Unit(i % 3);
-    spec.joints.push_back(joint);
-  }
-  return build_model(spec);
-}
-
-// A tree of revolute joints: each body hangs from one of the previous three bodies (drawn at
-// random), so the tree branches while staying about as deep as a robot's limbs.
-ModelPtr random_tree(int bodies) {
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  ModelSpec spec;
-  spec.name = "random_tree_" + std::to_string(bodies);
-  spec.links.push_back({"link0", {}});
-  for (int i = 1; i <= bodies; ++i) {
-    LinkSpec link;
-    link.name = "link" + std::to_string(i);
-    link.inertial.mass = 0.5 + 0.5 * (unit(rng) + 1.0);
-    link.inertial.origin.translation = Vec3(0.1 * unit(rng), 0.1 * unit(rng), 0.1);
-    link.inertial.inertia = Vec3(0.02, 0.025, 0.03).asDiagonal();
-    spec.links.push_back(link);
-    JointSpec joint;
-    joint.name = "joint" + std::to_string(i);
-    joint.type = JointType::kRevolute;
-    const int parent = std::max(0, i - 1 - static_cast<int>(rng() % 3));
-    joint.parent_link = "link" + std::to_string(parent);
+    const int back = branching > 1 ? static_cast<int>(rng() % branching) : 0;
+    joint.parent_link = "link" + std::to_string(std::max(0, i - 1 - back));
     joint.child_link = link.name;
     joint.origin.rotation =
         axis_angle_rotation(Vec3(unit(rng), unit(rng), unit(rng)).normalized(), unit(rng));
@@ -259,9 +235,9 @@ int main(int argc, char** argv) {
   if ((urdf.empty() ? 0 : 1) + (chain > 0 ? 1 : 0) + (tree > 0 ? 1 : 0) != 1) return usage(argv[0]);
   ModelPtr model;
   try {
-    model = chain > 0 ? random_chain(chain)
+    model = chain > 0 ? random_revolute_tree("random_chain", chain, 1, 7)
             : tree > 0
-                ? random_tree(tree)
+                ? random_revolute_tree("random_tree", tree, 3, 11)
                 : build_model(read_urdf_file(urdf, UrdfOptions{.floating_base = floating_base}));
   } catch (const std::exception& e) {
     std::cerr << "torqued_bench: " << e.what() << "\n";
