@@ -1,7 +1,7 @@
 // Engine benchmarks: one iteration is one call on one state, cycling through a pool of random
 // states prepared beforehand, with every result consumed.
 //
-//   torqued_bench --urdf FILE [--floating-base] [--benchmark_* flags]
+//   torqued_bench --urdf FILE [--floating-base] [--threads N] [--benchmark_* flags]
 //   torqued_bench --random-chain N [--benchmark_* flags]   (N revolute bodies, for O(n) checks)
 //   torqued_bench --random-tree N [--benchmark_* flags]    (N revolute bodies, branching)
 #include <benchmark/benchmark.h>
@@ -97,26 +97,34 @@ void run(benchmark::State& state, const Model& model, Call call) {
     k = (k + 1) % kPoolSize;
     benchmark::ClobberMemory();
   }
-  state.counters["nv"] = model.nv;
+  state.counters["nv"] = benchmark::Counter(model.nv, benchmark::Counter::kAvgThreads);
+  // Calls per second over all threads (with --threads, the in-process throughput).
+  state.SetItemsProcessed(state.iterations());
 }
 
-void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
+// With threads > 1, every benchmark runs on that many threads at once, each with its own Data,
+// timed by the wall clock.
+void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool, int threads) {
   const Model& model = *model_ptr;
-  benchmark::RegisterBenchmark("rnea", [&](benchmark::State& s) {
+  auto add = [threads](const char* name, auto benchmark_function) {
+    benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(name, benchmark_function);
+    if (threads > 1) b->Threads(threads)->UseRealTime();
+  };
+  add("rnea", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(rnea(model, d, pool.q[k], pool.v[k], pool.a[k]).data());
     });
   });
-  benchmark::RegisterBenchmark("crba", [&](benchmark::State& s) {
+  add("crba", [&](benchmark::State& s) {
     run(s, model,
         [&](Data& d, int k) { benchmark::DoNotOptimize(crba(model, d, pool.q[k]).data()); });
   });
-  benchmark::RegisterBenchmark("aba", [&](benchmark::State& s) {
+  add("aba", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(aba(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
     });
   });
-  benchmark::RegisterBenchmark("hybrid", [&](benchmark::State& s) {
+  add("hybrid", [&](benchmark::State& s) {
     // Every other DOF acceleration-given: both kinds of step on every model.
     std::vector<DofInput> mask(model.nv);
     for (int k = 0; k < model.nv; ++k) {
@@ -128,71 +136,71 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
     });
   });
   if (model.floating_base) {
-    benchmark::RegisterBenchmark("floating_base_id", [&](benchmark::State& s) {
+    add("floating_base_id", [&](benchmark::State& s) {
       run(s, model, [&](Data& d, int k) {
         floating_base_inverse_dynamics(model, d, pool.q[k], pool.v[k], pool.a[k]);
         benchmark::DoNotOptimize(d.tau.data());
       });
     });
   }
-  benchmark::RegisterBenchmark("minverse", [&](benchmark::State& s) {
+  add("minverse", [&](benchmark::State& s) {
     run(s, model,
         [&](Data& d, int k) { benchmark::DoNotOptimize(minverse(model, d, pool.q[k]).data()); });
   });
-  benchmark::RegisterBenchmark("fd_crba", [&](benchmark::State& s) {
+  add("fd_crba", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(
           forward_dynamics_crba(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
     });
   });
-  benchmark::RegisterBenchmark("fd_factorization", [&](benchmark::State& s) {
+  add("fd_factorization", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(
           forward_dynamics_factorization(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
     });
   });
-  benchmark::RegisterBenchmark("fd_auto", [&](benchmark::State& s) {
+  add("fd_auto", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(
           forward_dynamics(model, d, pool.q[k], pool.v[k], pool.tau[k]).data());
     });
   });
-  benchmark::RegisterBenchmark("rnea_derivatives", [&](benchmark::State& s) {
+  add("rnea_derivatives", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       rnea_derivatives(model, d, pool.q[k], pool.v[k], pool.a[k]);
       benchmark::DoNotOptimize(d.dtau_dq.data());
     });
   });
-  benchmark::RegisterBenchmark("aba_derivatives", [&](benchmark::State& s) {
+  add("aba_derivatives", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       aba_derivatives(model, d, pool.q[k], pool.v[k], pool.tau[k]);
       benchmark::DoNotOptimize(d.ddq_dq.data());
     });
   });
-  benchmark::RegisterBenchmark("forward_kinematics", [&](benchmark::State& s) {
+  add("forward_kinematics", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       forward_kinematics(model, d, pool.q[k], pool.v[k], pool.a[k]);
       benchmark::DoNotOptimize(d.a.back().linear.data());
     });
   });
-  benchmark::RegisterBenchmark("gravity", [&](benchmark::State& s) {
+  add("gravity", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(generalized_gravity(model, d, pool.q[k]).data());
     });
   });
-  benchmark::RegisterBenchmark("lagrange_homogeneous", [&](benchmark::State& s) {
+  add("lagrange_homogeneous", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(
           lagrange_homogeneous(model, d, pool.q[k], pool.v[k], pool.a[k]).data());
     });
   });
-  benchmark::RegisterBenchmark("coriolis_matrix", [&](benchmark::State& s) {
+  add("coriolis_matrix", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(coriolis_matrix(model, d, pool.q[k], pool.v[k]).data());
     });
   });
   // The centroidal momentum matrix A_G (which also computes the centre of mass).
-  benchmark::RegisterBenchmark("centroidal", [&](benchmark::State& s) {
+  add("centroidal", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       benchmark::DoNotOptimize(centroidal_momentum_matrix(model, d, pool.q[k]).data());
     });
@@ -202,7 +210,7 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " (--urdf FILE [--floating-base] | --random-chain N | --random-tree N)"
-            << " [--benchmark_* flags]\n";
+            << " [--threads N] [--benchmark_* flags]\n";
   return 2;
 }
 
@@ -215,6 +223,7 @@ int main(int argc, char** argv) {
   bool floating_base = false;
   int chain = 0;
   int tree = 0;
+  int threads = 1;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--urdf") == 0 && i + 1 < argc) {
@@ -223,6 +232,8 @@ int main(int argc, char** argv) {
       floating_base = true;
     } else if (std::strcmp(argv[i], "--random-chain") == 0 && i + 1 < argc) {
       chain = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--random-tree") == 0 && i + 1 < argc) {
       tree = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--help") == 0) {
@@ -244,7 +255,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const StatePool pool = make_pool(*model);
-  register_benchmarks(model, pool);
+  register_benchmarks(model, pool, threads);
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;

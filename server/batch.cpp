@@ -1,4 +1,5 @@
-// Chunked execution of calls on the executor (see batch.hpp).
+// Chunked execution of calls on the executor, and inline execution of small ones (see
+// batch.hpp).
 #include "server/batch.hpp"
 
 #include <algorithm>
@@ -17,41 +18,54 @@ grpc::Status queue_full(const Executor& executor) {
                                                     " tasks) is full; retry with backoff"};
 }
 
-// Shared by the chunks of one call; the last chunk to end finishes the call.
+// Runs one chunk and maps what the engine throws to a status.
+grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& metrics,
+                       WorkerContext& worker, int begin, int end) {
+  try {
+    const Clock::time_point start = metrics.start();
+    kernel(worker, begin, end);
+    metrics.compute(algorithm, start);
+    return grpc::Status::OK;
+  } catch (const SingularSystemError& e) {
+    return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+  } catch (const std::exception& e) {
+    return {grpc::StatusCode::INTERNAL, e.what()};
+  }
+}
+
+// Shared by the chunks of one call; the last chunk to end reports the outcome.
 struct BatchJob {
-  BatchJob(const Call& c, Algorithm a, ChunkKernel k, int chunks)
-      : call(c), algorithm(a), kernel(std::move(k)), remaining(chunks) {}
+  BatchJob(grpc::CallbackServerContext* c, Metrics& m, Algorithm a, ChunkKernel k, BatchDone d,
+           int chunks)
+      : context(c),
+        metrics(m),
+        algorithm(a),
+        kernel(std::move(k)),
+        done(std::move(d)),
+        remaining(chunks) {}
 
   void fail(grpc::Status s) {
     std::lock_guard lock(mutex);
     if (!failed.exchange(true)) status = std::move(s);
   }
 
-  void run_chunk(WorkerContext& worker, int begin, int end) {
+  void run(WorkerContext& worker, int begin, int end) {
     if (!failed.load(std::memory_order_relaxed)) {
-      if (grpc::Status alive = call.check_alive(); !alive.ok()) {
-        fail(std::move(alive));
-      } else {
-        try {
-          const Clock::time_point start = call.metrics().start();
-          kernel(worker, begin, end);
-          call.metrics().compute(algorithm, start);
-        } catch (const SingularSystemError& e) {
-          fail({grpc::StatusCode::FAILED_PRECONDITION, e.what()});
-        } catch (const std::exception& e) {
-          fail({grpc::StatusCode::INTERNAL, e.what()});
-        }
-      }
+      grpc::Status s = check_alive(*context);
+      if (s.ok()) s = run_chunk(kernel, algorithm, metrics, worker, begin, end);
+      if (!s.ok()) fail(std::move(s));
     }
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard lock(mutex);
-      call.finish(status);
+      done(status);
     }
   }
 
-  const Call call;
+  grpc::CallbackServerContext* const context;
+  Metrics& metrics;
   const Algorithm algorithm;
   const ChunkKernel kernel;
+  const BatchDone done;
   std::atomic<int> remaining;
   std::atomic<bool> failed{false};
   std::mutex mutex;
@@ -61,18 +75,33 @@ struct BatchJob {
 }  // namespace
 
 void BatchRunner::run(const Call& call, int states, Algorithm algorithm, ChunkKernel kernel) {
-  call.metrics().batch_states(states);
+  run(call.context(), states, algorithm, std::move(kernel),
+      [call](const grpc::Status& status) { call.finish(status); });
+}
+
+void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorithm algorithm,
+                      ChunkKernel kernel, BatchDone done) {
+  metrics_.batch_states(states);
+  if (states <= inline_max_states_) {
+    grpc::Status status = check_alive(*context);
+    if (status.ok()) {
+      status = run_chunk(kernel, algorithm, metrics_, WorkerContext::this_thread(), 0, states);
+    }
+    done(status);
+    return;
+  }
   const int chunks = std::clamp(states / split_min_states_, 1, executor_.workers());
-  auto job = std::make_shared<BatchJob>(call, algorithm, std::move(kernel), chunks);
+  auto job = std::make_shared<BatchJob>(context, metrics_, algorithm, std::move(kernel),
+                                        std::move(done), chunks);
   std::vector<Executor::Task> tasks;
   tasks.reserve(chunks);
   for (int c = 0; c < chunks; ++c) {
     // Even split: chunk c covers [c·states/chunks, (c+1)·states/chunks).
     const int begin = static_cast<int>(static_cast<std::int64_t>(states) * c / chunks);
     const int end = static_cast<int>(static_cast<std::int64_t>(states) * (c + 1) / chunks);
-    tasks.emplace_back([job, begin, end](WorkerContext& w) { job->run_chunk(w, begin, end); });
+    tasks.emplace_back([job, begin, end](WorkerContext& w) { job->run(w, begin, end); });
   }
-  if (!executor_.try_submit(tasks)) call.finish(queue_full(executor_));
+  if (!executor_.try_submit(tasks)) job->done(queue_full(executor_));
 }
 
 void BatchRunner::run(const Call& call, CallTask task) {

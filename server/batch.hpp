@@ -1,7 +1,9 @@
-// Running a call's work on the executor: a batch is split into chunks of at least
-// `split_min_states` states (at most one per worker), every chunk checks cancellation and the
-// deadline before it starts, and the last chunk to end completes the call. A full queue answers
-// RESOURCE_EXHAUSTED at once.
+// Running a call's work: a batch is split into chunks of at least `split_min_states` states (at
+// most one per worker), every chunk checks cancellation and the deadline before it starts, and
+// the last chunk to end completes the call. A full queue answers RESOURCE_EXHAUSTED at once.
+// Batches of at most `inline_max_states` states skip the executor and run at once on the calling
+// (gRPC) thread, with that thread's own workspaces: for a single state the hop to a worker costs
+// more than the computation.
 #pragma once
 
 #include <functional>
@@ -18,18 +20,29 @@ using ChunkKernel = std::function<void(WorkerContext& worker, int begin, int end
 // Work that is not a batch (registration, deletion): returns the call's status.
 using CallTask = std::function<grpc::Status()>;
 
+// Receives a batch's outcome once, on whichever thread ran its last chunk.
+using BatchDone = std::function<void(const grpc::Status& status)>;
+
 class BatchRunner {
  public:
-  BatchRunner(Executor& executor, int split_min_states)
-      : executor_(executor), split_min_states_(split_min_states) {}
+  BatchRunner(Executor& executor, Metrics& metrics, int split_min_states, int inline_max_states)
+      : executor_(executor),
+        metrics_(metrics),
+        split_min_states_(split_min_states),
+        inline_max_states_(inline_max_states) {}
 
   // Takes over the call: it is finished here or by a worker.
   void run(const Call& call, int states, Algorithm algorithm, ChunkKernel kernel);
   void run(const Call& call, CallTask task);
+  // The same for a message of a stream: `context` is the stream's, `done` gets the outcome.
+  void run(grpc::CallbackServerContext* context, int states, Algorithm algorithm,
+           ChunkKernel kernel, BatchDone done);
 
  private:
   Executor& executor_;
+  Metrics& metrics_;
   int split_min_states_;
+  int inline_max_states_;
 };
 
 }  // namespace torqued::server

@@ -16,9 +16,9 @@ Call::Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics
   metrics.rpc_started(method);
 }
 
-grpc::Status Call::check_alive() const {
-  if (context_->IsCancelled()) return {grpc::StatusCode::CANCELLED, "the call was cancelled"};
-  if (std::chrono::system_clock::now() >= context_->deadline()) {
+grpc::Status check_alive(const grpc::CallbackServerContext& context) {
+  if (context.IsCancelled()) return {grpc::StatusCode::CANCELLED, "the call was cancelled"};
+  if (std::chrono::system_clock::now() >= context.deadline()) {
     return {grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline passed before the work was done"};
   }
   return grpc::Status::OK;

@@ -9,6 +9,10 @@
 
 namespace torqued::server {
 
+// CANCELLED or DEADLINE_EXCEEDED when the work of a call (or of a stream's message) should not
+// start (or go on); else OK.
+grpc::Status check_alive(const grpc::CallbackServerContext& context);
+
 class Call {
  public:
   // Counts the call as started.
@@ -19,8 +23,7 @@ class Call {
   Method method() const { return method_; }
   Metrics& metrics() const { return *metrics_; }
 
-  // CANCELLED or DEADLINE_EXCEEDED when the work should not start (or go on); else OK.
-  grpc::Status check_alive() const;
+  grpc::Status check_alive() const { return server::check_alive(*context_); }
 
   // Records the outcome, logs it (debug for success, warn for errors) and completes the RPC.
   // Returns the reactor, for handlers that finish inline.

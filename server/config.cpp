@@ -97,6 +97,10 @@ const std::vector<Option>& options() {
       number_option("split-min-states", "TORQUED_SPLIT_MIN_STATES",
                     "states per chunk below which a batch is not split across workers",
                     &Config::split_min_states, 1, 1 << 30),
+      number_option("inline-max-states", "TORQUED_INLINE_MAX_STATES",
+                    "batches of at most this many states run on the gRPC thread, not a worker "
+                    "(0: never)",
+                    &Config::inline_max_states, 0, 1 << 30),
       number_option("max-message-bytes", "TORQUED_MAX_MESSAGE_BYTES",
                     "largest request or response message", &Config::max_message_bytes,
                     std::int64_t{1} << 16, (std::int64_t{1} << 31) - 1),

@@ -95,366 +95,375 @@ grpc::Status DynamicsService::prepare(const std::string& model_id, std::uint32_t
   return check_quaternions(*model->model, q, states);
 }
 
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::InverseDynamicsRequest* request,
+                                   v1::InverseDynamicsResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  if (s = check_enum("algorithm", request->algorithm(), v1::InverseDynamicsAlgorithm_IsValid);
+      !s.ok()) {
+    return s;
+  }
+  const bool lagrange = request->algorithm() == v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS;
+  if (lagrange) {
+    if (s = check_empty("external_forces", request->external_forces(),
+                        "with algorithm INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS, which "
+                        "takes no external forces (use INVERSE_DYNAMICS_ALGORITHM_RNEA)");
+        !s.ok()) {
+      return s;
+    }
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {lagrange ? Algorithm::kLagrangeHomogeneous : Algorithm::kRnea,
+         [entry, request, tau](WorkerContext& w, int b, int e) {
+           inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
+                            tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::ForwardDynamicsRequest* request,
+                                   v1::ForwardDynamicsResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  if (s = check_enum("algorithm", request->algorithm(), v1::ForwardDynamicsAlgorithm_IsValid);
+      !s.ok()) {
+    return s;
+  }
+  if (request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_CRBA ||
+      request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION) {
+    if (s = check_empty("external_forces", request->external_forces(),
+                        "with algorithm " +
+                            v1::ForwardDynamicsAlgorithm_Name(request->algorithm()) +
+                            " (external forces need FORWARD_DYNAMICS_ALGORITHM_ABA or _AUTO)");
+        !s.ok()) {
+      return s;
+    }
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  const ForwardDynamicsAlgorithm algorithm = resolve(m, *request);
+  response->set_batch_size(n);
+  response->set_algorithm(to_proto(algorithm));
+  double* a = resize(response->mutable_a(), out_size);
+  job = {metric_label(algorithm), [entry, request, algorithm, a](WorkerContext& w, int b, int e) {
+           forward_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
+                            algorithm, b, e, a);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::MassMatrixRequest* request,
+                                   v1::MassMatrixResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_enum("algorithm", request->algorithm(), v1::MassMatrixAlgorithm_IsValid); !s.ok()) {
+    return s;
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = check_response_size(request->inverse() ? 2 * out_size : out_size,
+                              limits_.max_message_bytes);
+      !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  double* mass = resize(response->mutable_mass_matrix(), out_size);
+  double* inverse = request->inverse() ? resize(response->mutable_inverse(), out_size) : nullptr;
+  job = {metric_label(*request), [entry, request, mass, inverse](WorkerContext& w, int b, int e) {
+           mass_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, mass,
+                       inverse);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::NonlinearEffectsRequest* request,
+                                   v1::NonlinearEffectsResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kNonlinearEffects, [entry, request, tau](WorkerContext& w, int b, int e) {
+           nonlinear_effects(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
+                             tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::GravityRequest* request, v1::GravityResponse* response,
+                                   BatchJob& job) const {
+  grpc::Status s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * entry->model->nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
+           gravity(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::KinematicsRequest* request,
+                                   v1::KinematicsResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv, true); !s.ok()) return s;
+  if (request->reference() < v1::REFERENCE_FRAME_UNSPECIFIED ||
+      request->reference() > v1::REFERENCE_FRAME_WORLD) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "reference: unknown ReferenceFrame " + std::to_string(request->reference())};
+  }
+  std::vector<int> frames;
+  if (request->frames().empty()) {
+    for (int f = 0; f < static_cast<int>(m.frames.size()); ++f) frames.push_back(f);
+  } else {
+    for (int k = 0; k < request->frames_size(); ++k) {
+      const int f = m.find_frame(request->frames(k));
+      if (f < 0) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "frames[" + std::to_string(k) + "]: no frame named \"" + request->frames(k) +
+                    "\" in model \"" + m.name + "\" (see Model.frames)"};
+      }
+      frames.push_back(f);
+    }
+  }
+  const std::int64_t slots =
+      static_cast<std::int64_t>(n) * static_cast<std::int64_t>(frames.size());
+  const bool velocities = !request->v().empty();
+  const std::int64_t per_slot = 12 + (velocities ? 6 : 0) + (request->jacobians() ? 6 * m.nv : 0);
+  if (s = check_response_size(slots * per_slot, limits_.max_message_bytes); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  for (const int f : frames) response->add_frames(m.frames[f].name);
+  KinematicsOutput out{
+      resize(response->mutable_positions(), 3 * slots),
+      resize(response->mutable_rotations(), 9 * slots),
+      velocities ? resize(response->mutable_velocities(), 6 * slots) : nullptr,
+      request->jacobians() ? resize(response->mutable_jacobians(), 6 * m.nv * slots) : nullptr};
+  job = {Algorithm::kKinematics,
+         [entry, request, frames = std::move(frames), out](WorkerContext& w, int b, int e) {
+           kinematics(*entry->model, w.workspace(entry->id, *entry->model), *request, frames, b, e,
+                      out);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::HybridDynamicsRequest* request,
+                                   v1::HybridDynamicsResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_dof_inputs(request->inputs(), m.nv); !s.ok()) return s;
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
+    return s;
+  }
+  std::vector<DofInput> inputs;
+  inputs.reserve(m.nv);
+  for (const int input : request->inputs()) {
+    inputs.push_back(input == v1::DOF_INPUT_FORCE ? DofInput::kForce : DofInput::kAcceleration);
+  }
+  response->set_batch_size(n);
+  double* a = resize(response->mutable_a(), out_size);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kHybridDynamics,
+         [entry, request, inputs = std::move(inputs), a, tau](WorkerContext& w, int b, int e) {
+           hybrid_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, inputs,
+                           b, e, a, tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::FloatingBaseInverseDynamicsRequest* request,
+                                   v1::FloatingBaseInverseDynamicsResponse* response,
+                                   BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (!has_free_flyer_root(m)) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "model_id: model \"" + m.name +
+                "\" has no free-flyer root joint carrying the whole tree; "
+                "FloatingBaseInverseDynamics needs one (use InverseDynamics)"};
+  }
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  double* a = resize(response->mutable_a(), out_size);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kFloatingBaseInverseDynamics,
+         [entry, request, a, tau](WorkerContext& w, int b, int e) {
+           floating_base_inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model),
+                                          *request, b, e, a, tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::DerivativesRequest* request,
+                                   v1::DerivativesResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_enum("of", request->of(), v1::DerivativesOf_IsValid); !s.ok()) {
+    return s;
+  }
+  const bool forward = request->of() == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
+  const std::string with = "with of = " + v1::DerivativesOf_Name(request->of());
+  if (s = forward ? check_empty("a", request->a(), with) : check_array("a", request->a(), n, m.nv);
+      !s.ok()) {
+    return s;
+  }
+  if (s = forward ? check_array("tau", request->tau(), n, m.nv)
+                  : check_empty("tau", request->tau(), with);
+      !s.ok()) {
+    return s;
+  }
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = check_response_size(3 * out_size, limits_.max_message_bytes); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  const DerivativesOutput out{resize(response->mutable_d_dq(), out_size),
+                              resize(response->mutable_d_dv(), out_size),
+                              resize(response->mutable_d_du(), out_size)};
+  job = {forward ? Algorithm::kAbaDerivatives : Algorithm::kRneaDerivatives,
+         [entry, request, out](WorkerContext& w, int b, int e) {
+           derivatives(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::CoriolisMatrixRequest* request,
+                                   v1::CoriolisMatrixResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* coriolis = resize(response->mutable_coriolis_matrix(), out_size);
+  job = {Algorithm::kCoriolisMatrix, [entry, request, coriolis](WorkerContext& w, int b, int e) {
+           coriolis_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
+                           coriolis);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::CentroidalRequest* request,
+                                   v1::CentroidalResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  const std::int64_t states = n;
+  if (s = check_response_size(states * (12 + 9 * m.nv), limits_.max_message_bytes); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  const CentroidalOutput out{resize(response->mutable_com(), 3 * states),
+                             resize(response->mutable_com_velocity(), 3 * states),
+                             resize(response->mutable_com_jacobian(), 3 * m.nv * states),
+                             resize(response->mutable_momentum(), 6 * states),
+                             resize(response->mutable_momentum_matrix(), 6 * m.nv * states)};
+  job = {Algorithm::kCentroidal, [entry, request, out](WorkerContext& w, int b, int e) {
+           centroidal(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
 grpc::ServerUnaryReactor* DynamicsService::InverseDynamics(
     grpc::CallbackServerContext* context, const v1::InverseDynamicsRequest* request,
     v1::InverseDynamicsResponse* response) {
-  return serve_batch(
-      context, Method::kInverseDynamics, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-        if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
-        if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
-        if (s = check_enum("algorithm", request->algorithm(), v1::InverseDynamicsAlgorithm_IsValid);
-            !s.ok()) {
-          return s;
-        }
-        const bool lagrange =
-            request->algorithm() == v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS;
-        if (lagrange) {
-          if (s = check_empty(
-                  "external_forces", request->external_forces(),
-                  "with algorithm INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS, which "
-                  "takes no external forces (use INVERSE_DYNAMICS_ALGORITHM_RNEA)");
-              !s.ok()) {
-            return s;
-          }
-        }
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-        if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
-        response->set_batch_size(n);
-        double* tau = resize(response->mutable_tau(), out_size);
-        job = {lagrange ? Algorithm::kLagrangeHomogeneous : Algorithm::kRnea,
-               [entry, request, tau](WorkerContext& w, int b, int e) {
-                 inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b,
-                                  e, tau);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kInverseDynamics, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::ForwardDynamics(
     grpc::CallbackServerContext* context, const v1::ForwardDynamicsRequest* request,
     v1::ForwardDynamicsResponse* response) {
-  return serve_batch(
-      context, Method::kForwardDynamics, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-        if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
-        if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
-        if (s = check_enum("algorithm", request->algorithm(), v1::ForwardDynamicsAlgorithm_IsValid);
-            !s.ok()) {
-          return s;
-        }
-        if (request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_CRBA ||
-            request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION) {
-          if (s = check_empty(
-                  "external_forces", request->external_forces(),
-                  "with algorithm " + v1::ForwardDynamicsAlgorithm_Name(request->algorithm()) +
-                      " (external forces need FORWARD_DYNAMICS_ALGORITHM_ABA or _AUTO)");
-              !s.ok()) {
-            return s;
-          }
-        }
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-        if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
-        const ForwardDynamicsAlgorithm algorithm = resolve(m, *request);
-        response->set_batch_size(n);
-        response->set_algorithm(to_proto(algorithm));
-        double* a = resize(response->mutable_a(), out_size);
-        job = {metric_label(algorithm),
-               [entry, request, algorithm, a](WorkerContext& w, int b, int e) {
-                 forward_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
-                                  algorithm, b, e, a);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kForwardDynamics, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::MassMatrix(grpc::CallbackServerContext* context,
                                                       const v1::MassMatrixRequest* request,
                                                       v1::MassMatrixResponse* response) {
-  return serve_batch(
-      context, Method::kMassMatrix, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_enum("algorithm", request->algorithm(), v1::MassMatrixAlgorithm_IsValid);
-            !s.ok()) {
-          return s;
-        }
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
-        if (s = check_response_size(request->inverse() ? 2 * out_size : out_size,
-                                    limits_.max_message_bytes);
-            !s.ok()) {
-          return s;
-        }
-        response->set_batch_size(n);
-        double* mass = resize(response->mutable_mass_matrix(), out_size);
-        double* inverse =
-            request->inverse() ? resize(response->mutable_inverse(), out_size) : nullptr;
-        job = {metric_label(*request),
-               [entry, request, mass, inverse](WorkerContext& w, int b, int e) {
-                 mass_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
-                             mass, inverse);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kMassMatrix, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::NonlinearEffects(
     grpc::CallbackServerContext* context, const v1::NonlinearEffectsRequest* request,
     v1::NonlinearEffectsResponse* response) {
-  return serve_batch(
-      context, Method::kNonlinearEffects, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-        if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
-        response->set_batch_size(n);
-        double* tau = resize(response->mutable_tau(), out_size);
-        job = {Algorithm::kNonlinearEffects, [entry, request, tau](WorkerContext& w, int b, int e) {
-                 nonlinear_effects(*entry->model, w.workspace(entry->id, *entry->model), *request,
-                                   b, e, tau);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kNonlinearEffects, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Gravity(grpc::CallbackServerContext* context,
                                                    const v1::GravityRequest* request,
                                                    v1::GravityResponse* response) {
-  return serve_batch(
-      context, Method::kGravity, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * entry->model->nv;
-        if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
-        response->set_batch_size(n);
-        double* tau = resize(response->mutable_tau(), out_size);
-        job = {Algorithm::kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
-                 gravity(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, tau);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kGravity, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Kinematics(grpc::CallbackServerContext* context,
                                                       const v1::KinematicsRequest* request,
                                                       v1::KinematicsResponse* response) {
-  return serve_batch(
-      context, Method::kKinematics, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_array("v", request->v(), n, m.nv, true); !s.ok()) return s;
-        if (request->reference() < v1::REFERENCE_FRAME_UNSPECIFIED ||
-            request->reference() > v1::REFERENCE_FRAME_WORLD) {
-          return {grpc::StatusCode::INVALID_ARGUMENT,
-                  "reference: unknown ReferenceFrame " + std::to_string(request->reference())};
-        }
-        std::vector<int> frames;
-        if (request->frames().empty()) {
-          for (int f = 0; f < static_cast<int>(m.frames.size()); ++f) frames.push_back(f);
-        } else {
-          for (int k = 0; k < request->frames_size(); ++k) {
-            const int f = m.find_frame(request->frames(k));
-            if (f < 0) {
-              return {grpc::StatusCode::INVALID_ARGUMENT,
-                      "frames[" + std::to_string(k) + "]: no frame named \"" + request->frames(k) +
-                          "\" in model \"" + m.name + "\" (see Model.frames)"};
-            }
-            frames.push_back(f);
-          }
-        }
-        const std::int64_t slots =
-            static_cast<std::int64_t>(n) * static_cast<std::int64_t>(frames.size());
-        const bool velocities = !request->v().empty();
-        const std::int64_t per_slot =
-            12 + (velocities ? 6 : 0) + (request->jacobians() ? 6 * m.nv : 0);
-        if (s = check_response_size(slots * per_slot, limits_.max_message_bytes); !s.ok()) {
-          return s;
-        }
-        response->set_batch_size(n);
-        for (const int f : frames) response->add_frames(m.frames[f].name);
-        KinematicsOutput out{
-            resize(response->mutable_positions(), 3 * slots),
-            resize(response->mutable_rotations(), 9 * slots),
-            velocities ? resize(response->mutable_velocities(), 6 * slots) : nullptr,
-            request->jacobians() ? resize(response->mutable_jacobians(), 6 * m.nv * slots)
-                                 : nullptr};
-        job = {Algorithm::kKinematics,
-               [entry, request, frames = std::move(frames), out](WorkerContext& w, int b, int e) {
-                 kinematics(*entry->model, w.workspace(entry->id, *entry->model), *request, frames,
-                            b, e, out);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kKinematics, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::HybridDynamics(grpc::CallbackServerContext* context,
                                                           const v1::HybridDynamicsRequest* request,
                                                           v1::HybridDynamicsResponse* response) {
-  return serve_batch(
-      context, Method::kHybridDynamics, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-        if (s = check_dof_inputs(request->inputs(), m.nv); !s.ok()) return s;
-        if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
-        if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
-        if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-        if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
-          return s;
-        }
-        std::vector<DofInput> inputs;
-        inputs.reserve(m.nv);
-        for (const int input : request->inputs()) {
-          inputs.push_back(input == v1::DOF_INPUT_FORCE ? DofInput::kForce
-                                                        : DofInput::kAcceleration);
-        }
-        response->set_batch_size(n);
-        double* a = resize(response->mutable_a(), out_size);
-        double* tau = resize(response->mutable_tau(), out_size);
-        job = {Algorithm::kHybridDynamics, [entry, request, inputs = std::move(inputs), a, tau](
-                                               WorkerContext& w, int b, int e) {
-                 hybrid_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
-                                 inputs, b, e, a, tau);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kHybridDynamics, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::FloatingBaseInverseDynamics(
     grpc::CallbackServerContext* context, const v1::FloatingBaseInverseDynamicsRequest* request,
     v1::FloatingBaseInverseDynamicsResponse* response) {
-  return serve_batch(
-      context, Method::kFloatingBaseInverseDynamics, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (!has_free_flyer_root(m)) {
-          return {grpc::StatusCode::FAILED_PRECONDITION,
-                  "model_id: model \"" + m.name +
-                      "\" has no free-flyer root joint carrying the whole tree; "
-                      "FloatingBaseInverseDynamics needs one (use InverseDynamics)"};
-        }
-        if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-        if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
-        if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-        if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
-          return s;
-        }
-        response->set_batch_size(n);
-        double* a = resize(response->mutable_a(), out_size);
-        double* tau = resize(response->mutable_tau(), out_size);
-        job = {Algorithm::kFloatingBaseInverseDynamics,
-               [entry, request, a, tau](WorkerContext& w, int b, int e) {
-                 floating_base_inverse_dynamics(
-                     *entry->model, w.workspace(entry->id, *entry->model), *request, b, e, a, tau);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kFloatingBaseInverseDynamics, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Derivatives(grpc::CallbackServerContext* context,
                                                        const v1::DerivativesRequest* request,
                                                        v1::DerivativesResponse* response) {
-  return serve_batch(
-      context, Method::kDerivatives, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-        if (s = check_enum("of", request->of(), v1::DerivativesOf_IsValid); !s.ok()) {
-          return s;
-        }
-        const bool forward = request->of() == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
-        const std::string with = "with of = " + v1::DerivativesOf_Name(request->of());
-        if (s = forward ? check_empty("a", request->a(), with)
-                        : check_array("a", request->a(), n, m.nv);
-            !s.ok()) {
-          return s;
-        }
-        if (s = forward ? check_array("tau", request->tau(), n, m.nv)
-                        : check_empty("tau", request->tau(), with);
-            !s.ok()) {
-          return s;
-        }
-        if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
-        const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
-        if (s = check_response_size(3 * out_size, limits_.max_message_bytes); !s.ok()) {
-          return s;
-        }
-        response->set_batch_size(n);
-        const DerivativesOutput out{resize(response->mutable_d_dq(), out_size),
-                                    resize(response->mutable_d_dv(), out_size),
-                                    resize(response->mutable_d_du(), out_size)};
-        job = {forward ? Algorithm::kAbaDerivatives : Algorithm::kRneaDerivatives,
-               [entry, request, out](WorkerContext& w, int b, int e) {
-                 derivatives(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
-                             out);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kDerivatives, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::CoriolisMatrix(grpc::CallbackServerContext* context,
                                                           const v1::CoriolisMatrixRequest* request,
                                                           v1::CoriolisMatrixResponse* response) {
-  return serve_batch(context, Method::kCoriolisMatrix, *request,
-                     [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-                       grpc::Status s;
-                       const Model& m = *entry->model;
-                       if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-                       const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
-                       if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok())
-                         return s;
-                       response->set_batch_size(n);
-                       double* coriolis = resize(response->mutable_coriolis_matrix(), out_size);
-                       job = {Algorithm::kCoriolisMatrix,
-                              [entry, request, coriolis](WorkerContext& w, int b, int e) {
-                                coriolis_matrix(*entry->model,
-                                                w.workspace(entry->id, *entry->model), *request, b,
-                                                e, coriolis);
-                              }};
-                       return grpc::Status::OK;
-                     });
+  return serve_batch(context, Method::kCoriolisMatrix, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Centroidal(grpc::CallbackServerContext* context,
                                                       const v1::CentroidalRequest* request,
                                                       v1::CentroidalResponse* response) {
-  return serve_batch(
-      context, Method::kCentroidal, *request,
-      [&](const RegisteredModelPtr& entry, int n, BatchJob& job) -> grpc::Status {
-        grpc::Status s;
-        const Model& m = *entry->model;
-        if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-        const std::int64_t states = n;
-        if (s = check_response_size(states * (12 + 9 * m.nv), limits_.max_message_bytes); !s.ok()) {
-          return s;
-        }
-        response->set_batch_size(n);
-        const CentroidalOutput out{resize(response->mutable_com(), 3 * states),
-                                   resize(response->mutable_com_velocity(), 3 * states),
-                                   resize(response->mutable_com_jacobian(), 3 * m.nv * states),
-                                   resize(response->mutable_momentum(), 6 * states),
-                                   resize(response->mutable_momentum_matrix(), 6 * m.nv * states)};
-        job = {Algorithm::kCentroidal, [entry, request, out](WorkerContext& w, int b, int e) {
-                 centroidal(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
-                            out);
-               }};
-        return grpc::Status::OK;
-      });
+  return serve_batch(context, Method::kCentroidal, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* context,

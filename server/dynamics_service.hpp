@@ -1,10 +1,13 @@
 // torqued.v1.DynamicsService on the callback API: each handler validates the request against
-// the model's layout, sizes the response arrays and hands the batch to the executor; Echo
-// answers inline.
+// the model's layout, sizes the response arrays and hands the batch to the runner (inline when
+// small, else the executor); Echo answers inline. Session (session.hpp) serves the same
+// requests on a stream.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <set>
 
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
@@ -12,6 +15,8 @@
 #include "torqued/v1/dynamics.grpc.pb.h"
 
 namespace torqued::server {
+
+class SessionReactor;
 
 struct RequestLimits {
   int max_batch_states = 100000;
@@ -60,37 +65,85 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
                                  const v1::EchoRequest* request,
                                  v1::EchoResponse* response) override;
 
- private:
-  // The checks every dynamics call starts with: server ready, known model, batch size, q.
-  grpc::Status prepare(const std::string& model_id, std::uint32_t batch_size, const DoubleArray& q,
-                       RegisteredModelPtr& model, int& states) const;
+  grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* Session(
+      grpc::CallbackServerContext* context) override;
 
-  // What a batched call runs once its request is checked and its response sized.
+  // Ends every open Session (UNAVAILABLE once its pending messages are answered) and refuses new
+  // ones: the first step of a graceful shutdown, since open streams would otherwise hold the
+  // drain until its deadline.
+  void drain();
+
+  // What a batched request runs once it is checked and its response sized.
   struct BatchJob {
     Algorithm algorithm;
     ChunkKernel kernel;
   };
 
-  // The shape every batched RPC shares: prepare(), then `plan(model, states, job)` checks the
-  // request's other fields, sizes the response and describes the work, which then runs across
-  // the workers. Any non-OK status from either step finishes the call with it.
-  template <typename Request, typename Plan>
-  grpc::ServerUnaryReactor* serve_batch(grpc::CallbackServerContext* context, Method method,
-                                        const Request& request, Plan plan) {
-    const Call call(context, method, metrics_);
+  // Every check of a batched request against the model `model_id` (the request's own model_id
+  // is not read), then the response sized and the work on `states` states described in `job`.
+  // Shared by the unary RPCs and Session.
+  template <typename Request, typename Response>
+  grpc::Status prepare_batch(const std::string& model_id, const Request& request,
+                             Response* response, int& states, BatchJob& job) const {
     RegisteredModelPtr entry;
+    grpc::Status status = prepare(model_id, request.batch_size(), request.q(), entry, states);
+    if (status.ok()) status = plan(entry, states, &request, response, job);
+    return status;
+  }
+
+  BatchRunner& runner() const { return runner_; }
+  Metrics& metrics() const { return metrics_; }
+
+ private:
+  friend class SessionReactor;
+
+  // The checks every dynamics call starts with: server ready, known model, batch size, q.
+  grpc::Status prepare(const std::string& model_id, std::uint32_t batch_size, const DoubleArray& q,
+                       RegisteredModelPtr& model, int& states) const;
+
+  // The rest of a batched call's checks, one overload per request type: the request's other
+  // fields against the model, the response sized, and the work described in `job`.
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::InverseDynamicsRequest* request,
+                    v1::InverseDynamicsResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::ForwardDynamicsRequest* request,
+                    v1::ForwardDynamicsResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::MassMatrixRequest* request,
+                    v1::MassMatrixResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::NonlinearEffectsRequest* request,
+                    v1::NonlinearEffectsResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::GravityRequest* request,
+                    v1::GravityResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::KinematicsRequest* request,
+                    v1::KinematicsResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::HybridDynamicsRequest* request, v1::HybridDynamicsResponse* response,
+                    BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::FloatingBaseInverseDynamicsRequest* request,
+                    v1::FloatingBaseInverseDynamicsResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::DerivativesRequest* request,
+                    v1::DerivativesResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::CoriolisMatrixRequest* request, v1::CoriolisMatrixResponse* response,
+                    BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::CentroidalRequest* request,
+                    v1::CentroidalResponse* response, BatchJob& job) const;
+
+  // A unary batched call: prepare_batch(), then its work runs (inline or across the workers);
+  // any non-OK status finishes the call with it.
+  template <typename Request, typename Response>
+  grpc::ServerUnaryReactor* serve_batch(grpc::CallbackServerContext* context, Method method,
+                                        const Request& request, Response* response) {
+    const Call call(context, method, metrics_);
     int states = 0;
-    grpc::Status status =
-        prepare(request.model_id(), request.batch_size(), request.q(), entry, states);
-    if (status.ok()) {
-      BatchJob job;
-      status = plan(entry, states, job);
-      if (status.ok()) {
-        runner_.run(call, states, job.algorithm, std::move(job.kernel));
-        return call.reactor();
-      }
-    }
-    return call.finish(status);
+    BatchJob job;
+    const grpc::Status status = prepare_batch(request.model_id(), request, response, states, job);
+    if (!status.ok()) return call.finish(status);
+    runner_.run(call, states, job.algorithm, std::move(job.kernel));
+    return call.reactor();
   }
 
   const Catalog& catalog_;
@@ -98,6 +151,10 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   Metrics& metrics_;
   const RequestLimits limits_;
   const std::atomic<bool>& ready_;
+  // Open Session streams, ended by drain().
+  std::mutex sessions_mutex_;
+  std::set<SessionReactor*> sessions_;
+  bool draining_ = false;
 };
 
 }  // namespace torqued::server

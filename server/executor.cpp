@@ -3,6 +3,11 @@
 
 namespace torqued::server {
 
+WorkerContext& WorkerContext::this_thread() {
+  thread_local WorkerContext context;
+  return context;
+}
+
 ModelWorkspace& WorkerContext::workspace(const std::string& model_id, const Model& model) {
   auto it = cache_.find(model_id);
   if (it != cache_.end()) return *it->second;
@@ -48,7 +53,7 @@ void Executor::stop() {
 }
 
 void Executor::run() {
-  WorkerContext context;
+  WorkerContext& context = WorkerContext::this_thread();
   for (;;) {
     Task task;
     {

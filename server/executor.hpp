@@ -23,6 +23,10 @@ namespace torqued::server {
 // A worker's private state, handed to every task it runs.
 class WorkerContext {
  public:
+  // The calling thread's context: a worker's, or that of a gRPC thread running small requests
+  // inline.
+  static WorkerContext& this_thread();
+
   // The workspace for the model with this id (same id = same model, so any cached workspace
   // fits). Created on first use; the cache is bounded.
   ModelWorkspace& workspace(const std::string& model_id, const Model& model);

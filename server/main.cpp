@@ -1,5 +1,6 @@
 // torqued: the rigid-body dynamics gRPC server. Parses the configuration, starts the server,
 // loads the models, then waits for SIGTERM or SIGINT and drains gracefully (exit 0).
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -19,6 +20,13 @@ int main(int argc, char** argv) {
   }
   const Config& config = *parsed.config;
   setup_logging(config.log_format, config.log_level);
+
+  // Batched requests and responses are hundreds of kilobytes: with glibc's defaults each one is
+  // an mmap or a heap top that free() hands back with madvise, and the page faults and TLB
+  // shootdowns that follow cost more than the dynamics (perf, 1,000-state InverseDynamics: 16% of
+  // the server's time in madvise). Keep freed memory for the next request instead.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
   // Block the stop signals in every thread (threads inherit the mask) and take them with
   // sigwait below, so shutdown runs on the main thread rather than in a signal handler.

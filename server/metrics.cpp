@@ -100,6 +100,8 @@ const char* method_name(Method method) {
       return "Centroidal";
     case Method::kEcho:
       return "Echo";
+    case Method::kSession:
+      return "Session";
     case Method::kCount:
       break;
   }
@@ -136,9 +138,10 @@ Metrics::Metrics(const std::string& address, int port)
   // 10 µs to ~42 s in steps of 2x: unary calls on a LAN take tens of microseconds.
   const auto rpc_buckets = exponential(10e-6, 2.0, 23);
   for (int m = 0; m < static_cast<int>(Method::kCount); ++m) {
-    const prometheus::Labels labels = {{"grpc_service", method_service(Method(m))},
-                                       {"grpc_method", method_name(Method(m))},
-                                       {"grpc_type", "unary"}};
+    const prometheus::Labels labels = {
+        {"grpc_service", method_service(Method(m))},
+        {"grpc_method", method_name(Method(m))},
+        {"grpc_type", Method(m) == Method::kSession ? "bidi_stream" : "unary"}};
     methods_[m].started = &started.Add(labels);
     methods_[m].seconds = &handling.Add(labels, rpc_buckets);
     for (int c = 0; c < kCodes; ++c) {

@@ -35,6 +35,7 @@ enum class Method : int {
   kCoriolisMatrix,
   kCentroidal,
   kEcho,
+  kSession,
   kCount,
 };
 

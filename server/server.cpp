@@ -17,7 +17,7 @@ Server::Server(const Config& config)
       store_(config.data_dir),
       executor_(config.workers, config.queue_capacity, metrics_.queue_depth(),
                 metrics_.busy_workers()),
-      runner_(executor_, config.split_min_states),
+      runner_(executor_, metrics_, config.split_min_states, config.inline_max_states),
       catalog_(store_, ModelLimits{config.max_urdf_bytes, config.max_bodies, config.max_dof},
                metrics_),
       model_service_(catalog_, runner_, metrics_, ready_),
@@ -74,6 +74,7 @@ void Server::shut_down() {
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
                             std::chrono::duration<double>(config_.drain_seconds));
+  dynamics_service_.drain();
   if (server_) server_->Shutdown(deadline);
   executor_.stop();
   spdlog::info("stopped");

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "clients/cpp/load/workload.hpp"
+
 namespace torqued::testing {
 
 TempDir::TempDir() {
@@ -232,26 +234,9 @@ int ServerProcess::wait_exit(double timeout_seconds) {
 
 std::vector<double> random_configurations(const v1::Model& model, int states, unsigned seed) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::normal_distribution<double> normal;
-  std::vector<double> q(static_cast<std::size_t>(states) * model.nq());
-  for (int s = 0; s < states; ++s) {
-    double* row = q.data() + static_cast<std::size_t>(s) * model.nq();
-    for (int i = 0; i < model.nq(); ++i) row[i] = u(rng);
-    for (const v1::Joint& j : model.joints()) {
-      int offset = -1;
-      if (j.type() == v1::JOINT_TYPE_SPHERICAL) offset = j.idx_q();
-      if (j.type() == v1::JOINT_TYPE_FREE_FLYER) offset = j.idx_q() + 3;
-      if (offset < 0) continue;
-      double x[4], norm = 0.0;
-      for (double& c : x) {
-        c = normal(rng);
-        norm += c * c;
-      }
-      for (int k = 0; k < 4; ++k) row[offset + k] = x[k] / std::sqrt(norm);
-    }
-  }
-  return q;
+  google::protobuf::RepeatedField<double> q;
+  load::add_random_configurations(model, states, rng, &q);
+  return {q.begin(), q.end()};
 }
 
 std::vector<double> random_values(std::size_t count, unsigned seed) {

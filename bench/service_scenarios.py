@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""Service performance scenarios: starts torqued on loopback, drives it with torqued-load,
+times the engine in process with torqued_bench, and prints each measured ratio against its bar.
+
+    /usr/bin/python3 bench/service_scenarios.py [--build build/dev] [--repeats 3]
+                                                [--seconds 5] [--soak-seconds 180] [--quick]
+
+Every ratio compares two measurements taken in the same run, alternated and repeated: the
+machine's other load moves both sides together. The spread of the per-repeat ratios is printed
+as the noise. Reports go to bench/results/ (JSON per run, summary.json, and with matplotlib a
+plot of latency and throughput against batch size).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """torqued on loopback with its own data directory; metrics on, as in production."""
+    started = []  # every server, stopped at exit whatever happens
+
+    def __init__(self, build, workers, data_root):
+        self.port = free_port()
+        self.data = tempfile.mkdtemp(dir=data_root)
+        self.log = open(os.path.join(self.data, "torqued.log"), "w+")
+        self.process = subprocess.Popen(
+            [os.path.join(build, "server", "torqued"), "--address=127.0.0.1",
+             f"--port={self.port}", "--metrics-address=127.0.0.1",
+             f"--metrics-port={free_port()}", f"--data-dir={self.data}/store",
+             f"--model-repository={ROOT}/deploy/models", f"--workers={workers}",
+             "--log-level=info"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        Server.started.append(self)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            self.log.seek(0)
+            if "SERVING" in self.log.read():
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.log.seek(0)
+        raise RuntimeError("torqued did not start:\n" + self.log.read())
+
+    def rss_kib(self):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+    def cpu_seconds(self):
+        """User + system CPU time the server has used."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=60)
+        self.log.close()
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.load = os.path.join(args.build, "clients", "cpp", "load", "torqued-load")
+        self.bench = os.path.join(args.build, "bench", "torqued_bench")
+        self.count = 0
+        shared = os.path.join(ROOT, "..", "shared", "models", "ur5.urdf")
+        self.urdf = shared if os.path.exists(shared) else os.path.join(
+            ROOT, "deploy", "models", "double_pendulum.urdf")
+
+    def load_run(self, server, *options, seconds=None, warmup=None):
+        """One torqued-load run; returns its JSON report."""
+        self.count += 1
+        report = os.path.join(RESULTS, f"run-{self.count:03d}.json")
+        command = [self.load, f"--target=127.0.0.1:{server.port}", "--urdf", self.urdf,
+                   "--duration", str(seconds or self.args.seconds),
+                   "--warmup", str(self.args.warmup if warmup is None else warmup),
+                   "--json", report, *options]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode == 2:
+            raise RuntimeError(" ".join(command) + "\n" + done.stderr)
+        with open(report) as f:
+            return json.load(f)
+
+    def bench_rate(self, threads):
+        """torqued_bench's rnea calls per second over `threads` threads."""
+        out = subprocess.run(
+            [self.bench, "--urdf", self.urdf, "--threads", str(threads),
+             "--benchmark_filter=^rnea(/|$)", f"--benchmark_min_time={self.args.seconds / 2}",
+             "--benchmark_format=json"], capture_output=True, text=True, check=True).stdout
+        return json.loads(out)["benchmarks"][0]["items_per_second"]
+
+
+def paired(runner, repeats, first, second, measure):
+    """Alternates two measurements `repeats` times; returns the per-repeat ratios
+    measure(first) / measure(second) and the raw values."""
+    ratios, raw = [], []
+    for _ in range(repeats):
+        a, b = first(), second()
+        ratios.append(measure(a) / measure(b))
+        raw.append((a, b))
+    return ratios, raw
+
+
+def verdict(name, ratios, bar, at_most):
+    median = statistics.median(ratios)
+    ok = median <= bar if at_most else median >= bar
+    spread = f"{min(ratios):.2f}..{max(ratios):.2f}"
+    print(f"  {name:58s} {median:6.2f}  (repeats {spread})  bar {'<=' if at_most else '>='} "
+          f"{bar:<4}  {'PASS' if ok else 'FAIL'}", flush=True)
+    return {"scenario": name, "ratio": median, "ratios": ratios, "bar": bar,
+            "at_most": at_most, "pass": ok}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build", "dev"))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0, help="per measured run")
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--soak-seconds", type=float, default=180.0)
+    parser.add_argument("--quick", action="store_true",
+                        help="1 repeat, 2 s runs, 20 s soak: a smoke test, not a measurement")
+    args = parser.parse_args()
+    if args.quick:
+        args.repeats, args.seconds, args.warmup, args.soak_seconds = 1, 2.0, 0.5, 20.0
+    os.makedirs(RESULTS, exist_ok=True)
+    runner = Runner(args)
+    data_root = tempfile.mkdtemp(prefix="torqued-scenarios-")
+    verdicts, curves = [], []
+    print(f"model {runner.urdf}; {args.repeats} repeats of {args.seconds} s; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
+    try:
+        server = Server(args.build, 2, data_root)
+        p50 = lambda r: r["latency_us"]["p50"]
+        p99 = lambda r: r["latency_us"]["p99"]
+        rate = lambda r: r["calls_per_second"]
+
+        print("unary InverseDynamics, 1 state, concurrency 1, against Echo of the same payload:",
+              flush=True)
+        ratios, raw = paired(runner, args.repeats, lambda: runner.load_run(server),
+                             lambda: runner.load_run(server, "--echo"), p50)
+        verdicts.append(verdict("unary p50 / Echo p50", ratios, 1.3, True))
+        verdicts.append(verdict("unary p99 / Echo p99", [p99(a) / p99(b) for a, b in raw],
+                                1.5, True))
+        unary_rates = [rate(a) for a, _ in raw]
+
+        print("Session, 1 state per message, one stream:", flush=True)
+        ratios, raw = paired(runner, args.repeats,
+                             lambda: runner.load_run(server, "--session"),
+                             lambda: runner.load_run(server, "--session", "--echo"), p50)
+        verdicts.append(verdict("Session p50 / Session Echo p50 (ping-pong)", ratios, 1.3, True))
+        verdicts.append(verdict("Session ping-pong rate / unary rate (concurrency 1)",
+                                [rate(a) / u for (a, _), u in zip(raw, unary_rates)], 2.0,
+                                False))
+        ratios, _ = paired(runner, args.repeats,
+                           lambda: runner.load_run(server, "--session", "--pipeline", "4"),
+                           lambda: runner.load_run(server), rate)
+        verdicts.append(verdict("Session rate, 4 messages in flight / unary rate (conc. 1)",
+                                ratios, 2.0, False))
+
+        print("batched InverseDynamics, 1,000 states per call, concurrency 2, 2 workers:", flush=True)
+        states = lambda r: r["states_per_second"]
+        ratios, _ = paired(
+            runner, args.repeats,
+            lambda: runner.load_run(server, "--batch", "1000", "--concurrency", "2", "--pool", "8"),
+            lambda: {"states_per_second": runner.bench_rate(2)}, states)
+        verdicts.append(verdict("service states/s / torqued_bench rnea, 2 threads", ratios, 0.7,
+                                False))
+
+        print("latency and throughput against batch size (unary, concurrency 2):", flush=True)
+        for batch in (1, 10, 100, 1000):
+            r = runner.load_run(server, "--batch", str(batch), "--concurrency", "2", "--pool", "8")
+            curves.append({"batch": batch, "p50_us": p50(r), "p99_us": p99(r),
+                           "states_per_second": states(r)})
+            print(f"  batch {batch:5d}: p50 {p50(r):9.1f} us  p99 {p99(r):9.1f} us  "
+                  f"{states(r):12.0f} states/s", flush=True)
+        server.stop()
+
+        print("worker scaling, batched load (1,000 states, concurrency 4):", flush=True)
+        batched = ("--batch", "1000", "--concurrency", "4", "--pool", "8")
+        servers = {w: Server(args.build, w, data_root) for w in (1, 2)}
+
+        def with_cpu(workers):
+            # The server's CPU cores used and its states per CPU-second, beside the throughput:
+            # on a shared machine the scheduler, not the server, decides how many cores it gets.
+            before, start = servers[workers].cpu_seconds(), time.time()
+            r = runner.load_run(servers[workers], *batched, warmup=0)
+            cores = (servers[workers].cpu_seconds() - before) / (time.time() - start)
+            r["cores"], r["states_per_cpu_second"] = cores, r["states_per_second"] / cores
+            return r
+
+        ratios, raw = paired(runner, args.repeats, lambda: with_cpu(2), lambda: with_cpu(1),
+                             states)
+        verdicts.append(verdict("states/s with 2 workers / with 1 worker", ratios, 1.7, False))
+        for a, b in raw:
+            print(f"    server cores used {a['cores']:.2f} (2 workers) vs {b['cores']:.2f} "
+                  f"(1 worker); states per CPU-second {a['states_per_cpu_second']:.0f} vs "
+                  f"{b['states_per_cpu_second']:.0f}", flush=True)
+        for s in servers.values():
+            s.stop()
+
+        print(f"saturation soak, {args.soak_seconds:.0f} s (unary, 100 states, concurrency 4):")
+        server = Server(args.build, 2, data_root)
+        runner.load_run(server, "--batch", "100", "--concurrency", "4", seconds=10, warmup=0)
+        rss_before = server.rss_kib()
+        soak = runner.load_run(server, "--batch", "100", "--concurrency", "4",
+                               seconds=args.soak_seconds, warmup=0)
+        rss_after = server.rss_kib()
+        server.stop()
+        errors = soak["errors"]
+        print(f"  {soak['calls']} calls, {errors} errors {soak['codes']}, "
+              f"RSS {rss_before} -> {rss_after} KiB", flush=True)
+        verdicts.append(verdict("soak errors (count)", [float(errors)], 0, True))
+        verdicts.append(verdict("soak RSS after / before", [rss_after / rss_before], 1.1, True))
+    finally:
+        for s in Server.started:
+            s.stop()
+        shutil.rmtree(data_root, ignore_errors=True)
+
+    with open(os.path.join(RESULTS, "summary.json"), "w") as f:
+        json.dump({"verdicts": verdicts, "batch_curve": curves, "model": runner.urdf,
+                   "seconds": args.seconds, "repeats": args.repeats}, f, indent=1)
+    plot(curves)
+    failed = [v["scenario"] for v in verdicts if not v["pass"]]
+    print("all bars met" if not failed else f"{len(failed)} bar(s) missed: " + "; ".join(failed))
+    return 1 if failed else 0
+
+
+def plot(curves):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (apt-get install python3-matplotlib): no plot; "
+              "the curve is in bench/results/summary.json")
+        return
+    batches = [c["batch"] for c in curves]
+    fig, latency = plt.subplots(figsize=(7, 4.5))
+    latency.loglog(batches, [c["p50_us"] for c in curves], "o-", label="p50 latency")
+    latency.loglog(batches, [c["p99_us"] for c in curves], "s--", label="p99 latency")
+    latency.set_xlabel("states per call")
+    latency.set_ylabel("latency (µs)")
+    throughput = latency.twinx()
+    throughput.loglog(batches, [c["states_per_second"] for c in curves], "^-", color="C2",
+                      label="states/s")
+    throughput.set_ylabel("states per second")
+    fig.legend(loc="upper left")
+    fig.suptitle("torqued InverseDynamics, unary, concurrency 2, loopback")
+    fig.tight_layout()
+    fig.savefig(os.path.join(RESULTS, "batch_size.png"), dpi=110)
+    print("plot: bench/results/batch_size.png")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+// Closed- and open-loop drivers for unary calls and Session streams (see driver.hpp).
+#include "clients/cpp/load/driver.hpp"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "torqued/v1/dynamics.grpc.pb.h"
+
+namespace torqued::load {
+namespace {
+
+// What every driver shares: admission of new calls (warm-up, then the measured window or count),
+// recording of measured calls, and waiting for every call in flight to end.
+class Control {
+ public:
+  Control(const RunSpec& spec, Results& results)
+      : spec_(spec),
+        results_(results),
+        start_(Clock::now()),
+        measure_start_(start_ + seconds(spec.warmup)),
+        measure_end_(measure_start_ + seconds(spec.duration)) {}
+
+  // Whether a call intended at `at` may start; sets `measured` when it counts in the results.
+  bool admit(Clock::time_point at, bool& measured) {
+    if (stopped_.load(std::memory_order_relaxed)) return false;
+    measured = at >= measure_start_;
+    if (!measured) return true;
+    if (spec_.requests > 0) {
+      if (issued_.fetch_add(1, std::memory_order_relaxed) < spec_.requests) return true;
+    } else if (at < measure_end_) {
+      return true;
+    }
+    stopped_.store(true);
+    return false;
+  }
+
+  void record(Clock::time_point intended, Clock::time_point end, bool measured, int code) {
+    if (!measured) return;
+    results_.latency.record(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - intended).count()));
+    results_.codes[code >= 0 && code < 17 ? code : 2].fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(mutex_);
+    if (end > last_end_) last_end_ = end;
+  }
+
+  bool stopped() const { return stopped_.load(); }
+  void stop() { stopped_.store(true); }
+  Clock::time_point start() const { return start_; }
+  Clock::time_point measure_end() const { return measure_end_; }
+
+  // Something in flight (a slot, a stream, a call) began or ended.
+  void begin() {
+    std::lock_guard lock(mutex_);
+    ++active_;
+  }
+  void end() {
+    std::lock_guard lock(mutex_);
+    if (--active_ == 0) idle_.notify_all();
+  }
+  // Returns once nothing is in flight; fills the results' totals.
+  void wait_idle() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [this] { return active_ == 0; });
+    results_.calls = results_.latency.count();
+    results_.seconds = std::chrono::duration<double>(last_end_ - measure_start_).count();
+  }
+
+ private:
+  static Clock::duration seconds(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
+
+  const RunSpec spec_;
+  Results& results_;
+  const Clock::time_point start_, measure_start_, measure_end_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<std::int64_t> issued_{0};
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  int active_ = 0;
+  Clock::time_point last_end_;
+};
+
+// One unary call in flight: its context, response and timing.
+struct UnaryCall {
+  grpc::ClientContext context;
+  grpc::ByteBuffer response;
+  Clock::time_point intended;
+  bool measured = false;
+};
+
+class UnaryDriver {
+ public:
+  UnaryDriver(const std::shared_ptr<grpc::Channel>& channel, const Workload& workload,
+              Control& control)
+      : stub_(channel), workload_(workload), control_(control) {}
+
+  // Closed loop: each slot starts its next call when the previous one ends.
+  void closed_loop(int concurrency) {
+    slots_.resize(concurrency);
+    for (int s = 0; s < concurrency; ++s) {
+      control_.begin();
+      slots_[s].message.reset(workload_.response_prototype->New());
+      slots_[s].next = s;
+      next_in_slot(slots_[s]);
+    }
+  }
+
+  // Open loop: calls start at `rate` per second from this thread, each on its own.
+  void open_loop(double rate) {
+    control_.begin();
+    const auto interval = std::chrono::duration<double>(1.0 / rate);
+    std::size_t k = 0;
+    for (std::int64_t i = 0;; ++i) {
+      const Clock::time_point at =
+          control_.start() + std::chrono::duration_cast<Clock::duration>(interval * i);
+      std::this_thread::sleep_until(at);
+      auto call = std::make_unique<UnaryCall>();
+      call->intended = at;
+      if (!control_.admit(at, call->measured)) break;
+      control_.begin();
+      UnaryCall* c = call.release();
+      stub_.UnaryCall(
+          &c->context, workload_.method, {}, &workload_.unary_requests[k], &c->response,
+          [this, c](grpc::Status status) {
+            std::unique_ptr<google::protobuf::Message> message(workload_.response_prototype->New());
+            finish(*c, status, *message);
+            delete c;
+            control_.end();
+          });
+      k = (k + 1) % workload_.unary_requests.size();
+    }
+    control_.end();
+  }
+
+ private:
+  struct Slot {
+    // Two contexts used in turn, so that a call never destroys the context it completes on.
+    std::unique_ptr<UnaryCall> calls[2];
+    int current = 0;
+    std::size_t next = 0;
+    std::unique_ptr<google::protobuf::Message> message;
+  };
+
+  void next_in_slot(Slot& slot) {
+    slot.current ^= 1;
+    slot.calls[slot.current] = std::make_unique<UnaryCall>();
+    UnaryCall& call = *slot.calls[slot.current];
+    call.intended = Clock::now();
+    if (!control_.admit(call.intended, call.measured)) {
+      control_.end();
+      return;
+    }
+    const grpc::ByteBuffer& request = workload_.unary_requests[slot.next];
+    slot.next = (slot.next + 1) % workload_.unary_requests.size();
+    stub_.UnaryCall(&call.context, workload_.method, {}, &request, &call.response,
+                    [this, &slot, &call](grpc::Status status) {
+                      finish(call, status, *slot.message);
+                      next_in_slot(slot);
+                    });
+  }
+
+  // Parses the response (as a real client would) and records the call.
+  void finish(UnaryCall& call, const grpc::Status& status, google::protobuf::Message& message) {
+    int code = status.error_code();
+    if (status.ok() &&
+        !grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(
+             &call.response, &message)
+             .ok()) {
+      code = grpc::StatusCode::INTERNAL;
+    }
+    control_.record(call.intended, Clock::now(), call.measured, code);
+  }
+
+  grpc::GenericStub stub_;
+  const Workload& workload_;
+  Control& control_;
+  std::deque<Slot> slots_;
+};
+
+// One Session stream: messages wait in `pending_` (closed loop: refilled as answers come; open
+// loop: pushed by the pacer), are written one at a time, and are matched with their answers in
+// order through `in_flight_`. Writes after a broken write are dropped (their messages are
+// recorded with the stream's status when it ends).
+class SessionStream final
+    : public grpc::ClientBidiReactor<v1::SessionRequest, v1::SessionResponse> {
+ public:
+  SessionStream(v1::DynamicsService::Stub& stub, const v1::Model& model, const Workload& workload,
+                Control& control, int pipeline, std::size_t offset)
+      : workload_(workload), control_(control), closed_loop_(pipeline > 0), next_(offset) {
+    first_ = workload.session_requests[offset % workload.session_requests.size()];
+    first_.set_model_id(model.id());
+    control_.begin();
+    stub.async()->Session(&context_, this);
+    StartRead(&response_);
+    StartCall();
+    Clock::time_point now = Clock::now();
+    for (int i = 0; i < pipeline; ++i) {
+      bool measured = false;
+      if (control_.admit(now, measured)) pending_.push_back({now, measured});
+    }
+    pump();
+  }
+
+  // Open loop: one more message, intended at `at`.
+  void push(Clock::time_point at, bool measured) {
+    {
+      std::lock_guard lock(mutex_);
+      pending_.push_back({at, measured});
+    }
+    pump();
+  }
+
+  // No more messages: half-close once every one is answered.
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    pump();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard lock(mutex_);
+      writing_ = false;
+      if (!ok) broken_ = true;
+    }
+    pump();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream ended; OnDone follows
+    const Clock::time_point now = Clock::now();
+    Message answered;
+    {
+      std::lock_guard lock(mutex_);
+      answered = in_flight_.front();
+      in_flight_.pop_front();
+    }
+    control_.record(answered.intended, now, answered.measured, response_.status().code());
+    if (closed_loop_) {
+      bool measured = false;
+      if (control_.admit(now, measured)) {
+        std::lock_guard lock(mutex_);
+        pending_.push_back({now, measured});
+      } else {
+        std::lock_guard lock(mutex_);
+        closing_ = true;
+      }
+    }
+    StartRead(&response_);
+    pump();
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    // Messages the stream never answered count with the stream's status.
+    std::lock_guard lock(mutex_);
+    for (const auto* queue : {&in_flight_, &pending_}) {
+      for (const Message& m : *queue) {
+        control_.record(m.intended, Clock::now(), m.measured,
+                        status.ok() ? grpc::StatusCode::INTERNAL : status.error_code());
+      }
+    }
+    control_.end();
+  }
+
+ private:
+  struct Message {
+    Clock::time_point intended;
+    bool measured = false;
+  };
+
+  // Starts the next write, or the half-close, if due.
+  void pump() {
+    const v1::SessionRequest* write = nullptr;
+    bool writes_done = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (writing_ || writes_done_) return;
+      if (!pending_.empty() && !broken_) {
+        in_flight_.push_back(pending_.front());
+        pending_.pop_front();
+        writing_ = true;
+        if (!sent_first_) {
+          write = &first_;
+          sent_first_ = true;
+        } else {
+          write = &workload_.session_requests[next_];
+        }
+        next_ = (next_ + 1) % workload_.session_requests.size();
+      } else if ((closing_ && in_flight_.empty() && pending_.empty()) || broken_) {
+        writes_done_ = true;
+        writes_done = true;
+      }
+    }
+    if (write != nullptr) StartWrite(write);
+    if (writes_done) StartWritesDone();
+  }
+
+  const Workload& workload_;
+  Control& control_;
+  const bool closed_loop_;
+  grpc::ClientContext context_;
+  v1::SessionRequest first_;
+  v1::SessionResponse response_;
+  std::mutex mutex_;
+  std::deque<Message> pending_, in_flight_;
+  std::size_t next_;
+  bool sent_first_ = false;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool writes_done_ = false;
+  bool broken_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Results> run_load(const std::shared_ptr<grpc::Channel>& channel,
+                                  const v1::Model& model, const Workload& workload,
+                                  const RunSpec& spec) {
+  auto results = std::make_unique<Results>();
+  Control control(spec, *results);
+  const bool open_loop = spec.rate > 0.0;
+  std::thread timer;
+  if (spec.requests == 0) {
+    timer = std::thread([&control] {
+      std::this_thread::sleep_until(control.measure_end());
+      control.stop();
+    });
+  }
+  if (!spec.session) {
+    UnaryDriver driver(channel, workload, control);
+    if (open_loop) {
+      driver.open_loop(spec.rate);
+    } else {
+      driver.closed_loop(spec.concurrency);
+    }
+    control.wait_idle();
+  } else {
+    auto stub = v1::DynamicsService::NewStub(channel);
+    // Owned here, not by their reactions: the pacer may still push to a stream that broke.
+    std::vector<std::unique_ptr<SessionStream>> streams;
+    for (int s = 0; s < spec.concurrency; ++s) {
+      streams.push_back(std::make_unique<SessionStream>(*stub, model, workload, control,
+                                                        open_loop ? 0 : spec.pipeline,
+                                                        static_cast<std::size_t>(s)));
+    }
+    if (open_loop) {
+      // Messages go to the streams in turn; the streams live until the pacer closes them.
+      const auto interval = std::chrono::duration<double>(1.0 / spec.rate);
+      for (std::int64_t i = 0;; ++i) {
+        const Clock::time_point at =
+            control.start() + std::chrono::duration_cast<Clock::duration>(interval * i);
+        std::this_thread::sleep_until(at);
+        bool measured = false;
+        if (!control.admit(at, measured)) break;
+        streams[i % streams.size()]->push(at, measured);
+      }
+      for (auto& s : streams) s->close();
+    }
+    control.wait_idle();
+  }
+  if (timer.joinable()) timer.join();
+  return results;
+}
+
+}  // namespace torqued::load

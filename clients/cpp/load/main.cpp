@@ -1,0 +1,217 @@
+// torqued-load: drives a torqued server with unary calls or Session streams and reports latency
+// percentiles, throughput and errors. Requests (random states, seeded) are built before the run;
+// --echo sends Echo requests with the same payload instead, giving the transport floor to
+// compare the real call with.
+//
+//   torqued-load [--target HOST:PORT] (--model ID|NAME | --urdf FILE [--floating-base])
+//                [--rpc NAME] [--batch B] [--session [--pipeline P]] [--echo]
+//                [--concurrency N | --rate R] [--duration S | --requests N] [--warmup S]
+//                [--pool K] [--seed N] [--json FILE]
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "clients/cpp/load/driver.hpp"
+#include "clients/cpp/load/workload.hpp"
+
+namespace torqued::load {
+namespace {
+
+const char* const kUsage =
+    "usage: torqued-load [options]\n"
+    "  --target HOST:PORT   server (default localhost:50051)\n"
+    "  --model ID|NAME      a model the server has (id, or name of a repository model)\n"
+    "  --urdf FILE          register this URDF and use it (with --floating-base: free-flyer root)\n"
+    "  --rpc NAME           InverseDynamics (default), ForwardDynamics, MassMatrix,\n"
+    "                       NonlinearEffects, Gravity, Kinematics, HybridDynamics,\n"
+    "                       FloatingBaseInverseDynamics, Derivatives, CoriolisMatrix, Centroidal\n"
+    "  --batch B            states per call (default 1)\n"
+    "  --session            send the requests as messages of Session streams\n"
+    "  --pipeline P         Session, closed loop: messages in flight per stream (default 1)\n"
+    "  --echo               send Echo with the same payload instead (the transport floor)\n"
+    "  --concurrency N      closed loop: N calls (or N streams) in flight (default 1)\n"
+    "  --rate R             open loop: R calls (or messages) per second\n"
+    "  --duration S         measure for S seconds (default 10)\n"
+    "  --requests N         measure N calls instead\n"
+    "  --warmup S           run S seconds before measuring (default 1)\n"
+    "  --pool K             distinct prepared requests, used in turn (default 64)\n"
+    "  --seed N             random states seed (default 1)\n"
+    "  --json FILE          also write the report as JSON\n";
+
+const char* const kCodeNames[] = {
+    "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+    "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+    "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+    "DATA_LOSS", "UNAUTHENTICATED"};
+
+struct Options {
+  std::string target = "localhost:50051";
+  ModelChoice model;
+  WorkloadSpec workload;
+  RunSpec run;
+  std::string json;
+};
+
+double number(const std::string& flag, const char* text) {
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (*text == '\0' || *end != '\0' || !(value >= 0)) {
+    throw std::runtime_error(flag + ": '" + text + "' is not a non-negative number");
+  }
+  return value;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  o.workload.rpc = "InverseDynamics";
+  for (int i = 1; i < argc; ++i) {
+    // --flag value, or --flag=value.
+    std::string flag = argv[i];
+    std::string inline_value;
+    const bool has_inline_value = flag.find('=') != std::string::npos;
+    if (has_inline_value) {
+      inline_value = flag.substr(flag.find('=') + 1);
+      flag = flag.substr(0, flag.find('='));
+    }
+    auto value = [&]() -> const char* {
+      if (has_inline_value) return inline_value.c_str();
+      if (i + 1 >= argc) throw std::runtime_error(flag + " needs a value");
+      return argv[++i];
+    };
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (flag == "--target") {
+      o.target = value();
+    } else if (flag == "--model") {
+      o.model.model = value();
+    } else if (flag == "--urdf") {
+      o.model.urdf = value();
+    } else if (flag == "--floating-base") {
+      o.model.floating_base = true;
+    } else if (flag == "--rpc") {
+      o.workload.rpc = value();
+    } else if (flag == "--batch") {
+      o.workload.batch = static_cast<int>(number(flag, value()));
+    } else if (flag == "--session") {
+      o.run.session = true;
+    } else if (flag == "--pipeline") {
+      o.run.pipeline = static_cast<int>(number(flag, value()));
+    } else if (flag == "--echo") {
+      o.workload.echo = true;
+    } else if (flag == "--concurrency") {
+      o.run.concurrency = static_cast<int>(number(flag, value()));
+    } else if (flag == "--rate") {
+      o.run.rate = number(flag, value());
+    } else if (flag == "--duration") {
+      o.run.duration = number(flag, value());
+    } else if (flag == "--requests") {
+      o.run.requests = static_cast<std::int64_t>(number(flag, value()));
+    } else if (flag == "--warmup") {
+      o.run.warmup = number(flag, value());
+    } else if (flag == "--pool") {
+      o.workload.pool = static_cast<int>(number(flag, value()));
+    } else if (flag == "--seed") {
+      o.workload.seed = static_cast<unsigned>(number(flag, value()));
+    } else if (flag == "--json") {
+      o.json = value();
+    } else {
+      throw std::runtime_error("unknown option " + flag + " (see --help)");
+    }
+  }
+  if (o.model.model.empty() == o.model.urdf.empty()) {
+    throw std::runtime_error("give one of --model and --urdf (see --help)");
+  }
+  if (o.workload.batch < 1 || o.workload.pool < 1 || o.run.concurrency < 1 || o.run.pipeline < 1) {
+    throw std::runtime_error("--batch, --pool, --concurrency and --pipeline must be at least 1");
+  }
+  return o;
+}
+
+std::string report_json(const Options& o, const v1::Model& model, const Workload& w,
+                        const Results& r) {
+  std::ostringstream j;
+  j << std::setprecision(10);
+  const double rate = r.seconds > 0 ? static_cast<double>(r.calls) / r.seconds : 0.0;
+  j << "{\"rpc\": \"" << (o.workload.echo ? "Echo" : o.workload.rpc) << "\", \"payload_of\": \""
+    << o.workload.rpc << "\", \"model\": \"" << model.name() << "\", \"model_id\": \"" << model.id()
+    << "\", \"batch\": " << o.workload.batch << ", \"mode\": \""
+    << (o.run.session ? "session" : "unary") << "\", \"loop\": \""
+    << (o.run.rate > 0 ? "open" : "closed") << "\", \"concurrency\": " << o.run.concurrency
+    << ", \"pipeline\": " << o.run.pipeline << ", \"rate\": " << o.run.rate
+    << ", \"request_bytes\": " << w.request_bytes << ", \"calls\": " << r.calls
+    << ", \"seconds\": " << r.seconds << ", \"calls_per_second\": " << rate
+    << ", \"states_per_second\": " << rate * o.workload.batch << ", \"latency_us\": {";
+  const std::pair<const char*, double> points[] = {
+      {"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}};
+  for (const auto& [name, p] : points) {
+    j << "\"" << name << "\": " << r.latency.percentile(p) / 1e3 << ", ";
+  }
+  j << "\"max\": " << r.latency.max() / 1e3 << ", \"mean\": " << r.latency.mean() / 1e3
+    << "}, \"codes\": {";
+  bool first = true;
+  for (int c = 0; c < 17; ++c) {
+    if (r.codes[c] == 0) continue;
+    j << (first ? "" : ", ") << "\"" << kCodeNames[c] << "\": " << r.codes[c];
+    first = false;
+  }
+  j << "}, \"errors\": " << r.calls - r.codes[0] << "}\n";
+  return j.str();
+}
+
+void report_text(const Options& o, const v1::Model& model, const Workload& w, const Results& r) {
+  const double rate = r.seconds > 0 ? static_cast<double>(r.calls) / r.seconds : 0.0;
+  std::cout << std::fixed << std::setprecision(1);
+  std::cout << (o.workload.echo ? "Echo (payload of " + o.workload.rpc + ")" : o.workload.rpc)
+            << " on " << model.name() << ", batch " << o.workload.batch << ", "
+            << (o.run.session ? "session" : "unary") << ", "
+            << (o.run.rate > 0 ? "open loop " + std::to_string(o.run.rate) + "/s"
+                               : "closed loop, concurrency " + std::to_string(o.run.concurrency))
+            << ", request " << w.request_bytes << " bytes\n";
+  std::cout << "calls " << r.calls << " in " << std::setprecision(3) << r.seconds
+            << " s: " << std::setprecision(1) << rate << " calls/s, " << rate * o.workload.batch
+            << " states/s\n";
+  std::cout << "latency us: p50 " << r.latency.percentile(0.5) / 1e3 << "  p90 "
+            << r.latency.percentile(0.9) / 1e3 << "  p99 " << r.latency.percentile(0.99) / 1e3
+            << "  p99.9 " << r.latency.percentile(0.999) / 1e3 << "  max " << r.latency.max() / 1e3
+            << "  mean " << r.latency.mean() / 1e3 << "\n";
+  std::cout << "errors:";
+  bool any = false;
+  for (int c = 1; c < 17; ++c) {
+    if (r.codes[c] == 0) continue;
+    std::cout << " " << kCodeNames[c] << " " << r.codes[c];
+    any = true;
+  }
+  std::cout << (any ? "\n" : " none\n");
+}
+
+}  // namespace
+}  // namespace torqued::load
+
+int main(int argc, char** argv) {
+  using namespace torqued::load;
+  try {
+    const Options options = parse(argc, argv);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    auto channel =
+        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+    const torqued::v1::Model model = resolve_model(channel, options.model);
+    const Workload workload = make_workload(model, options.workload);
+    const auto results = run_load(channel, model, workload, options.run);
+    report_text(options, model, workload, *results);
+    if (!options.json.empty()) {
+      std::ofstream out(options.json);
+      out << report_json(options, model, workload, *results);
+      if (!out) throw std::runtime_error("cannot write " + options.json);
+    }
+    return results->calls == results->codes[0] ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "torqued-load: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,60 @@
+// What torqued-load sends: the model (registered from a URDF, or found by id or name), and a
+// pool of requests with random states built once, before the timed run, both as serialized unary
+// requests and as Session messages.
+#pragma once
+
+#include <google/protobuf/message.h>
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "torqued/v1/dynamics.pb.h"
+#include "torqued/v1/model.pb.h"
+
+namespace torqued::load {
+
+struct ModelChoice {
+  std::string model;  // id or name
+  std::string urdf;   // path; registered when set
+  bool floating_base = false;
+};
+
+// The model's layout; throws std::runtime_error with a readable message.
+v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const ModelChoice& choice);
+
+struct WorkloadSpec {
+  std::string rpc;  // InverseDynamics, ForwardDynamics, ...
+  int batch = 1;
+  int pool = 64;
+  // Send Echo requests carrying the real requests' payload (model id and every number) instead.
+  bool echo = false;
+  unsigned seed = 1;
+};
+
+struct Workload {
+  // "/torqued.v1.DynamicsService/<rpc>" for unary calls (Echo with echo).
+  std::string method;
+  std::vector<grpc::ByteBuffer> unary_requests;
+  // The same requests as Session messages, without model ids (the stream carries it once).
+  std::vector<v1::SessionRequest> session_requests;
+  // An empty response of the right type, to parse unary responses into.
+  const google::protobuf::Message* response_prototype = nullptr;
+  int states_per_call = 1;
+  std::size_t request_bytes = 0;  // serialized size of the first unary request
+};
+
+// Throws std::runtime_error for an unknown rpc.
+Workload make_workload(const v1::Model& model, const WorkloadSpec& spec);
+
+// Appends `states` random configurations of `model` to `out`: every coordinate in [-1, 1], then
+// each spherical and free-flyer quaternion replaced by a random unit one.
+void add_random_configurations(const v1::Model& model, int states, std::mt19937& rng,
+                               google::protobuf::RepeatedField<double>* out);
+
+// The RPC names make_workload() knows.
+const std::vector<std::string>& known_rpcs();
+
+}  // namespace torqued::load

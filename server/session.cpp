@@ -1,0 +1,236 @@
+// DynamicsService.Session: the bidirectional stream (see session.hpp).
+#include "server/session.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace torqued::server {
+
+SessionReactor::SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context)
+    : service_(service), context_(context), start_(service.metrics().start()) {
+  service.metrics().rpc_started(Method::kSession);
+  reading_ = true;
+  StartRead(&request_);
+}
+
+void SessionReactor::OnReadDone(bool ok) {
+  std::unique_ptr<v1::SessionResponse> response;
+  {
+    std::lock_guard lock(mutex_);
+    reading_ = false;
+    if (finished_) return;  // a message that arrived after draining ended the stream
+    if (!ok) {
+      read_closed_ = true;
+    } else {
+      computing_ = true;
+      response = take_spare();
+    }
+  }
+  if (response) {
+    process(std::move(response));
+  } else {
+    Actions actions;
+    {
+      std::lock_guard lock(mutex_);
+      plan_next(actions);
+    }
+    apply(actions);
+  }
+}
+
+void SessionReactor::OnWriteDone(bool ok) {
+  Actions actions;
+  {
+    std::lock_guard lock(mutex_);
+    writing_ = false;
+    ready_.front()->Clear();
+    spare_.push_back(std::move(ready_.front()));
+    ready_.pop_front();
+    if (!ok) {
+      // The client is gone: nothing more can be written, what is queued is dropped.
+      write_failed_ = true;
+      read_closed_ = true;
+      while (!ready_.empty()) {
+        spare_.push_back(std::move(ready_.front()));
+        ready_.pop_front();
+      }
+    }
+    plan_next(actions);
+  }
+  apply(actions);
+}
+
+void SessionReactor::OnDone() {
+  {
+    std::lock_guard lock(service_.sessions_mutex_);
+    service_.sessions_.erase(this);
+  }
+  delete this;
+}
+
+void SessionReactor::drain() {
+  Actions actions;
+  {
+    std::lock_guard lock(mutex_);
+    draining_ = true;
+    plan_next(actions);
+  }
+  apply(actions);
+}
+
+std::unique_ptr<v1::SessionResponse> SessionReactor::take_spare() {
+  if (spare_.empty()) return std::make_unique<v1::SessionResponse>();
+  std::unique_ptr<v1::SessionResponse> response = std::move(spare_.back());
+  spare_.pop_back();
+  return response;
+}
+
+void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
+  if (!request_.model_id().empty()) model_id_ = request_.model_id();
+  response->set_sequence(request_.sequence());
+  using R = v1::SessionResponse;
+  switch (request_.request_case()) {
+    case v1::SessionRequest::kInverseDynamics:
+      return serve(Method::kInverseDynamics, request_.inverse_dynamics(),
+                   &R::mutable_inverse_dynamics, std::move(response));
+    case v1::SessionRequest::kForwardDynamics:
+      return serve(Method::kForwardDynamics, request_.forward_dynamics(),
+                   &R::mutable_forward_dynamics, std::move(response));
+    case v1::SessionRequest::kMassMatrix:
+      return serve(Method::kMassMatrix, request_.mass_matrix(), &R::mutable_mass_matrix,
+                   std::move(response));
+    case v1::SessionRequest::kNonlinearEffects:
+      return serve(Method::kNonlinearEffects, request_.nonlinear_effects(),
+                   &R::mutable_nonlinear_effects, std::move(response));
+    case v1::SessionRequest::kGravity:
+      return serve(Method::kGravity, request_.gravity(), &R::mutable_gravity, std::move(response));
+    case v1::SessionRequest::kKinematics:
+      return serve(Method::kKinematics, request_.kinematics(), &R::mutable_kinematics,
+                   std::move(response));
+    case v1::SessionRequest::kHybridDynamics:
+      return serve(Method::kHybridDynamics, request_.hybrid_dynamics(), &R::mutable_hybrid_dynamics,
+                   std::move(response));
+    case v1::SessionRequest::kFloatingBaseInverseDynamics:
+      return serve(Method::kFloatingBaseInverseDynamics, request_.floating_base_inverse_dynamics(),
+                   &R::mutable_floating_base_inverse_dynamics, std::move(response));
+    case v1::SessionRequest::kDerivatives:
+      return serve(Method::kDerivatives, request_.derivatives(), &R::mutable_derivatives,
+                   std::move(response));
+    case v1::SessionRequest::kCoriolisMatrix:
+      return serve(Method::kCoriolisMatrix, request_.coriolis_matrix(), &R::mutable_coriolis_matrix,
+                   std::move(response));
+    case v1::SessionRequest::kCentroidal:
+      return serve(Method::kCentroidal, request_.centroidal(), &R::mutable_centroidal,
+                   std::move(response));
+    case v1::SessionRequest::kEcho: {
+      v1::EchoResponse* echo = response->mutable_echo();
+      echo->set_payload(request_.echo().payload());
+      *echo->mutable_values() = request_.echo().values();
+      return complete(std::move(response), grpc::Status::OK);
+    }
+    case v1::SessionRequest::REQUEST_NOT_SET:
+      break;
+  }
+  complete(std::move(response),
+           {grpc::StatusCode::INVALID_ARGUMENT,
+            "request: no request set in SessionRequest (one of inverse_dynamics, "
+            "forward_dynamics, ..., echo)"});
+}
+
+template <typename Request, typename Response>
+void SessionReactor::serve(Method method, const Request& request,
+                           Response* (v1::SessionResponse::*inner)(),
+                           std::unique_ptr<v1::SessionResponse> response) {
+  int states = 0;
+  DynamicsService::BatchJob job;
+  const grpc::Status status =
+      service_.prepare_batch(request.model_id().empty() ? model_id_ : request.model_id(), request,
+                             ((*response).*inner)(), states, job);
+  if (!status.ok()) {
+    spdlog::warn("Session {} message {} from {}: {} ({})", method_name(method),
+                 response->sequence(), context_->peer(), status_code_name(status.error_code()),
+                 status.error_message());
+    return complete(std::move(response), status);
+  }
+  // Owned by the runner's callback until the batch ends; the callback always runs.
+  v1::SessionResponse* pending = response.release();
+  service_.runner().run(context_, states, job.algorithm, std::move(job.kernel),
+                        [this, pending](const grpc::Status& s) {
+                          complete(std::unique_ptr<v1::SessionResponse>(pending), s);
+                        });
+}
+
+void SessionReactor::complete(std::unique_ptr<v1::SessionResponse> response,
+                              const grpc::Status& status) {
+  if (!status.ok()) {
+    response->clear_response();
+    v1::CallStatus* s = response->mutable_status();
+    s->set_code(status.error_code());
+    s->set_message(status.error_message());
+  }
+  Actions actions;
+  {
+    std::lock_guard lock(mutex_);
+    computing_ = false;
+    if (write_failed_) {
+      response->Clear();
+      spare_.push_back(std::move(response));
+    } else {
+      ready_.push_back(std::move(response));
+    }
+    plan_next(actions);
+  }
+  apply(actions);
+}
+
+void SessionReactor::plan_next(Actions& actions) {
+  if (finished_) return;
+  if (!writing_ && !ready_.empty()) {
+    writing_ = true;
+    actions.write = ready_.front().get();
+  }
+  if (!reading_ && !computing_ && !read_closed_ && !draining_ &&
+      ready_.size() < kMaxQueuedResponses) {
+    reading_ = true;
+    actions.read = true;
+  }
+  if (!computing_ && !writing_ && ready_.empty() && (read_closed_ || draining_)) {
+    finished_ = true;
+    actions.finish = true;
+    if (context_->IsCancelled() || write_failed_) {
+      actions.status = {grpc::StatusCode::CANCELLED, "the stream was cancelled"};
+    } else if (!read_closed_) {
+      actions.status = {grpc::StatusCode::UNAVAILABLE,
+                        "the server is shutting down; open a new stream (to another replica)"};
+    }
+  }
+}
+
+void SessionReactor::apply(Actions& actions) {
+  if (actions.write != nullptr) StartWrite(actions.write);
+  if (actions.read) StartRead(&request_);
+  if (actions.finish) {
+    service_.metrics().rpc_handled(Method::kSession, actions.status.error_code(), start_);
+    if (spdlog::should_log(spdlog::level::debug)) {
+      spdlog::debug("Session from {}: {}", context_->peer(),
+                    status_code_name(actions.status.error_code()));
+    }
+    Finish(actions.status);
+  }
+}
+
+grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* DynamicsService::Session(
+    grpc::CallbackServerContext* context) {
+  std::lock_guard lock(sessions_mutex_);
+  auto* session = new SessionReactor(*this, context);
+  sessions_.insert(session);
+  if (draining_) session->drain();
+  return session;
+}
+
+void DynamicsService::drain() {
+  std::lock_guard lock(sessions_mutex_);
+  draining_ = true;
+  for (SessionReactor* session : sessions_) session->drain();
+}
+
+}  // namespace torqued::server

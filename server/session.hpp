@@ -1,0 +1,78 @@
+// One open DynamicsService.Session stream: a bidirectional reactor that answers each
+// SessionRequest with one SessionResponse, in order. Messages are processed one at a time (the
+// next read starts when the current message's response is queued), so order holds without
+// sequencing; small batches run inline on the gRPC thread that read them, larger ones across the
+// executor's workers like unary calls. Responses queue for writing while the next message is read
+// and computed; at most kMaxQueuedResponses wait before reading pauses (back-pressure on a client
+// that does not read). A failing message is answered with its status and the stream goes on.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "server/dynamics_service.hpp"
+
+namespace torqued::server {
+
+class SessionReactor final
+    : public grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse> {
+ public:
+  // Starts reading. `service` outlives the stream (the server waits for open streams to end).
+  SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+  // Stop reading: answer the message being computed, then end the stream with UNAVAILABLE.
+  void drain();
+
+ private:
+  static constexpr std::size_t kMaxQueuedResponses = 8;
+
+  // What the reactor must start once its lock is released (a StartRead, StartWrite or Finish
+  // never runs under the lock).
+  struct Actions {
+    bool read = false;
+    const v1::SessionResponse* write = nullptr;
+    bool finish = false;
+    grpc::Status status;
+  };
+
+  // Computes request_ into `response` and hands it to complete(), now or from a worker.
+  void process(std::unique_ptr<v1::SessionResponse> response);
+  // One batched request: `inner` is the SessionResponse accessor of its response kind.
+  template <typename Request, typename Response>
+  void serve(Method method, const Request& request, Response* (v1::SessionResponse::*inner)(),
+             std::unique_ptr<v1::SessionResponse> response);
+  // Queues a computed response and decides what comes next.
+  void complete(std::unique_ptr<v1::SessionResponse> response, const grpc::Status& status);
+  // Under the lock: the next read, the next write, or the end of the stream.
+  void plan_next(Actions& actions);
+  void apply(Actions& actions);
+  std::unique_ptr<v1::SessionResponse> take_spare();
+
+  DynamicsService& service_;
+  grpc::CallbackServerContext* const context_;
+  const Clock::time_point start_;
+  v1::SessionRequest request_;
+  std::string model_id_;  // the stream's current model (SessionRequest.model_id)
+
+  std::mutex mutex_;
+  bool reading_ = false;      // a read is outstanding
+  bool computing_ = false;    // request_ is being computed
+  bool writing_ = false;      // ready_.front() is being written
+  bool read_closed_ = false;  // the client half-closed, or the stream broke
+  bool write_failed_ = false;
+  bool draining_ = false;
+  bool finished_ = false;
+  std::deque<std::unique_ptr<v1::SessionResponse>> ready_;
+  std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
+};
+
+}  // namespace torqued::server
