@@ -29,6 +29,34 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
+bool read_model_file(const std::filesystem::path& path, v1::RegisterModelRequest& request,
+                     std::string& error) {
+  std::string text;
+  if (path.extension() == ".txtpb") {
+    if (!read_file(path, text) || !google::protobuf::TextFormat::ParseFromString(text, &request)) {
+      error = path.string() + ": not a RegisterModelRequest in text format";
+      return false;
+    }
+    return true;
+  }
+  if (!read_file(path, text)) {
+    error = path.string() + ": cannot be read";
+    return false;
+  }
+  std::filesystem::path options_path = path;
+  options_path.replace_extension(std::string(kOptionsSuffix));
+  std::string options_text;
+  if (std::filesystem::exists(options_path) &&
+      (!read_file(options_path, options_text) ||
+       !google::protobuf::TextFormat::ParseFromString(options_text, &request) ||
+       request.source_case() != v1::RegisterModelRequest::SOURCE_NOT_SET)) {
+    error = options_path.string() + ": not a RegisterModelRequest in text format without a source";
+    return false;
+  }
+  request.set_urdf(std::move(text));
+  return true;
+}
+
 std::vector<RepositoryEntry> read_repository(const std::string& directory,
                                              std::vector<std::string>& errors) {
   std::vector<std::filesystem::path> paths;
@@ -38,35 +66,13 @@ std::vector<RepositoryEntry> read_repository(const std::string& directory,
   std::sort(paths.begin(), paths.end());
   std::vector<RepositoryEntry> entries;
   for (const auto& path : paths) {
-    const std::string name = path.filename().string();
+    if (ends_with(path.filename().string(), kOptionsSuffix)) continue;  // read with its URDF
+    if (path.extension() != ".txtpb" && path.extension() != ".urdf") continue;
     RepositoryEntry entry;
     entry.path = path.string();
-    std::string text;
-    if (ends_with(name, kOptionsSuffix)) continue;  // read with its URDF
-    if (path.extension() == ".txtpb") {
-      if (!read_file(path, text) ||
-          !google::protobuf::TextFormat::ParseFromString(text, &entry.request)) {
-        errors.push_back(entry.path + ": not a RegisterModelRequest in text format");
-        continue;
-      }
-    } else if (path.extension() == ".urdf") {
-      if (!read_file(path, text)) {
-        errors.push_back(entry.path + ": cannot be read");
-        continue;
-      }
-      std::filesystem::path options_path = path;
-      options_path.replace_extension(std::string(kOptionsSuffix));
-      std::string options_text;
-      if (std::filesystem::exists(options_path) &&
-          (!read_file(options_path, options_text) ||
-           !google::protobuf::TextFormat::ParseFromString(options_text, &entry.request) ||
-           entry.request.source_case() != v1::RegisterModelRequest::SOURCE_NOT_SET)) {
-        errors.push_back(options_path.string() +
-                         ": not a RegisterModelRequest in text format without a source");
-        continue;
-      }
-      entry.request.set_urdf(std::move(text));
-    } else {
+    std::string error;
+    if (!read_model_file(path, entry.request, error)) {
+      errors.push_back(error);
       continue;
     }
     entries.push_back(std::move(entry));

@@ -6,6 +6,7 @@
 //                       base, gravity) of a RegisterModelRequest in NAME.options.txtpb beside it.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@ struct RepositoryEntry {
   std::string path;
   v1::RegisterModelRequest request;
 };
+
+// Reads one model file as the repository does: a NAME.txtpb file as a whole RegisterModelRequest,
+// any other file as a URDF with the options of NAME.options.txtpb beside it when there is one.
+// False, with `error` naming the file and the problem, when it cannot be read or parsed.
+bool read_model_file(const std::filesystem::path& path, v1::RegisterModelRequest& request,
+                     std::string& error);
 
 // Reads every model file of the directory, sorted by file name. Files that cannot be read or
 // parsed are reported in `errors` and skipped.

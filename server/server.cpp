@@ -26,18 +26,20 @@ Server::Server(const Config& config)
 
 Server::~Server() = default;
 
-void Server::start() {
+void Server::start(bool listen) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   const std::string address = config_.address + ":" + std::to_string(config_.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  if (listen) builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.RegisterService(&health_);
   builder.RegisterService(&model_service_);
   builder.RegisterService(&dynamics_service_);
   server_ = builder.BuildAndStart();
-  if (!server_ || port_ == 0) throw std::runtime_error("cannot listen on " + address);
+  if (!server_ || (listen && port_ == 0)) {
+    throw std::runtime_error("cannot listen on " + address);
+  }
   spdlog::info("gRPC listening on {}:{} ({} workers, queue {} tasks, max message {} bytes)",
                config_.address, port_, executor_.workers(), executor_.queue_capacity(),
                config_.max_message_bytes);
@@ -46,6 +48,13 @@ void Server::start() {
   } else {
     spdlog::info("metrics off");
   }
+}
+
+std::shared_ptr<grpc::Channel> Server::in_process_channel() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
+  args.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+  return server_->InProcessChannel(args);
 }
 
 void Server::load_models() {

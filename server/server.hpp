@@ -28,8 +28,9 @@ class Server {
   ~Server();
 
   // Starts serving gRPC; health reports NOT_SERVING and calls answer UNAVAILABLE until
-  // load_models() has run. Throws when the port cannot be bound.
-  void start();
+  // load_models() has run. Throws when the port cannot be bound. With `listen` false no port is
+  // opened and calls come only through in_process_channel() (torquectl --local).
+  void start(bool listen = true);
   // Loads the model repository and the store, then reports SERVING.
   void load_models();
   // Graceful stop: NOT_SERVING, no new calls, in-flight calls finish (or are cancelled at the
@@ -37,6 +38,8 @@ class Server {
   void shut_down();
 
   int port() const { return port_; }
+  // A channel to this server inside the process, without a socket; after start().
+  std::shared_ptr<grpc::Channel> in_process_channel();
 
  private:
   const Config config_;

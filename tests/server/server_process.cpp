@@ -115,7 +115,7 @@ ServerProcess::~ServerProcess() {
 }
 
 bool ServerProcess::spawn() {
-  port_ = free_port();
+  port_ = options_.port > 0 ? options_.port : free_port();
   metrics_port_ = options_.metrics ? free_port() : 0;
   std::vector<std::string> args = {torqued_binary(),
                                    "--address=127.0.0.1",

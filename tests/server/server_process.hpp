@@ -55,7 +55,9 @@ class ServerProcess {
     std::filesystem::path data_dir;
     std::string repository = repository_dir();
     bool metrics = false;
-    std::vector<std::string> extra_args;
+    std::vector<std::string> extra_args = {};
+    // gRPC port; 0: a free one (for a client that must reach the server before it starts).
+    int port = 0;
   };
 
   // Starts torqued and waits (up to 60 s) until its health service says SERVING. Retries with

@@ -1,0 +1,686 @@
+// torquectl: torqued from the command line. Registers and manages models, checks health, and
+// runs every dynamics RPC on states read from JSON or CSV, printing JSON or CSV. With --local
+// the same calls go to a torqued server inside this process (no socket), built from a model
+// file, so its output is the server's byte for byte. Exit codes: 0 ok, 1 server or RPC error,
+// 2 usage error, 3 input file error.
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "server/repository.hpp"
+#include "server/server.hpp"
+#include "torquectl/tables.hpp"
+#include "torqued/client.hpp"
+
+namespace torqued::torquectl {
+namespace {
+
+using client::Client;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+  std::string value;  // the value's name; empty for a flag
+  std::string help;
+};
+
+const std::map<std::string, OptionSpec>& option_specs() {
+  static const std::map<std::string, OptionSpec> specs = {
+      {"--server",
+       {"ADDR",
+        "gRPC target: host:port, dns:///host:port or ipv4:a:p,b:p (default $TORQUED_SERVER, "
+        "else localhost:50051)"}},
+      {"--deadline", {"S", "seconds a call may take, retries included (default 30)"}},
+      {"--format", {"json|csv", "output format (default json)"}},
+      {"--help", {"", "this text"}},
+      {"--input", {"FILE", "states as JSON or CSV (default: standard input)"}},
+      {"--local", {"", "compute in this process, from the model FILE given instead of an id"}},
+      {"--floating-base", {"", "model files: a free-flyer root joint"}},
+      {"--dh",
+       {"", "model files: a DH table in protobuf text format (RegisterModelRequest or DhTable)"}},
+      {"--name", {"N", "model files: the model's name"}},
+      {"--algorithm", {"ALG", "see above"}},
+      {"--inverse", {"", "also M(q)^-1"}},
+      {"--frames", {"A,B,...", "frame names (default: every frame)"}},
+      {"--reference",
+       {"local|local-world-aligned|world", "expression of velocities and Jacobians"}},
+      {"--jacobians", {"", "also the frames' Jacobians"}},
+      {"--inputs", {"MASK", "one letter per DOF: a (acceleration given) or f (force given)"}},
+      {"--of", {"inverse|forward", "the dynamics to differentiate (default inverse)"}},
+      {"--payload", {"TEXT", "bytes to send"}},
+  };
+  return specs;
+}
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;
+  std::set<std::string> flags;
+
+  bool has(const std::string& flag) const { return flags.count(flag) > 0; }
+  std::string value(const std::string& option, const std::string& otherwise) const {
+    auto it = values.find(option);
+    return it == values.end() ? otherwise : it->second;
+  }
+};
+
+// What a dynamics sub-command reads and how it calls the client.
+struct Dynamics {
+  std::function<std::vector<InputField>(const v1::Model&)> inputs;
+  std::function<Output(Client&, const std::string& id, const v1::Model&, const std::vector<Matrix>&,
+                       const Args&)>
+      run;
+};
+
+struct Command {
+  std::string name;
+  std::string arguments;
+  std::string summary;
+  std::vector<std::string> options;
+  std::function<int(const Args&)> run;
+};
+
+const std::vector<std::string> kGlobalOptions = {"--server", "--deadline", "--format", "--help"};
+const std::vector<std::string> kModelOptions = {"--input", "--local", "--floating-base", "--dh",
+                                                "--name"};
+
+std::string read_file(const std::string& path) {
+  std::ostringstream bytes;
+  if (path == "-") {
+    bytes << std::cin.rdbuf();
+    return bytes.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot be read");
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// A model file as a RegisterModelRequest: read as the server's model repository reads it (URDF,
+// or a RegisterModelRequest in text format), or as a DH table with --dh; then the options.
+v1::RegisterModelRequest read_model_request(const std::string& path, const Args& args) {
+  v1::RegisterModelRequest request;
+  if (args.has("--dh")) {
+    const std::string text = read_file(path);
+    if (!google::protobuf::TextFormat::ParseFromString(text, &request) || !request.has_dh()) {
+      request.Clear();
+      if (!google::protobuf::TextFormat::ParseFromString(text, request.mutable_dh())) {
+        throw InputError(path +
+                         ": neither a RegisterModelRequest with a DH table nor a DhTable "
+                         "in protobuf text format");
+      }
+    }
+  } else if (std::string error; !server::read_model_file(path, request, error)) {
+    throw InputError(error);
+  }
+  if (args.has("--floating-base")) request.set_base(v1::BASE_TYPE_FLOATING);
+  if (args.values.count("--name")) request.set_name(args.values.at("--name"));
+  return request;
+}
+
+client::ClientOptions client_options(const Args& args) {
+  client::ClientOptions options;
+  const char* env = std::getenv("TORQUED_SERVER");
+  options.target = args.value("--server", env != nullptr && *env != '\0' ? env : "localhost:50051");
+  if (args.values.count("--deadline")) {
+    const std::string text = args.values.at("--deadline");
+    char* end = nullptr;
+    const double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(seconds > 0) || !std::isfinite(seconds)) {
+      throw UsageError("--deadline: expected a positive number of seconds, got \"" + text + "\"");
+    }
+    options.deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(seconds));
+  }
+  return options;
+}
+
+void print(const Output& output, const Args& args) {
+  if (args.value("--format", "json") == "csv") {
+    write_csv(std::cout, output);
+  } else {
+    write_json(std::cout, output);
+  }
+}
+
+// A torqued server inside this process: no socket, no metrics, no repository, a scratch store.
+class LocalServer {
+ public:
+  LocalServer() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "torquectl-local-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    directory_ = pattern;
+    spdlog::set_level(spdlog::level::off);
+    server::Config config;
+    config.data_dir = directory_.string();
+    config.model_repository = "";
+    config.metrics_port = 0;
+    config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    server_ = std::make_unique<server::Server>(config);
+    server_->start(false);
+    server_->load_models();
+  }
+  ~LocalServer() {
+    server_->shut_down();
+    server_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+  std::shared_ptr<grpc::Channel> channel() { return server_->in_process_channel(); }
+
+ private:
+  std::filesystem::path directory_;
+  std::unique_ptr<server::Server> server_;
+};
+
+int run_dynamics(const Dynamics& dynamics, const Args& args) {
+  const std::string model = args.positional.at(0);
+  std::unique_ptr<LocalServer> local;
+  std::unique_ptr<Client> client;
+  std::string id;
+  v1::Model layout;
+  if (args.has("--local")) {
+    const v1::RegisterModelRequest request = read_model_request(model, args);
+    local = std::make_unique<LocalServer>();
+    client = std::make_unique<Client>(local->channel(), client_options(args));
+    layout = client->register_model(request);
+    id = layout.id();
+  } else {
+    client = std::make_unique<Client>(client_options(args));
+    id = model;
+    layout = client->get_model(id);
+  }
+  const std::vector<Matrix> inputs =
+      read_states(read_file(args.value("--input", "-")), dynamics.inputs(layout));
+  print(dynamics.run(*client, id, layout, inputs, args), args);
+  return 0;
+}
+
+// The value of an enumerated option, by name.
+template <typename T>
+T choice(const Args& args, const std::string& option, const std::map<std::string, T>& choices,
+         const std::string& otherwise) {
+  const std::string value = args.value(option, otherwise);
+  auto it = choices.find(value);
+  if (it == choices.end()) {
+    std::string names;
+    for (const auto& [name, ignored] : choices) names += (names.empty() ? "" : ", ") + name;
+    throw UsageError(option + ": \"" + value + "\" is not one of " + names);
+  }
+  return it->second;
+}
+
+InputField field(const std::string& name, const std::vector<std::string>& labels,
+                 bool required = true) {
+  return {name, labels, required};
+}
+
+std::vector<InputField> q_v(const v1::Model& m) {
+  return {field("q", coordinate_labels(m, false)), field("v", coordinate_labels(m, true))};
+}
+
+std::vector<InputField> q_v_plus(const v1::Model& m, const std::vector<std::string>& names) {
+  std::vector<InputField> fields = q_v(m);
+  for (const std::string& name : names) fields.push_back(field(name, coordinate_labels(m, true)));
+  fields.push_back(field("external_forces", wrench_labels(m), false));
+  return fields;
+}
+
+const std::vector<std::string> kXyz = {"x", "y", "z"};
+
+// One vector per state over the DOF.
+OutputField dof_field(const std::string& name, const v1::Model& m, Matrix values) {
+  return {name, {coordinate_labels(m, true)}, std::move(values)};
+}
+
+// One nv × nv matrix per state.
+OutputField dof_matrix_field(const std::string& name, const v1::Model& m,
+                             const client::Matrices& values) {
+  return {name, {coordinate_labels(m, true), coordinate_labels(m, true)}, flatten(values)};
+}
+
+std::map<std::string, Dynamics> dynamics_commands() {
+  std::map<std::string, Dynamics> commands;
+  commands["inverse-dynamics"] = {
+      [](const v1::Model& m) { return q_v_plus(m, {"a"}); },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        client::InverseDynamicsOptions options;
+        options.external_forces = in[3];
+        options.algorithm = choice<v1::InverseDynamicsAlgorithm>(
+            args, "--algorithm",
+            {{"rnea", v1::INVERSE_DYNAMICS_ALGORITHM_RNEA},
+             {"lagrange", v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS}},
+            "rnea");
+        return Output{{dof_field("tau", m, c.inverse_dynamics(id, in[0], in[1], in[2], options))}};
+      }};
+  commands["forward-dynamics"] = {
+      [](const v1::Model& m) { return q_v_plus(m, {"tau"}); },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        client::ForwardDynamicsOptions options;
+        options.external_forces = in[3];
+        options.algorithm = choice<v1::ForwardDynamicsAlgorithm>(
+            args, "--algorithm",
+            {{"aba", v1::FORWARD_DYNAMICS_ALGORITHM_ABA},
+             {"crba", v1::FORWARD_DYNAMICS_ALGORITHM_CRBA},
+             {"factorization", v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION},
+             {"auto", v1::FORWARD_DYNAMICS_ALGORITHM_AUTO}},
+            "aba");
+        return Output{{dof_field("a", m, c.forward_dynamics(id, in[0], in[1], in[2], options).a)}};
+      }};
+  commands["mass-matrix"] = {
+      [](const v1::Model& m) {
+        return std::vector<InputField>{field("q", coordinate_labels(m, false))};
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        client::MassMatrixOptions options;
+        options.inverse = args.has("--inverse");
+        options.algorithm = choice<v1::MassMatrixAlgorithm>(
+            args, "--algorithm",
+            {{"crba", v1::MASS_MATRIX_ALGORITHM_CRBA},
+             {"lagrange", v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS}},
+            "crba");
+        const client::MassMatrixResult r = c.mass_matrix(id, in[0], options);
+        Output out{{dof_matrix_field("mass_matrix", m, r.mass_matrix)}};
+        if (options.inverse) out.fields.push_back(dof_matrix_field("inverse", m, r.inverse));
+        return out;
+      }};
+  commands["nonlinear-effects"] = {
+      q_v, [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+              const Args&) {
+        return Output{{dof_field("tau", m, c.nonlinear_effects(id, in[0], in[1]))}};
+      }};
+  commands["gravity"] = {
+      [](const v1::Model& m) {
+        return std::vector<InputField>{field("q", coordinate_labels(m, false))};
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args&) { return Output{{dof_field("tau", m, c.gravity(id, in[0]))}}; }};
+  commands["kinematics"] = {
+      [](const v1::Model& m) {
+        return std::vector<InputField>{field("q", coordinate_labels(m, false)),
+                                       field("v", coordinate_labels(m, true), false)};
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        client::KinematicsOptions options;
+        std::stringstream frames(args.value("--frames", ""));
+        for (std::string f; std::getline(frames, f, ',');) options.frames.push_back(f);
+        options.reference = choice<v1::ReferenceFrame>(
+            args, "--reference",
+            {{"local", v1::REFERENCE_FRAME_LOCAL},
+             {"local-world-aligned", v1::REFERENCE_FRAME_LOCAL_WORLD_ALIGNED},
+             {"world", v1::REFERENCE_FRAME_WORLD}},
+            "local");
+        options.jacobians = args.has("--jacobians");
+        const client::KinematicsResult r = c.kinematics(id, in[0], in[1], options);
+        Output out;
+        out.lists = {{"frames", r.frames}};
+        out.fields.push_back({"positions", {r.frames, kXyz}, flatten(r.positions)});
+        Matrix rotations(static_cast<Eigen::Index>(r.rotations.size()),
+                         9 * static_cast<Eigen::Index>(r.frames.size()));
+        for (std::size_t s = 0; s < r.rotations.size(); ++s) {
+          for (std::size_t f = 0; f < r.frames.size(); ++f) {
+            Eigen::Map<Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(
+                rotations.row(static_cast<Eigen::Index>(s)).data() + 9 * f) = r.rotations[s][f];
+          }
+        }
+        out.fields.push_back({"rotations", {r.frames, kXyz, kXyz}, std::move(rotations)});
+        if (!r.velocities.empty()) {
+          out.fields.push_back({"velocities", {r.frames, spatial_labels()}, flatten(r.velocities)});
+        }
+        if (!r.jacobians.empty()) {
+          client::Matrices stacked;
+          for (const client::Matrices& per_frame : r.jacobians) {
+            Matrix all(6 * static_cast<Eigen::Index>(per_frame.size()), m.nv());
+            for (std::size_t f = 0; f < per_frame.size(); ++f) {
+              all.middleRows(6 * static_cast<Eigen::Index>(f), 6) = per_frame[f];
+            }
+            stacked.push_back(std::move(all));
+          }
+          out.fields.push_back({"jacobians",
+                                {r.frames, spatial_labels(), coordinate_labels(m, true)},
+                                flatten(stacked)});
+        }
+        return out;
+      }};
+  commands["hybrid-dynamics"] = {
+      [](const v1::Model& m) {
+        return q_v_plus(m, {"a", "tau"});
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        const std::string mask = args.value("--inputs", "");
+        std::vector<v1::DofInput> inputs;
+        for (const char letter : mask) {
+          if (letter != 'a' && letter != 'f') {
+            throw UsageError("--inputs: letters must be a or f, got \"" + mask + "\"");
+          }
+          inputs.push_back(letter == 'a' ? v1::DOF_INPUT_ACCELERATION : v1::DOF_INPUT_FORCE);
+        }
+        if (static_cast<int>(inputs.size()) != m.nv()) {
+          throw UsageError("--inputs: expected " + std::to_string(m.nv()) + " letters (nv), got " +
+                           std::to_string(inputs.size()));
+        }
+        const client::AccelerationsAndForces r =
+            c.hybrid_dynamics(id, in[0], in[1], inputs, in[2], in[3], in[4]);
+        return Output{{dof_field("a", m, r.a), dof_field("tau", m, r.tau)}};
+      }};
+  commands["floating-base-inverse-dynamics"] = {
+      [](const v1::Model& m) { return q_v_plus(m, {"a"}); },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args&) {
+        const client::AccelerationsAndForces r =
+            c.floating_base_inverse_dynamics(id, in[0], in[1], in[2], in[3]);
+        return Output{{dof_field("a", m, r.a), dof_field("tau", m, r.tau)}};
+      }};
+  commands["derivatives"] = {
+      [](const v1::Model& m) {
+        // Which of a and tau is read depends on --of; both are offered and the unused one is
+        // optional, so that one input file serves both.
+        std::vector<InputField> fields = q_v(m);
+        fields.push_back(field("a", coordinate_labels(m, true), false));
+        fields.push_back(field("tau", coordinate_labels(m, true), false));
+        fields.push_back(field("external_forces", wrench_labels(m), false));
+        return fields;
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        const v1::DerivativesOf of =
+            choice<v1::DerivativesOf>(args, "--of",
+                                      {{"inverse", v1::DERIVATIVES_OF_INVERSE_DYNAMICS},
+                                       {"forward", v1::DERIVATIVES_OF_FORWARD_DYNAMICS}},
+                                      "inverse");
+        const bool forward = of == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
+        const Matrix& u = forward ? in[3] : in[2];
+        if (u.cols() == 0) {
+          throw InputError(std::string("input: missing field \"") + (forward ? "tau" : "a") + "\"");
+        }
+        const client::DerivativesResult r = c.derivatives(id, of, in[0], in[1], u, in[4]);
+        return Output{{dof_matrix_field("d_dq", m, r.d_dq), dof_matrix_field("d_dv", m, r.d_dv),
+                       dof_matrix_field("d_du", m, r.d_du)}};
+      }};
+  commands["coriolis-matrix"] = {q_v, [](Client& c, const std::string& id, const v1::Model& m,
+                                         const std::vector<Matrix>& in, const Args&) {
+                                   return Output{{dof_matrix_field(
+                                       "coriolis_matrix", m, c.coriolis_matrix(id, in[0], in[1]))}};
+                                 }};
+  commands["centroidal"] = {
+      q_v, [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+              const Args&) {
+        const client::CentroidalResult r = c.centroidal(id, in[0], in[1]);
+        const std::vector<std::string> v = coordinate_labels(m, true);
+        return Output{{{"com", {kXyz}, r.com},
+                       {"com_velocity", {kXyz}, r.com_velocity},
+                       {"com_jacobian", {kXyz, v}, flatten(r.com_jacobian)},
+                       {"momentum", {spatial_labels()}, r.momentum},
+                       {"momentum_matrix", {spatial_labels(), v}, flatten(r.momentum_matrix)}}};
+      }};
+  return commands;
+}
+
+std::string json_of(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+int run_register(const Args& args) {
+  Client client(client_options(args));
+  std::cout << client.register_model(read_model_request(args.positional.at(0), args)).id() << "\n";
+  return 0;
+}
+
+int run_models(const Args& args) {
+  Client client(client_options(args));
+  const std::vector<v1::ModelSummary> models = client.list_models();
+  if (args.value("--format", "json") == "csv") {
+    std::cout << "id,name,base,nq,nv,moving_bodies,origin\n";
+    for (const v1::ModelSummary& m : models) {
+      std::cout << m.id() << "," << m.name() << "," << v1::BaseType_Name(m.base()) << "," << m.nq()
+                << "," << m.nv() << "," << m.moving_bodies() << ","
+                << v1::ModelOrigin_Name(m.origin()) << "\n";
+    }
+    return 0;
+  }
+  v1::ListModelsResponse response;
+  response.mutable_models()->Assign(models.begin(), models.end());
+  std::cout << json_of(response);
+  return 0;
+}
+
+int run_get(const Args& args) {
+  Client client(client_options(args));
+  const v1::Model model = client.get_model(args.positional.at(0));
+  if (args.value("--format", "json") == "csv") {
+    std::cout << "joint,type,idx_q,nq,idx_v,nv\n";
+    for (const v1::Joint& j : model.joints()) {
+      std::cout << j.name() << "," << v1::JointType_Name(j.type()) << "," << j.idx_q() << ","
+                << j.nq() << "," << j.idx_v() << "," << j.nv() << "\n";
+    }
+    return 0;
+  }
+  std::cout << json_of(model);
+  return 0;
+}
+
+int run_delete(const Args& args) {
+  Client client(client_options(args));
+  client.delete_model(args.positional.at(0));
+  return 0;
+}
+
+int run_health(const Args& args) {
+  Client client(client_options(args));
+  const auto status = client.health();
+  std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(status) << "\n";
+  return status == grpc::health::v1::HealthCheckResponse::SERVING ? 0 : 1;
+}
+
+int run_echo(const Args& args) {
+  Eigen::VectorXd values(static_cast<Eigen::Index>(args.positional.size()));
+  for (std::size_t i = 0; i < args.positional.size(); ++i) {
+    char* end = nullptr;
+    values[static_cast<Eigen::Index>(i)] = std::strtod(args.positional[i].c_str(), &end);
+    if (args.positional[i].empty() || *end != '\0') {
+      throw UsageError("echo: \"" + args.positional[i] + "\" is not a number");
+    }
+  }
+  Client client(client_options(args));
+  const client::EchoResult r = client.echo(args.value("--payload", ""), values);
+  std::vector<std::string> indices;
+  for (Eigen::Index i = 0; i < r.values.size(); ++i) indices.push_back(std::to_string(i));
+  Output out{{{"values", {indices}, r.values.transpose()}}, {{"payload", {r.payload}}}};
+  print(out, args);
+  return 0;
+}
+
+std::vector<Command> commands() {
+  const std::vector<std::string> file_options = {"--floating-base", "--dh", "--name"};
+  std::vector<Command> list = {
+      {"register", "FILE",
+       "Registers a model (URDF, or a RegisterModelRequest in text format) and "
+       "prints its id.",
+       file_options, run_register},
+      {"models", "", "Lists the server's models.", {}, run_models},
+      {"get", "ID", "Prints a model's layout.", {}, run_get},
+      {"delete", "ID", "Deletes a registered model.", {}, run_delete},
+      {"health", "", "Prints the server's health (exit 1 unless SERVING).", {}, run_health},
+      {"echo",
+       "[NUMBER...]",
+       "Sends numbers (and --payload) and prints what comes back.",
+       {"--payload"},
+       run_echo},
+  };
+  const std::map<std::string, std::pair<std::string, std::vector<std::string>>> dynamics_help = {
+      {"inverse-dynamics",
+       {"tau from q, v, a [, external_forces]; --algorithm rnea|lagrange", {"--algorithm"}}},
+      {"forward-dynamics",
+       {"a from q, v, tau [, external_forces]; --algorithm "
+        "aba|crba|factorization|auto",
+        {"--algorithm"}}},
+      {"mass-matrix",
+       {"M(q) (and M^-1 with --inverse) from q; --algorithm crba|lagrange",
+        {"--algorithm", "--inverse"}}},
+      {"nonlinear-effects", {"C(q, v) v + g(q) from q, v", {}}},
+      {"gravity", {"g(q) from q", {}}},
+      {"kinematics",
+       {"frame positions, rotations [, velocities, Jacobians] from q [, v]",
+        {"--frames", "--reference", "--jacobians"}}},
+      {"hybrid-dynamics",
+       {"a and tau from q, v, a, tau [, external_forces] and --inputs", {"--inputs"}}},
+      {"floating-base-inverse-dynamics",
+       {"base acceleration and tau from q, v, a "
+        "[, external_forces]",
+        {}}},
+      {"derivatives",
+       {"d_dq, d_dv, d_du of inverse (q, v, a) or forward (q, v, tau) dynamics", {"--of"}}},
+      {"coriolis-matrix", {"C(q, v) from q, v", {}}},
+      {"centroidal",
+       {"centre of mass, its velocity and Jacobian, centroidal momentum and its "
+        "matrix from q, v",
+        {}}},
+  };
+  for (const auto& [name, spec] : dynamics_commands()) {
+    std::vector<std::string> options = kModelOptions;
+    const auto& help = dynamics_help.at(name);
+    options.insert(options.end(), help.second.begin(), help.second.end());
+    list.push_back({name, "ID|FILE", help.first, options,
+                    [d = spec](const Args& args) { return run_dynamics(d, args); }});
+  }
+  return list;
+}
+
+std::string command_help(const Command& c) {
+  std::ostringstream out;
+  out << "usage: torquectl " << c.name << (c.arguments.empty() ? "" : " " + c.arguments)
+      << " [options]\n\n"
+      << c.summary << "\n\noptions:\n";
+  std::vector<std::string> options = c.options;
+  options.insert(options.end(), kGlobalOptions.begin(), kGlobalOptions.end());
+  for (const std::string& o : options) {
+    const OptionSpec& spec = option_specs().at(o);
+    const std::string left = o + (spec.value.empty() ? "" : " " + spec.value);
+    out << "  " << left << std::string(left.size() < 20 ? 20 - left.size() : 1, ' ') << spec.help
+        << "\n";
+  }
+  return out.str();
+}
+
+std::string general_help(const std::vector<Command>& list) {
+  std::ostringstream out;
+  out << "usage: torquectl COMMAND [ARGS] [options]   (torquectl COMMAND --help for details)\n\n"
+         "Dynamics commands take a model id, or with --local a model FILE computed in this\n"
+         "process, and read states (JSON or CSV) from --input or standard input.\n\n"
+         "commands:\n";
+  for (const Command& c : list) out << "  " << c.name << " " << c.arguments << "\n";
+  out << "\nexit codes: 0 ok, 1 server or RPC error, 2 usage error, 3 input file error\n";
+  return out.str();
+}
+
+// Splits the command line; throws UsageError for an option the command does not take.
+Args parse(const Command& c, const std::vector<std::string>& words) {
+  std::set<std::string> allowed(c.options.begin(), c.options.end());
+  allowed.insert(kGlobalOptions.begin(), kGlobalOptions.end());
+  Args args;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.rfind("--", 0) != 0 || w == "--") {
+      args.positional.push_back(w);
+      continue;
+    }
+    const std::size_t equals = w.find('=');
+    const std::string name = w.substr(0, equals);
+    if (!allowed.count(name)) throw UsageError(c.name + ": unknown option " + name);
+    if (option_specs().at(name).value.empty()) {
+      if (equals != std::string::npos) throw UsageError(name + " takes no value");
+      args.flags.insert(name);
+    } else if (equals != std::string::npos) {
+      args.values[name] = w.substr(equals + 1);
+    } else if (i + 1 < words.size()) {
+      args.values[name] = words[++i];
+    } else {
+      throw UsageError(name + " needs a value");
+    }
+  }
+  const std::string format = args.value("--format", "json");
+  if (format != "json" && format != "csv") {
+    throw UsageError("--format: expected json or csv, got \"" + format + "\"");
+  }
+  return args;
+}
+
+std::size_t count_arguments(const Command& c) {
+  return c.arguments.empty() || c.arguments.front() == '[' ? 0 : 1;
+}
+
+int run(int argc, char** argv) {
+  const std::vector<Command> list = commands();
+  if (argc < 2) {
+    std::cerr << general_help(list);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    std::cout << general_help(list);
+    return 0;
+  }
+  auto it =
+      std::find_if(list.begin(), list.end(), [&](const Command& c) { return c.name == name; });
+  if (it == list.end()) {
+    std::cerr << "torquectl: unknown command \"" << name << "\"\n\n" << general_help(list);
+    return 2;
+  }
+  try {
+    const Args args = parse(*it, std::vector<std::string>(argv + 2, argv + argc));
+    if (args.has("--help")) {
+      std::cout << command_help(*it);
+      return 0;
+    }
+    const std::size_t expected = count_arguments(*it);
+    if (expected > 0 && args.positional.size() != expected) {
+      throw UsageError(it->name + ": expected " + it->arguments + ", got " +
+                       std::to_string(args.positional.size()) + " arguments");
+    }
+    return it->run(args);
+  } catch (const UsageError& e) {
+    std::cerr << "torquectl: " << e.what() << "\n\n" << command_help(*it);
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << "torquectl: " << e.what() << "\n";
+    return 3;
+  } catch (const client::Error& e) {
+    std::cerr << "torquectl: " << client::status_code_name(e.code()) << ": " << e.message() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "torquectl: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace torqued::torquectl
+
+int main(int argc, char** argv) { return torqued::torquectl::run(argc, argv); }

@@ -1,0 +1,440 @@
+// torqued's C++ client (see client.hpp).
+#include "torqued/client.hpp"
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+namespace torqued::client {
+namespace {
+
+using DoubleArray = google::protobuf::RepeatedField<double>;
+using Clock = std::chrono::system_clock;
+
+// Copies a batch into a packed repeated field, row-major.
+void put(const MatrixRef& m, DoubleArray* field) {
+  field->Resize(static_cast<int>(m.size()), 0.0);
+  Eigen::Map<Matrix>(field->mutable_data(), m.rows(), m.cols()) = m;
+}
+
+// A flat N × k array as an (N, k) matrix.
+Matrix to_matrix(const DoubleArray& values, std::uint32_t states) {
+  if (states == 0 || values.empty()) return Matrix(states, 0);
+  return Eigen::Map<const Matrix>(values.data(), states, values.size() / states);
+}
+
+// A flat N × rows × cols array as N matrices; `rows` 0 means square blocks.
+Matrices to_matrices(const DoubleArray& values, std::uint32_t states, Eigen::Index rows = 0) {
+  Matrices out;
+  if (states == 0 || values.empty()) return out;
+  const Eigen::Index per_state = values.size() / states;
+  if (rows == 0) rows = std::llround(std::sqrt(static_cast<double>(per_state)));
+  const Eigen::Index cols = per_state / rows;
+  out.reserve(states);
+  for (std::uint32_t s = 0; s < states; ++s) {
+    out.emplace_back(Eigen::Map<const Matrix>(values.data() + s * per_state, rows, cols));
+  }
+  return out;
+}
+
+// Backoff waits are spread over [50%, 100%] of the nominal wait.
+std::chrono::nanoseconds jittered(std::chrono::nanoseconds wait) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> fraction(0.5, 1.0);
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(wait.count() * fraction(rng)));
+}
+
+}  // namespace
+
+Error::Error(grpc::StatusCode code, const std::string& message)
+    : std::runtime_error(status_code_name(code) + ": " + message), code_(code), message_(message) {}
+
+std::string status_code_name(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "CODE_" + std::to_string(static_cast<int>(code));
+  }
+}
+
+namespace {
+
+std::shared_ptr<grpc::Channel> make_channel(const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetLoadBalancingPolicyName(options.load_balancing_policy);
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+Client::Client(ClientOptions options) : Client(make_channel(options), options) {}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      models_(v1::ModelService::NewStub(channel_)),
+      dynamics_(v1::DynamicsService::NewStub(channel_)),
+      health_(grpc::health::v1::Health::NewStub(channel_)) {}
+
+Clock::time_point Client::deadline_of(const CallOptions& call) const {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(call.deadline.value_or(options_.deadline));
+}
+
+template <typename Rpc>
+grpc::Status Client::call_with_retries(Clock::time_point deadline, Rpc rpc) {
+  std::chrono::nanoseconds backoff = options_.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    grpc::Status status = rpc(&context);
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    const std::chrono::nanoseconds wait = jittered(backoff);
+    if (attempt >= options_.max_attempts || Clock::now() + wait >= deadline) {
+      return {status.error_code(), status.error_message() + " (after " + std::to_string(attempt) +
+                                       (attempt == 1 ? " attempt)" : " attempts)")};
+    }
+    // A synchronous client drives a reconnection only while it polls the channel (otherwise
+    // gRPC's backup poller notices every 5 s), and waits out gRPC's own reconnection backoff
+    // first: reset that backoff and wait on the channel, so that a server that came back is
+    // connected by the next attempt.
+    grpc::experimental::ChannelResetConnectionBackoff(channel_.get());
+    const Clock::time_point next_attempt = Clock::now() + wait;
+    channel_->WaitForConnected(next_attempt);
+    std::this_thread::sleep_until(next_attempt);
+    backoff = std::min(options_.max_backoff, std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                                 backoff.count() * options_.backoff_multiplier)));
+  }
+}
+
+template <typename Rpc>
+void Client::call(const CallOptions& call, Rpc rpc) {
+  const grpc::Status status = call_with_retries(deadline_of(call), rpc);
+  if (!status.ok()) throw Error(status.error_code(), status.error_message());
+}
+
+template <typename Rpc>
+void Client::call_model(const std::string& model_id, const CallOptions& call, Rpc rpc) {
+  const Clock::time_point deadline = deadline_of(call);
+  grpc::Status status = call_with_retries(deadline, rpc);
+  std::optional<v1::RegisterModelRequest> request;
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND && options_.reregister) {
+    const std::lock_guard lock(registered_mutex_);
+    if (auto it = registered_.find(model_id); it != registered_.end()) request = it->second;
+  }
+  // Under round_robin a registration and the retry that follows it may land on different
+  // replicas (with two, strictly alternating picks would send every retry to the replica that
+  // lacks the model), so round r registers r times before retrying: the registrations spread
+  // over the picks until every replica the retries reach holds the model.
+  for (int round = 1; request && status.error_code() == grpc::StatusCode::NOT_FOUND &&
+                      round <= options_.max_attempts;
+       ++round) {
+    for (int k = 0; k < round && status.error_code() == grpc::StatusCode::NOT_FOUND; ++k) {
+      v1::RegisterModelResponse response;
+      const grpc::Status registered = call_with_retries(deadline, [&](grpc::ClientContext* c) {
+        return models_->RegisterModel(c, *request, &response);
+      });
+      if (!registered.ok()) status = registered;
+    }
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND)
+      status = call_with_retries(deadline, rpc);
+  }
+  if (!status.ok()) throw Error(status.error_code(), status.error_message());
+}
+
+v1::Model Client::register_model(const v1::RegisterModelRequest& request, const CallOptions& call) {
+  v1::RegisterModelResponse response;
+  this->call(call,
+             [&](grpc::ClientContext* c) { return models_->RegisterModel(c, request, &response); });
+  const std::lock_guard lock(registered_mutex_);
+  registered_[response.model().id()] = request;
+  return response.model();
+}
+
+v1::Model Client::get_model(const std::string& model_id, const CallOptions& call) {
+  v1::GetModelRequest request;
+  request.set_model_id(model_id);
+  v1::Model response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return models_->GetModel(c, request, &response); });
+  return response;
+}
+
+std::vector<v1::ModelSummary> Client::list_models(const CallOptions& call) {
+  v1::ListModelsResponse response;
+  this->call(call, [&](grpc::ClientContext* c) { return models_->ListModels(c, {}, &response); });
+  return {response.models().begin(), response.models().end()};
+}
+
+void Client::delete_model(const std::string& model_id, const CallOptions& call) {
+  {
+    const std::lock_guard lock(registered_mutex_);
+    registered_.erase(model_id);
+  }
+  v1::DeleteModelRequest request;
+  request.set_model_id(model_id);
+  v1::DeleteModelResponse response;
+  this->call(call,
+             [&](grpc::ClientContext* c) { return models_->DeleteModel(c, request, &response); });
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus Client::health(const std::string& service,
+                                                                    const CallOptions& call) {
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  this->call(call, [&](grpc::ClientContext* c) { return health_->Check(c, request, &response); });
+  return response.status();
+}
+
+Matrix Client::inverse_dynamics(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                                const MatrixRef& a, const InverseDynamicsOptions& options,
+                                const CallOptions& call) {
+  v1::InverseDynamicsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  put(a, request.mutable_a());
+  put(options.external_forces, request.mutable_external_forces());
+  request.set_algorithm(options.algorithm);
+  v1::InverseDynamicsResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->InverseDynamics(c, request, &response);
+  });
+  return to_matrix(response.tau(), response.batch_size());
+}
+
+ForwardDynamicsResult Client::forward_dynamics(const std::string& model_id, const MatrixRef& q,
+                                               const MatrixRef& v, const MatrixRef& tau,
+                                               const ForwardDynamicsOptions& options,
+                                               const CallOptions& call) {
+  v1::ForwardDynamicsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  put(tau, request.mutable_tau());
+  put(options.external_forces, request.mutable_external_forces());
+  request.set_algorithm(options.algorithm);
+  v1::ForwardDynamicsResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->ForwardDynamics(c, request, &response);
+  });
+  return {to_matrix(response.a(), response.batch_size()), response.algorithm()};
+}
+
+MassMatrixResult Client::mass_matrix(const std::string& model_id, const MatrixRef& q,
+                                     const MassMatrixOptions& options, const CallOptions& call) {
+  v1::MassMatrixRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  request.set_inverse(options.inverse);
+  request.set_algorithm(options.algorithm);
+  v1::MassMatrixResponse response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return dynamics_->MassMatrix(c, request, &response); });
+  return {to_matrices(response.mass_matrix(), response.batch_size()),
+          to_matrices(response.inverse(), response.batch_size())};
+}
+
+Matrix Client::nonlinear_effects(const std::string& model_id, const MatrixRef& q,
+                                 const MatrixRef& v, const CallOptions& call) {
+  v1::NonlinearEffectsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  v1::NonlinearEffectsResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->NonlinearEffects(c, request, &response);
+  });
+  return to_matrix(response.tau(), response.batch_size());
+}
+
+Matrix Client::gravity(const std::string& model_id, const MatrixRef& q, const CallOptions& call) {
+  v1::GravityRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  v1::GravityResponse response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return dynamics_->Gravity(c, request, &response); });
+  return to_matrix(response.tau(), response.batch_size());
+}
+
+KinematicsResult Client::kinematics(const std::string& model_id, const MatrixRef& q,
+                                    const MatrixRef& v, const KinematicsOptions& options,
+                                    const CallOptions& call) {
+  v1::KinematicsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  for (const std::string& f : options.frames) request.add_frames(f);
+  request.set_reference(options.reference);
+  request.set_jacobians(options.jacobians);
+  v1::KinematicsResponse response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return dynamics_->Kinematics(c, request, &response); });
+  const std::uint32_t states = response.batch_size();
+  const Eigen::Index frames = response.frames_size();
+  KinematicsResult result;
+  result.frames.assign(response.frames().begin(), response.frames().end());
+  result.positions = to_matrices(response.positions(), states, frames);
+  result.velocities = to_matrices(response.velocities(), states, frames);
+  using RowMajor3 = Eigen::Matrix<double, 3, 3, Eigen::RowMajor>;
+  const Matrices jacobians = to_matrices(response.jacobians(), states, frames * 6);
+  for (std::uint32_t s = 0; s < states; ++s) {
+    std::vector<Eigen::Matrix3d>& rotations = result.rotations.emplace_back();
+    for (Eigen::Index f = 0; f < frames; ++f) {
+      rotations.emplace_back(
+          Eigen::Map<const RowMajor3>(response.rotations().data() + 9 * (s * frames + f)));
+    }
+    if (jacobians.empty()) continue;
+    Matrices& per_frame = result.jacobians.emplace_back();
+    for (Eigen::Index f = 0; f < frames; ++f) {
+      per_frame.emplace_back(jacobians[s].middleRows(6 * f, 6));
+    }
+  }
+  return result;
+}
+
+AccelerationsAndForces Client::hybrid_dynamics(const std::string& model_id, const MatrixRef& q,
+                                               const MatrixRef& v,
+                                               const std::vector<v1::DofInput>& inputs,
+                                               const MatrixRef& a, const MatrixRef& tau,
+                                               const Matrix& external_forces,
+                                               const CallOptions& call) {
+  v1::HybridDynamicsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  for (const v1::DofInput input : inputs) request.add_inputs(input);
+  put(a, request.mutable_a());
+  put(tau, request.mutable_tau());
+  put(external_forces, request.mutable_external_forces());
+  v1::HybridDynamicsResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->HybridDynamics(c, request, &response);
+  });
+  return {to_matrix(response.a(), response.batch_size()),
+          to_matrix(response.tau(), response.batch_size())};
+}
+
+AccelerationsAndForces Client::floating_base_inverse_dynamics(
+    const std::string& model_id, const MatrixRef& q, const MatrixRef& v, const MatrixRef& a,
+    const Matrix& external_forces, const CallOptions& call) {
+  v1::FloatingBaseInverseDynamicsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  put(a, request.mutable_a());
+  put(external_forces, request.mutable_external_forces());
+  v1::FloatingBaseInverseDynamicsResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->FloatingBaseInverseDynamics(c, request, &response);
+  });
+  return {to_matrix(response.a(), response.batch_size()),
+          to_matrix(response.tau(), response.batch_size())};
+}
+
+DerivativesResult Client::derivatives(const std::string& model_id, v1::DerivativesOf of,
+                                      const MatrixRef& q, const MatrixRef& v, const MatrixRef& u,
+                                      const Matrix& external_forces, const CallOptions& call) {
+  v1::DerivativesRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  request.set_of(of);
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  put(u, of == v1::DERIVATIVES_OF_FORWARD_DYNAMICS ? request.mutable_tau() : request.mutable_a());
+  put(external_forces, request.mutable_external_forces());
+  v1::DerivativesResponse response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return dynamics_->Derivatives(c, request, &response); });
+  const std::uint32_t states = response.batch_size();
+  return {to_matrices(response.d_dq(), states), to_matrices(response.d_dv(), states),
+          to_matrices(response.d_du(), states)};
+}
+
+Matrices Client::coriolis_matrix(const std::string& model_id, const MatrixRef& q,
+                                 const MatrixRef& v, const CallOptions& call) {
+  v1::CoriolisMatrixRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  v1::CoriolisMatrixResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->CoriolisMatrix(c, request, &response);
+  });
+  return to_matrices(response.coriolis_matrix(), response.batch_size());
+}
+
+CentroidalResult Client::centroidal(const std::string& model_id, const MatrixRef& q,
+                                    const MatrixRef& v, const CallOptions& call) {
+  v1::CentroidalRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  v1::CentroidalResponse response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return dynamics_->Centroidal(c, request, &response); });
+  const std::uint32_t states = response.batch_size();
+  return {to_matrix(response.com(), states), to_matrix(response.com_velocity(), states),
+          to_matrices(response.com_jacobian(), states, 3), to_matrix(response.momentum(), states),
+          to_matrices(response.momentum_matrix(), states, 6)};
+}
+
+EchoResult Client::echo(const std::string& payload, const Eigen::VectorXd& values,
+                        const CallOptions& call) {
+  v1::EchoRequest request;
+  request.set_payload(payload);
+  request.mutable_values()->Add(values.data(), values.data() + values.size());
+  v1::EchoResponse response;
+  this->call(call, [&](grpc::ClientContext* c) { return dynamics_->Echo(c, request, &response); });
+  return {response.payload(),
+          Eigen::Map<const Eigen::VectorXd>(response.values().data(), response.values().size())};
+}
+
+}  // namespace torqued::client

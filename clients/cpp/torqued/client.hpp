@@ -1,0 +1,238 @@
+// torqued's C++ client: the ModelService and DynamicsService RPCs with Eigen batches in and out,
+// per-call deadlines, retries on UNAVAILABLE and transparent re-registration of models that a
+// server does not hold (a replica that never saw them, or one that lost them). Depends on gRPC,
+// protobuf and Eigen only, never on the engine.
+//
+// Batches: one state per row, so q is (batch, nq) and v, a, tau are (batch, nv); any Eigen
+// matrix converts (a single state is a 1 × n row, e.g. `q.transpose()`). Results come back the
+// same way, and per-state matrices (mass matrix, derivatives, Jacobians) as one matrix per state.
+//
+// Errors: every failed call throws torqued::client::Error carrying the gRPC status code and the
+// server's message (exceptions rather than an expected-like result, so that a chain of calls in
+// a planner reads straight and nothing is dropped unchecked).
+//
+// Thread safety: a Client may be shared by threads; every method is safe to call concurrently.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <Eigen/Core>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "torqued/v1/dynamics.grpc.pb.h"
+#include "torqued/v1/model.grpc.pb.h"
+
+namespace torqued::client {
+
+namespace v1 = torqued::v1;
+
+// A batch: one state (or one result) per row, row-major like the wire.
+using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixRef = Eigen::Ref<const Matrix>;
+// One matrix per state (mass matrices, derivatives, Jacobians...).
+using Matrices = std::vector<Matrix>;
+
+// A failed call: the gRPC status code and message, what() is "CODE_NAME: message".
+class Error : public std::runtime_error {
+ public:
+  Error(grpc::StatusCode code, const std::string& message);
+  grpc::StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  grpc::StatusCode code_;
+  std::string message_;
+};
+
+// "UNAVAILABLE", "NOT_FOUND", ... for a status code.
+std::string status_code_name(grpc::StatusCode code);
+
+struct ClientOptions {
+  // A gRPC target: "host:port", "dns:///host:port" (every address the name resolves to) or
+  // "ipv4:10.0.0.1:50051,10.0.0.2:50051"; calls are spread over the addresses by the
+  // load-balancing policy.
+  std::string target = "localhost:50051";
+  std::string load_balancing_policy = "round_robin";
+  // Time a call may take, retries and re-registration included, unless the call says otherwise.
+  std::chrono::nanoseconds deadline = std::chrono::seconds(30);
+  // Retries on UNAVAILABLE (a server starting, draining or unreachable): at most max_attempts
+  // attempts in all, waiting initial_backoff, then multiplier times longer each time up to
+  // max_backoff (each wait jittered to 50-100% so that clients spread out), never past the
+  // call's deadline. Each retry resets the channel's own reconnection backoff, so that a server
+  // that comes back is seen at the next attempt.
+  int max_attempts = 8;
+  std::chrono::nanoseconds initial_backoff = std::chrono::milliseconds(50);
+  std::chrono::nanoseconds max_backoff = std::chrono::seconds(2);
+  double backoff_multiplier = 2.0;
+  // When a server answers NOT_FOUND for a model this client registered, register it again and
+  // retry: in rounds (at most max_attempts, within the deadline) that register once more each
+  // time, so that under round_robin the registrations reach the replica the retry lands on.
+  bool reregister = true;
+  // Largest message sent or received; -1: no limit (the server has its own).
+  int max_message_bytes = -1;
+};
+
+// Per-call settings; unset fields take the client's.
+struct CallOptions {
+  std::optional<std::chrono::nanoseconds> deadline;
+};
+
+// Optional wrenches on the moving bodies: (batch, 6 · (bodies − 1)), for each body in
+// Model.bodies[1..] order [force; torque] in its frame at its origin. Empty: none.
+struct InverseDynamicsOptions {
+  Matrix external_forces;
+  v1::InverseDynamicsAlgorithm algorithm = v1::INVERSE_DYNAMICS_ALGORITHM_RNEA;
+};
+
+struct ForwardDynamicsOptions {
+  Matrix external_forces;
+  v1::ForwardDynamicsAlgorithm algorithm = v1::FORWARD_DYNAMICS_ALGORITHM_ABA;
+};
+
+struct ForwardDynamicsResult {
+  Matrix a;                                // (batch, nv)
+  v1::ForwardDynamicsAlgorithm algorithm;  // the one that ran (AUTO resolved)
+};
+
+struct MassMatrixOptions {
+  bool inverse = false;
+  v1::MassMatrixAlgorithm algorithm = v1::MASS_MATRIX_ALGORITHM_CRBA;
+};
+
+struct MassMatrixResult {
+  Matrices mass_matrix;  // nv × nv per state
+  Matrices inverse;      // nv × nv per state; empty unless requested
+};
+
+struct KinematicsOptions {
+  // Frame names (Model.frames); empty: every frame.
+  std::vector<std::string> frames;
+  v1::ReferenceFrame reference = v1::REFERENCE_FRAME_LOCAL;
+  bool jacobians = false;
+};
+
+struct KinematicsResult {
+  std::vector<std::string> frames;                      // F names, in result order
+  Matrices positions;                                   // F × 3 per state, world frame
+  std::vector<std::vector<Eigen::Matrix3d>> rotations;  // [state][frame], columns = frame axes
+  Matrices velocities;                                  // F × 6 per state; empty without v
+  std::vector<Matrices> jacobians;  // [state][frame] 6 × nv; empty unless asked
+};
+
+// Accelerations and forces of every DOF (HybridDynamics, FloatingBaseInverseDynamics).
+struct AccelerationsAndForces {
+  Matrix a;    // (batch, nv)
+  Matrix tau;  // (batch, nv)
+};
+
+struct DerivativesResult {
+  Matrices d_dq;  // ∂τ/∂q or ∂a/∂q, nv × nv per state (tangent space)
+  Matrices d_dv;  // ∂τ/∂v or ∂a/∂v
+  Matrices d_du;  // ∂τ/∂a = M or ∂a/∂τ = M⁻¹
+};
+
+struct CentroidalResult {
+  Matrix com;                // (batch, 3)
+  Matrix com_velocity;       // (batch, 3)
+  Matrices com_jacobian;     // 3 × nv per state
+  Matrix momentum;           // (batch, 6): [linear; angular about the centre of mass]
+  Matrices momentum_matrix;  // 6 × nv per state
+};
+
+struct EchoResult {
+  std::string payload;
+  Eigen::VectorXd values;
+};
+
+class Client {
+ public:
+  // A channel to options.target with the options' load-balancing, reconnection and message-size
+  // settings.
+  explicit Client(ClientOptions options = {});
+  // Over an existing channel (options.target and the channel settings are then unused).
+  Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+
+  const ClientOptions& options() const { return options_; }
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+  // ModelService. register_model remembers the request behind the returned id, for
+  // re-registration; delete_model forgets it (a model this client deleted stays deleted).
+  v1::Model register_model(const v1::RegisterModelRequest& request, const CallOptions& call = {});
+  v1::Model get_model(const std::string& model_id, const CallOptions& call = {});
+  std::vector<v1::ModelSummary> list_models(const CallOptions& call = {});
+  void delete_model(const std::string& model_id, const CallOptions& call = {});
+
+  // grpc.health.v1.Health.Check of `service` ("" is the server as a whole).
+  grpc::health::v1::HealthCheckResponse::ServingStatus health(const std::string& service = "",
+                                                              const CallOptions& call = {});
+
+  // DynamicsService: one method per RPC (see dynamics.proto for each one's meaning).
+  Matrix inverse_dynamics(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                          const MatrixRef& a, const InverseDynamicsOptions& options = {},
+                          const CallOptions& call = {});
+  ForwardDynamicsResult forward_dynamics(const std::string& model_id, const MatrixRef& q,
+                                         const MatrixRef& v, const MatrixRef& tau,
+                                         const ForwardDynamicsOptions& options = {},
+                                         const CallOptions& call = {});
+  MassMatrixResult mass_matrix(const std::string& model_id, const MatrixRef& q,
+                               const MassMatrixOptions& options = {}, const CallOptions& call = {});
+  Matrix nonlinear_effects(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                           const CallOptions& call = {});
+  Matrix gravity(const std::string& model_id, const MatrixRef& q, const CallOptions& call = {});
+  // `v` may be empty (0 columns): no velocities then.
+  KinematicsResult kinematics(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                              const KinematicsOptions& options = {}, const CallOptions& call = {});
+  // `inputs`: nv entries, what each DOF gives; `a` and `tau` are read where it says so.
+  AccelerationsAndForces hybrid_dynamics(const std::string& model_id, const MatrixRef& q,
+                                         const MatrixRef& v,
+                                         const std::vector<v1::DofInput>& inputs,
+                                         const MatrixRef& a, const MatrixRef& tau,
+                                         const Matrix& external_forces = {},
+                                         const CallOptions& call = {});
+  AccelerationsAndForces floating_base_inverse_dynamics(const std::string& model_id,
+                                                        const MatrixRef& q, const MatrixRef& v,
+                                                        const MatrixRef& a,
+                                                        const Matrix& external_forces = {},
+                                                        const CallOptions& call = {});
+  // `u` is a for DERIVATIVES_OF_INVERSE_DYNAMICS and tau for DERIVATIVES_OF_FORWARD_DYNAMICS.
+  DerivativesResult derivatives(const std::string& model_id, v1::DerivativesOf of,
+                                const MatrixRef& q, const MatrixRef& v, const MatrixRef& u,
+                                const Matrix& external_forces = {}, const CallOptions& call = {});
+  Matrices coriolis_matrix(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                           const CallOptions& call = {});
+  CentroidalResult centroidal(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                              const CallOptions& call = {});
+  EchoResult echo(const std::string& payload, const Eigen::VectorXd& values,
+                  const CallOptions& call = {});
+
+ private:
+  // Runs `rpc(context)` with retries on UNAVAILABLE until `deadline`; the last status.
+  template <typename Rpc>
+  grpc::Status call_with_retries(std::chrono::system_clock::time_point deadline, Rpc rpc);
+  // call_with_retries within the call's deadline; throws Error unless it succeeds.
+  template <typename Rpc>
+  void call(const CallOptions& call, Rpc rpc);
+  // As call(), plus re-registration and retries (see ClientOptions::reregister) when the server
+  // answers NOT_FOUND for `model_id` and this client registered it.
+  template <typename Rpc>
+  void call_model(const std::string& model_id, const CallOptions& call, Rpc rpc);
+  std::chrono::system_clock::time_point deadline_of(const CallOptions& call) const;
+
+  ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ModelService::Stub> models_;
+  std::unique_ptr<v1::DynamicsService::Stub> dynamics_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  std::mutex registered_mutex_;
+  std::map<std::string, v1::RegisterModelRequest> registered_;
+};
+
+}  // namespace torqued::client

@@ -1,0 +1,233 @@
+// Tests the torquectl binary end to end against a real torqued on loopback: registration of a
+// URDF and a DH table, inverse dynamics from JSON and from CSV (with and without a header)
+// printed byte for byte as --local prints it and with the engine's values, and the exit codes of
+// usage, input and RPC errors.
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/algorithms/rnea.hpp"
+#include "server/model_source.hpp"
+#include "server/repository.hpp"
+#include "tests/server/server_process.hpp"
+
+namespace torqued::testing {
+namespace {
+
+struct Outcome {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TorquectlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerProcess::Options options;
+    options.data_dir = temp_.path() / "data";
+    options.repository = (temp_.path() / "empty-repository").string();
+    std::filesystem::create_directories(options.repository);
+    server_ = std::make_unique<ServerProcess>(options);
+  }
+
+  // Runs torquectl with `args` (shell words), standard input from `input` if given.
+  Outcome torquectl(const std::string& args, const std::string& input = "") {
+    const std::filesystem::path in = temp_.path() / "stdin", out = temp_.path() / "stdout",
+                                err = temp_.path() / "stderr";
+    std::ofstream(in) << input;
+    const std::string command = std::string("TORQUED_SERVER=") + server_->address() + " " +
+                                TORQUECTL_BINARY + " " + args + " < " + in.string() + " > " +
+                                out.string() + " 2> " + err.string();
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::filesystem::path path = temp_.path() / name;
+    std::ofstream(path) << text;
+    return path.string();
+  }
+
+  TempDir temp_;
+  std::unique_ptr<ServerProcess> server_;
+};
+
+const std::string kUrdf = repository_dir() + "/quadruped.urdf";
+
+// Two states of the quadruped (floating base, nq 19, nv 18) as JSON, one row per state.
+std::string quadruped_states_json(const v1::Model& layout) {
+  const std::vector<double> q = random_configurations(layout, 2, 7);
+  const std::vector<double> v = random_values(36, 8), a = random_values(36, 9);
+  auto rows = [](const std::vector<double>& flat, std::size_t width) {
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t s = 0; s < flat.size() / width; ++s) {
+      out.push_back(std::vector<double>(flat.begin() + s * width, flat.begin() + (s + 1) * width));
+    }
+    return out;
+  };
+  return nlohmann::json{{"q", rows(q, 19)}, {"v", rows(v, 18)}, {"a", rows(a, 18)}}.dump();
+}
+
+TEST_F(TorquectlTest, InverseDynamicsMatchesLocalAndTheEngine) {
+  const Outcome registered = torquectl("register " + kUrdf);
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  ASSERT_EQ(id.size(), 32u) << registered.out;
+
+  const Outcome layout_json = torquectl("get " + id);
+  ASSERT_EQ(layout_json.exit_code, 0) << layout_json.err;
+  v1::RegisterModelRequest request;
+  std::string error;
+  ASSERT_TRUE(server::read_model_file(kUrdf, request, error)) << error;
+  server::BuiltModel built;
+  ASSERT_TRUE(server::build_from_request(request, {}, built).ok());
+  ASSERT_EQ(built.id, id);
+  v1::Model layout;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(layout_json.out, &layout).ok());
+  ASSERT_EQ(layout.nq(), 19);
+  ASSERT_EQ(layout.nv(), 18);
+  const std::string json_input = write("states.json", quadruped_states_json(layout));
+
+  // JSON in, JSON and CSV out: the server's output and --local's are the same bytes.
+  for (const std::string format : {"json", "csv"}) {
+    const Outcome remote =
+        torquectl("inverse-dynamics " + id + " --input " + json_input + " --format " + format);
+    const Outcome local = torquectl("inverse-dynamics " + kUrdf + " --local --input " + json_input +
+                                    " --format " + format);
+    ASSERT_EQ(remote.exit_code, 0) << remote.err;
+    ASSERT_EQ(local.exit_code, 0) << local.err;
+    EXPECT_EQ(remote.out, local.out) << format;
+  }
+
+  // The printed numbers are the engine's, exactly (%.17g round-trips a double).
+  const Outcome remote = torquectl("inverse-dynamics " + id + " --input " + json_input);
+  const nlohmann::json result = nlohmann::json::parse(remote.out);
+  const nlohmann::json input = nlohmann::json::parse(read_text(json_input));
+  ASSERT_EQ(result["batch_size"], 2);
+  Data data(*built.model);
+  for (int s = 0; s < 2; ++s) {
+    const auto vec = [&](const char* field) {
+      const std::vector<double> x = input[field][s].get<std::vector<double>>();
+      return Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(x.data(), x.size()));
+    };
+    const Eigen::VectorXd want = rnea(*built.model, data, vec("q"), vec("v"), vec("a"));
+    const std::vector<double> got = result["tau"][s].get<std::vector<double>>();
+    ASSERT_EQ(got.size(), 18u);
+    for (int k = 0; k < 18; ++k) EXPECT_EQ(got[k], want[k]) << "state " << s << " dof " << k;
+  }
+
+  // CSV in: the same states by joint name (columns shuffled: q last) and by position.
+  const Outcome csv_out =
+      torquectl("inverse-dynamics " + id + " --input " + json_input + " --format csv");
+  std::vector<std::string> q_names, v_names;
+  for (const v1::Joint& j : layout.joints()) {
+    const int nq = j.nq(), nv = j.nv();
+    for (int k = 0; k < nq; ++k)
+      q_names.push_back(nq == 1 ? j.name() : j.name() + ":" + std::to_string(k));
+    for (int k = 0; k < nv; ++k)
+      v_names.push_back(nv == 1 ? j.name() : j.name() + ":" + std::to_string(k));
+  }
+  std::ostringstream by_name, by_position;
+  for (const std::string& n : v_names) by_name << "v:" << n << ",";
+  for (const std::string& n : v_names) by_name << "a:" << n << ",";
+  for (std::size_t k = 0; k < q_names.size(); ++k) by_name << (k ? "," : "") << "q:" << q_names[k];
+  by_name << "\n";
+  for (int s = 0; s < 2; ++s) {
+    std::ostringstream row_named, row_positional;
+    row_named.precision(17);
+    row_positional.precision(17);
+    for (const char* f : {"v", "a"}) {
+      for (const double x : input[f][s]) row_named << x << ",";
+    }
+    bool first = true;
+    for (const double x : input["q"][s]) {
+      row_named << (first ? "" : ",") << x;
+      first = false;
+    }
+    first = true;
+    for (const char* f : {"q", "v", "a"}) {
+      for (const double x : input[f][s]) {
+        row_positional << (first ? "" : ",") << x;
+        first = false;
+      }
+    }
+    by_name << row_named.str() << "\n";
+    by_position << row_positional.str() << "\n";
+  }
+  for (const std::string& csv : {by_name.str(), by_position.str()}) {
+    const Outcome remote_csv = torquectl("inverse-dynamics " + id + " --format csv", csv);
+    const Outcome local_csv = torquectl("inverse-dynamics " + kUrdf + " --local --format csv", csv);
+    ASSERT_EQ(remote_csv.exit_code, 0) << remote_csv.err;
+    EXPECT_EQ(remote_csv.out, csv_out.out);
+    EXPECT_EQ(local_csv.out, csv_out.out);
+  }
+}
+
+TEST_F(TorquectlTest, DhTableRegistersAndComputesLikeLocal) {
+  const std::string dh = repository_dir() + "/puma560.dh.txtpb";
+  const Outcome registered = torquectl("register --dh " + dh);
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  const std::string states = "0.1,0.2,0.3,0.4,0.5,0.6\n-0.3,1.2,0.5,0,0.1,2\n";
+  const Outcome remote = torquectl("gravity " + id + " --format csv", states);
+  const Outcome local = torquectl("gravity " + dh + " --local --dh --format csv", states);
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(remote.out, local.out);
+  EXPECT_EQ(remote.out.substr(0, remote.out.find(',')), "tau:joint1");
+  const Outcome listed = torquectl("models --format csv");
+  EXPECT_NE(listed.out.find(id + ",puma560,BASE_TYPE_FIXED,6,6,6,MODEL_ORIGIN_REGISTERED"),
+            std::string::npos)
+      << listed.out;
+  EXPECT_EQ(torquectl("delete " + id).exit_code, 0);
+  EXPECT_EQ(torquectl("health").out, "SERVING\n");
+}
+
+TEST_F(TorquectlTest, ExitCodesSayWhatWentWrong) {
+  // Usage errors: 2.
+  EXPECT_EQ(torquectl("").exit_code, 2);
+  EXPECT_EQ(torquectl("no-such-command").exit_code, 2);
+  EXPECT_EQ(torquectl("gravity").exit_code, 2);
+  EXPECT_EQ(torquectl("gravity x --no-such-option").exit_code, 2);
+  EXPECT_EQ(torquectl("models --format xml").exit_code, 2);
+  EXPECT_EQ(torquectl("models --deadline soon").exit_code, 2);
+  const Outcome help = torquectl("inverse-dynamics --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("usage: torquectl inverse-dynamics"), std::string::npos);
+
+  // Input file errors: 3.
+  const Outcome missing = torquectl("register /nonexistent/robot.urdf");
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_NE(missing.err.find("/nonexistent/robot.urdf"), std::string::npos) << missing.err;
+  const Outcome registered = torquectl("register " + kUrdf);
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  EXPECT_EQ(torquectl("gravity " + id, "{\"q\": [[1, 2]]}").exit_code, 3);
+  EXPECT_EQ(torquectl("gravity " + id, "{\"q\": ").exit_code, 3);
+  EXPECT_EQ(torquectl("gravity " + id, "q:nope\n1\n").exit_code, 3);
+  EXPECT_EQ(torquectl("gravity " + id + " --input /nonexistent.json").exit_code, 3);
+
+  // Server errors: 1, with the status code's name.
+  const Outcome unknown = torquectl("gravity 00000000000000000000000000000000", "[{\"q\": [0]}]");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("NOT_FOUND"), std::string::npos) << unknown.err;
+  std::string q = "[{\"q\": [0, 0, 0, 0, 0, 0, 2";  // a quaternion of norm 2: INVALID_ARGUMENT
+  for (int k = 7; k < 19; ++k) q += ", 0";
+  const Outcome invalid = torquectl("gravity " + id, q + "]}]");
+  EXPECT_EQ(invalid.exit_code, 1);
+  EXPECT_NE(invalid.err.find("INVALID_ARGUMENT"), std::string::npos) << invalid.err;
+}
+
+}  // namespace
+}  // namespace torqued::testing
