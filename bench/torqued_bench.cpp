@@ -18,6 +18,7 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/aba_derivatives.hpp"
 #include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
@@ -100,6 +101,27 @@ void run(benchmark::State& state, const Model& model, Call call) {
   state.counters["nv"] = benchmark::Counter(model.nv, benchmark::Counter::kAvgThreads);
   // Calls per second over all threads (with --threads, the in-process throughput).
   state.SetItemsProcessed(state.iterations());
+}
+
+// The feet held by the ground, for constrained_dynamics: point contacts at the four feet of a
+// quadruped (solo12's *_FOOT frames), 6D contacts at a humanoid's soles (talos' *_sole_link).
+std::vector<BilateralConstraint> foot_contacts(const Model& model) {
+  std::vector<BilateralConstraint> contacts;
+  const std::pair<const char*, ConstraintType> feet[] = {
+      {"FL_FOOT", ConstraintType::kPoint},       {"FR_FOOT", ConstraintType::kPoint},
+      {"HL_FOOT", ConstraintType::kPoint},       {"HR_FOOT", ConstraintType::kPoint},
+      {"left_sole_link", ConstraintType::kWeld}, {"right_sole_link", ConstraintType::kWeld}};
+  for (const auto& [name, type] : feet) {
+    const int frame = model.find_frame(name);
+    if (frame < 0) continue;
+    BilateralConstraint contact;
+    contact.name = name;
+    contact.type = type;
+    contact.body1 = model.frames[frame].body;
+    contact.placement1 = model.frames[frame].placement;
+    contacts.push_back(contact);
+  }
+  return contacts;
 }
 
 // With threads > 1, every benchmark runs on that many threads at once, each with its own Data,
@@ -199,6 +221,18 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool, int t
       benchmark::DoNotOptimize(coriolis_matrix(model, d, pool.q[k], pool.v[k]).data());
     });
   });
+  if (std::vector<BilateralConstraint> contacts = foot_contacts(model);
+      !contacts.empty() || !model.loop_closures.empty()) {
+    add("constrained_dynamics", [&, contacts](benchmark::State& s) {
+      Eigen::VectorXd ddq(model.nv), lambda(constraint_rows(model, contacts));
+      run(s, model, [&](Data& d, int k) {
+        constrained_dynamics(model, d, pool.q[k], pool.v[k], pool.tau[k], contacts,
+                             BaumgarteGains{}, ddq, lambda);
+        benchmark::DoNotOptimize(ddq.data());
+      });
+      s.counters["constraint_rows"] = static_cast<double>(lambda.size());
+    });
+  }
   // The centroidal momentum matrix A_G (which also computes the centre of mass).
   add("centroidal", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {

@@ -81,6 +81,16 @@ std::string canonical_model_bytes(const Model& model) {
     w.i64(f.body);
     w.transform(f.placement);
   }
+  // Only models with loops carry the section, so the ids of tree models stay what they were.
+  if (!model.loop_closures.empty()) w.i64(static_cast<std::int64_t>(model.loop_closures.size()));
+  for (const BilateralConstraint& c : model.loop_closures) {
+    w.str(c.name);
+    w.i64(static_cast<int>(c.type));
+    w.i64(c.body1);
+    w.transform(c.placement1);
+    w.i64(c.body2);
+    w.transform(c.placement2);
+  }
   return w.take();
 }
 

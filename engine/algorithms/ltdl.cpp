@@ -43,24 +43,40 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
   }
 }
 
-void ltdl_solve(const Data& data, Eigen::Ref<Eigen::VectorXd> x) {
+namespace {
+
+double factor_at(const Data& data, int row, int col) {
+  return data.ltdl.data()[row + static_cast<std::ptrdiff_t>(col) * data.ltdl.rows()];
+}
+
+}  // namespace
+
+void ltdl_solve_transposed_factor(const Data& data, Eigen::Ref<Eigen::VectorXd> x) {
   const int nv = static_cast<int>(x.size());
   const int* parent = data.dof_parent.data();
-  const double* h = data.ltdl.data();
-  const auto at = [h, nv](int row, int col) {
-    return h[row + static_cast<std::ptrdiff_t>(col) * nv];
-  };
   double* xp = x.data();
   for (int i = nv - 1; i >= 0; --i) {
     const double xi = xp[i];
-    for (int j = parent[i]; j >= 0; j = parent[j]) xp[j] -= at(j, i) * xi;
+    if (xi == 0.0) continue;
+    for (int j = parent[i]; j >= 0; j = parent[j]) xp[j] -= factor_at(data, j, i) * xi;
   }
-  for (int i = 0; i < nv; ++i) xp[i] /= at(i, i);
+}
+
+void ltdl_solve_factor(const Data& data, Eigen::Ref<Eigen::VectorXd> x) {
+  const int nv = static_cast<int>(x.size());
+  const int* parent = data.dof_parent.data();
+  double* xp = x.data();
   for (int i = 0; i < nv; ++i) {
     double xi = xp[i];
-    for (int j = parent[i]; j >= 0; j = parent[j]) xi -= at(j, i) * xp[j];
+    for (int j = parent[i]; j >= 0; j = parent[j]) xi -= factor_at(data, j, i) * xp[j];
     xp[i] = xi;
   }
+}
+
+void ltdl_solve(const Data& data, Eigen::Ref<Eigen::VectorXd> x) {
+  ltdl_solve_transposed_factor(data, x);
+  for (int i = 0; i < x.size(); ++i) x[i] /= factor_at(data, i, i);
+  ltdl_solve_factor(data, x);
 }
 
 }  // namespace torqued

@@ -14,4 +14,10 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
 // Solves M x = b in place with the factors in data.ltdl.
 void ltdl_solve(const Data& data, Eigen::Ref<Eigen::VectorXd> x);
 
+// The two triangular halves of the solve, M⁻¹ = L⁻¹ D⁻¹ L⁻ᵀ, for operators such as K M⁻¹ Kᵀ:
+// x ← L⁻ᵀ x and x ← L⁻¹ x. The first keeps x's zeros below the DOFs it has non-zeros at (it
+// only carries entries to ancestors).
+void ltdl_solve_transposed_factor(const Data& data, Eigen::Ref<Eigen::VectorXd> x);
+void ltdl_solve_factor(const Data& data, Eigen::Ref<Eigen::VectorXd> x);
+
 }  // namespace torqued

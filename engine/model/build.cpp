@@ -303,6 +303,43 @@ void finish(Model& model) {
   }
 }
 
+// Loop closures reference links by name; in the Model they are on bodies, with the placement of a
+// merged (fixed-joint) link folded into the constraint frame's placement.
+void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& placed,
+                       Model& model) {
+  std::map<std::string_view, int> link_index;
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    link_index.emplace(spec.links[i].name, static_cast<int>(i));
+  }
+  std::map<std::string_view, int> loop_index;
+  for (const LoopClosureSpec& loop : spec.loop_closures) {
+    const std::string what = "loop closure " + quoted(loop.name);
+    if (loop.name.empty()) fail("a loop closure has no name");
+    if (!loop_index.emplace(loop.name, 0).second)
+      fail("duplicate loop closure name " + quoted(loop.name));
+    // The world is body 0 with the identity placement, whichever link (if any) is the base.
+    const auto locate = [&](const std::string& link, bool world_allowed) -> LinkPlacement {
+      const auto it = link_index.find(link);
+      if (it != link_index.end()) return placed[it->second];
+      if (world_allowed && (link.empty() || link == "world")) return {0, Transform::Identity()};
+      fail(what + ": unknown link " + quoted(link));
+    };
+    const LinkPlacement first = locate(loop.link1, false);
+    const LinkPlacement second = locate(loop.link2, true);
+    check_placement(loop.origin1, what + " frame 1");
+    check_placement(loop.origin2, what + " frame 2");
+    if (loop.link1 == loop.link2)
+      fail(what + " connects link " + quoted(loop.link1) + " to itself");
+    if (first.body == second.body) {
+      fail(what + ": links " + quoted(loop.link1) + " and " +
+           quoted(loop.link2.empty() ? "world" : loop.link2) +
+           " are rigidly connected, so the loop constrains nothing");
+    }
+    model.loop_closures.push_back({loop.name, loop.type, first.body, first.placement * loop.origin1,
+                                   second.body, second.placement * loop.origin2});
+  }
+}
+
 }  // namespace
 
 ModelPtr build_model(const ModelSpec& spec) {
@@ -371,6 +408,7 @@ ModelPtr build_model(const ModelSpec& spec) {
            quoted(root.name) + ": " + cycle_message(spec, tree, static_cast<int>(i)));
     }
   }
+  add_loop_closures(spec, placed, *model);
   finish(*model);
   return model;
 }

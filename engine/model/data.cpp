@@ -81,7 +81,19 @@ Data::Data(const Model& model)
       ddq_dv(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       ddq_dtau(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       mass_factor(Eigen::MatrixXd::Zero(model.nv, model.nv)),
-      mass_factor_inverse(Eigen::MatrixXd::Zero(model.nv, model.nv)) {
+      mass_factor_inverse(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      dof_work(Eigen::VectorXd::Zero(model.nv)),
+      dof_scale(Eigen::VectorXd::Zero(model.nv)),
+      passive_gram(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      passive_reduced(Eigen::MatrixXd::Zero(model.nv, model.nv)),
+      passive_permutation(Eigen::VectorXi::Zero(model.nv)),
+      dof_work2(Eigen::VectorXd::Zero(2 * model.nv)),
+      dof_order(Eigen::VectorXi::Zero(model.nv)) {
+  int loop_rows = 0;
+  for (const BilateralConstraint& loop : model.loop_closures) {
+    loop_rows += constraint_dimension(loop.type);
+  }
+  reserve_constraint_rows(loop_rows);
   // A body's subtree is bodies i .. subtree_end[i] - 1, so its DOFs run up to the first DOF of
   // the body after it; the later DOFs of a multi-DOF joint are below its earlier ones.
   for (int i = 1; i < model.nbodies(); ++i) {
@@ -91,6 +103,23 @@ Data::Data(const Model& model)
                         : model.nv;
     for (int k = 0; k < joint.nv; ++k) dof_subtree_end[joint.idx_v + k] = end;
   }
+}
+
+void Data::reserve_constraint_rows(int rows) {
+  if (rows <= constraint_capacity) return;
+  const auto nv = M.rows();
+  constraint_capacity = std::max(rows, constraint_capacity);
+  const int c = constraint_capacity;
+  constraint_jacobian.setZero(c, nv);
+  constraint_bias.setZero(c);
+  constraint_gain.setZero(nv, c);
+  constraint_system.setZero(c, c);
+  constraint_scratch.setZero(c, c);
+  constraint_permutation.setZero(c);
+  constraint_rhs.setZero(c);
+  constraint_work.setZero(2 * c);
+  passive_columns.setZero(c, nv);
+  actuated_columns.setZero(c, nv);
 }
 
 }  // namespace torqued

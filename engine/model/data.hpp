@@ -13,6 +13,11 @@ namespace torqued {
 struct Data {
   explicit Data(const Model& model);
 
+  // Sizes the constraint buffers below for `rows` constraint rows (no-op when they already are):
+  // the algorithms on bilateral constraints call it, so only a call with more rows than any
+  // before allocates.
+  void reserve_constraint_rows(int rows);
+
   // Kinematics, per body (index 0 = world).
   std::vector<Transform> liMi;  // body i in its parent's frame, at the current q
   std::vector<Transform> oMi;   // body i in the world frame
@@ -116,6 +121,30 @@ struct Data {
   Eigen::MatrixXd ddq_dtau;     // ∂q̈/∂τ = M⁻¹, full and symmetric
   Eigen::MatrixXd mass_factor;  // M = Lᵀ D L (lower triangle: L below the diagonal, D on it)
   Eigen::MatrixXd mass_factor_inverse;  // L⁻¹, column k held on rows k .. dof_subtree_end[k] - 1
+
+  // Bilateral constraints (constraint_jacobian.hpp, constrained_dynamics.hpp,
+  // closed_chain_inverse_dynamics.hpp). Capacity for constraint_capacity rows (initially the
+  // model's loop closures); a call on m rows uses the leading m rows and columns.
+  int constraint_capacity = -1;
+  Eigen::MatrixXd constraint_jacobian;  // K, capacity x nv
+  Eigen::VectorXd constraint_bias;      // k, with K q̈ = k
+  Eigen::MatrixXd constraint_gain;      // D^-1/2 L⁻ᵀ Kᵀ (nv x capacity), M = Lᵀ D L
+  Eigen::MatrixXd constraint_system;    // K M⁻¹ Kᵀ, then its pivoted LDLᵀ factors
+  Eigen::MatrixXd constraint_scratch;   // capacity x capacity
+  Eigen::VectorXi constraint_permutation;
+  Eigen::VectorXd constraint_rhs;   // capacity
+  Eigen::VectorXd constraint_work;  // 2 capacity
+  Eigen::VectorXd dof_work;         // nv
+  Eigen::VectorXd dof_scale;        // D^-1/2 of the mass matrix's LᵀDL factors, nv
+  // Closed-chain inverse dynamics: the passive DOFs' Gram matrix K_pᵀ K_p (nv x nv at most) and
+  // its factors, and the passive and actuated columns of K gathered (capacity x nv).
+  Eigen::MatrixXd passive_gram;
+  Eigen::MatrixXd passive_reduced;  // (K_pᵀ K_p)⁻¹ K_pᵀ K_a, nv x nv at most
+  Eigen::VectorXi passive_permutation;
+  Eigen::MatrixXd passive_columns;
+  Eigen::MatrixXd actuated_columns;
+  Eigen::VectorXd dof_work2;  // 2 nv
+  Eigen::VectorXi dof_order;  // the passive DOFs, then the actuated ones
 };
 
 }  // namespace torqued

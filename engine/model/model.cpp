@@ -14,6 +14,19 @@ int index_of(const std::vector<std::string>& names, std::string_view name) {
 
 }  // namespace
 
+int constraint_dimension(ConstraintType type) {
+  switch (type) {
+    case ConstraintType::kWeld:
+      return 6;
+    case ConstraintType::kPoint:
+      return 3;
+    case ConstraintType::kRevolute:
+    case ConstraintType::kPrismatic:
+      return 5;
+  }
+  return 0;
+}
+
 int Model::find_body(std::string_view name) const { return index_of(body_names, name); }
 
 int Model::find_joint(std::string_view name) const { return index_of(joint_names, name); }

@@ -29,6 +29,30 @@ struct Frame {
   Transform placement = Transform::Identity();  // in the body frame
 };
 
+// A bilateral constraint between a frame on one body and a frame on another (or the world): a
+// loop closure of the model (Featherstone 2008, ch. 8; 1987, ch. 9) or a per-call constraint.
+// Which relative motions of frame 2 with respect to frame 1 it forbids:
+enum class ConstraintType : std::uint8_t {
+  kWeld,       // all six: the frames stay coincident (6 rows)
+  kPoint,      // the origins coincide, rotation free: a ball joint (3 rows)
+  kRevolute,   // all but rotation about frame 1's z axis (5 rows)
+  kPrismatic,  // all but translation along frame 1's z axis (5 rows)
+};
+
+// Number of scalar constraints (rows of the constraint Jacobian) of a type.
+int constraint_dimension(ConstraintType type);
+
+struct BilateralConstraint {
+  std::string name;
+  ConstraintType type = ConstraintType::kWeld;
+  // The constraint frames: placement1 in body1's frame, placement2 in body2's frame. Body 0 is
+  // the world (or the fixed base): placement2 is then a world placement.
+  int body1 = 0;
+  Transform placement1 = Transform::Identity();
+  int body2 = 0;
+  Transform placement2 = Transform::Identity();
+};
+
 struct JointLimits {
   double lower = -std::numeric_limits<double>::infinity();
   double upper = std::numeric_limits<double>::infinity();
@@ -57,6 +81,10 @@ struct Model {
   std::vector<int> body_of_v;
 
   std::vector<Frame> frames;
+
+  // Loop closures (kinematic loops cut into the tree), each holding its two constraint frames
+  // together; see constraint_jacobian.hpp.
+  std::vector<BilateralConstraint> loop_closures;
 
   // Messages about things that are accepted but worth knowing (see build.hpp).
   std::vector<std::string> warnings;

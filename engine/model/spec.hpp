@@ -35,10 +35,23 @@ struct JointSpec {
   JointLimits limits;
 };
 
+// A loop closure: the constraint frame `origin1` in link1 is held to the frame `origin2` in link2
+// as `type` says (model.hpp). link2 may be the world: empty or "world" (origin2 is then a world
+// placement), unless the model has a link of that name.
+struct LoopClosureSpec {
+  std::string name;
+  ConstraintType type = ConstraintType::kWeld;
+  std::string link1;
+  Transform origin1 = Transform::Identity();
+  std::string link2;
+  Transform origin2 = Transform::Identity();
+};
+
 struct ModelSpec {
   std::string name;
   std::vector<LinkSpec> links;
   std::vector<JointSpec> joints;
+  std::vector<LoopClosureSpec> loop_closures;
   // Adds a free-flyer named "root_joint" between the world and the root link.
   bool floating_base = false;
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);

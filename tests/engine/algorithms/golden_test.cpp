@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/rnea.hpp"
@@ -299,6 +300,57 @@ TEST_P(GoldenTest, Aba) {
         aba(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))),
             case_->v_to_ours(to_vector(st.at("v"))), case_->v_to_ours(to_vector(st.at("tau"))));
     EXPECT_LE(relative_error(case_->v_to_golden(ddq), to_vector(st.at("aba"))), kRelTol);
+  }
+}
+
+// Frames held by the world (6D welds and 3D point contacts, see the README's "Constrained
+// dynamics"): K, k = −γ, q̈ and λ against Pinocchio's constraintDynamics. Tolerance 1e-8 of the
+// largest entry of each quantity (the issue's bar): the README bounds two correct solvers'
+// agreement by ~1e-11 (conditioning max|M⁻¹|·max|M| ≤ 1.2e4 for these models).
+TEST_P(GoldenTest, ConstrainedDynamics) {
+  if (!case_->doc.contains("constrained_dynamics")) {
+    GTEST_SKIP() << GetParam() << " has no constrained_dynamics section";
+  }
+  const json& section = case_->doc.at("constrained_dynamics");
+  std::vector<BilateralConstraint> constraints;
+  for (const json& c : section.at("constraints")) {
+    const std::string name = c.at("frame").get<std::string>();
+    const int frame = find_frame_of_kind(model(), name, false);
+    ASSERT_GE(frame, 0) << name;
+    BilateralConstraint constraint;
+    constraint.name = name;
+    constraint.type =
+        c.at("type").get<std::string>() == "6D" ? ConstraintType::kWeld : ConstraintType::kPoint;
+    constraint.body1 = model().frames[frame].body;
+    constraint.placement1 = model().frames[frame].placement;
+    constraints.push_back(constraint);
+  }
+  const int m = section.at("dim").get<int>();
+  ASSERT_EQ(constraint_rows(model(), constraints), m);
+  const auto relative = [](const Eigen::MatrixXd& x, const Eigen::MatrixXd& y) {
+    if (x.rows() != y.rows() || x.cols() != y.cols()) return 1.0;
+    return (x - y).cwiseAbs().maxCoeff() / y.cwiseAbs().maxCoeff();
+  };
+  constexpr double kConstrainedTol = 1e-8;
+  for (const json& result : section.at("results")) {
+    const json& st = states().at(result.at("state").get<std::size_t>());
+    SCOPED_TRACE("state " + std::to_string(result.at("state").get<int>()));
+    const Eigen::VectorXd q = case_->q_to_ours(to_vector(st.at("q")));
+    const Eigen::VectorXd v = case_->v_to_ours(to_vector(st.at("v")));
+    const Eigen::VectorXd tau = case_->v_to_ours(to_vector(st.at("tau")));
+    Eigen::VectorXd ddq(model().nv), lambda(m);
+    constrained_dynamics(model(), *data_, q, v, tau, constraints, BaumgarteGains{}, ddq, lambda);
+
+    const Eigen::MatrixXd jacobian = data_->constraint_jacobian.topRows(m);
+    Eigen::MatrixXd jacobian_golden_order(m, model().nv);
+    for (int k = 0; k < model().nv; ++k) {
+      jacobian_golden_order.col(k) = jacobian.col(case_->v_of_golden[k]);
+    }
+    EXPECT_LE(relative(jacobian_golden_order, to_matrix(result.at("J"))), kConstrainedTol);
+    EXPECT_LE(relative(-data_->constraint_bias.head(m), to_vector(result.at("gamma"))),
+              kConstrainedTol);
+    EXPECT_LE(relative(case_->v_to_golden(ddq), to_vector(result.at("qdd"))), kConstrainedTol);
+    EXPECT_LE(relative(lambda, to_vector(result.at("lambda"))), kConstrainedTol);
   }
 }
 

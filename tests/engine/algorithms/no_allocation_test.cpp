@@ -2,7 +2,9 @@
 // three levels), frame placements, frame Jacobians, RNEA with and without external forces,
 // nonlinear effects, gravity, CRBA, ABA, hybrid and floating-base inverse dynamics, M⁻¹ and
 // the forward-dynamics algorithms (CRBA + LᵀDL, the innovations factorization), the
-// homogeneous-matrix Lagrangian, the Coriolis matrix and the centroidal quantities.
+// homogeneous-matrix Lagrangian, the Coriolis matrix, the centroidal quantities, and the
+// constraint Jacobian, constrained dynamics and closed-chain inverse dynamics (once a first call
+// has sized the constraint buffers for the constraint set).
 //
 // Two independent detectors:
 //  - this binary is compiled with EIGEN_RUNTIME_NO_MALLOC, and Eigen's malloc is forbidden
@@ -26,6 +28,9 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/aba_derivatives.hpp"
 #include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
+#include "engine/algorithms/constraint_jacobian.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
@@ -166,11 +171,25 @@ class NoAllocationTest : public ::testing::Test {
     }
     EXPECT_GT(counts().mallocs, before.mallocs) << "the malloc counter does not work";
 
+    // A point contact of the last body with the world and a weld between two bodies.
+    const int last = model.nbodies() - 1;
+    std::vector<BilateralConstraint> constraints(2);
+    constraints[0].type = ConstraintType::kPoint;
+    constraints[0].body1 = last;
+    constraints[1].body1 = std::max(1, last / 2);
+    constraints[1].body2 = last == constraints[1].body1 ? 0 : last;
+    const int rows = constraint_rows(model, constraints);
+    Eigen::MatrixXd constraint_k(rows, model.nv);
+    Eigen::VectorXd constraint_b(rows), lambda(rows), ddq_out(model.nv), tau_out(model.nv);
+    const std::vector<DofInput> all_actuated(model.nv, DofInput::kAcceleration);
+    const BaumgarteGains gains{10.0, 5.0};
+
     // Warm-up: every algorithm once, so that nothing lazily sized on first use is missed below
     // and so that a failure to run at all is reported as such.
     forward_kinematics(model, data, s.q, s.v, s.a);
     rnea(model, data, s.q, s.v, s.a, s.f_ext);
     aba(model, data, s.q, s.v, s.tau, s.f_ext);
+    constrained_dynamics(model, data, s.q, s.v, s.tau, constraints, gains, ddq_out, lambda);
 
     struct Step {
       const char* name;
@@ -245,6 +264,20 @@ class NoAllocationTest : public ::testing::Test {
            center_of_mass_jacobian(model, data, s.q);
            sink.linear += centroidal_momentum(model, data, s.q, s.v).linear;
            centroidal_momentum_matrix(model, data, s.q);
+         }},
+        {"constraint_jacobian",
+         [&] {
+           constraint_jacobian(model, data, s.q, s.v, constraints, gains, constraint_k,
+                               constraint_b);
+         }},
+        {"constrained_dynamics",
+         [&] {
+           constrained_dynamics(model, data, s.q, s.v, s.tau, constraints, gains, ddq_out, lambda);
+         }},
+        {"closed_chain_inverse_dynamics",
+         [&] {
+           closed_chain_inverse_dynamics(model, data, s.q, s.v, s.a, s.tau, all_actuated,
+                                         constraints, gains, ddq_out, tau_out, lambda);
          }},
     };
     for (const Step& step : steps) {

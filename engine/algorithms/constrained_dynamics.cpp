@@ -1,0 +1,64 @@
+// Constrained forward dynamics in the range space (see the header):
+//   C = rnea(q, q̇, 0) (with the constraint kinematics),  K, k,  M = crba(q) = Lᵀ D L
+//   q̈₀ = M⁻¹ (τ − C)
+//   Z = D^-1/2 L⁻ᵀ Kᵀ,  Λ⁻¹ = Zᵀ Z = K M⁻¹ Kᵀ
+//   λ = (Λ⁻¹)⁺ (k − K q̈₀)     (pivoted LDLᵀ: the minimum-norm λ)
+//   q̈ = q̈₀ + L⁻¹ D^-1/2 Z λ = q̈₀ + M⁻¹ Kᵀ λ
+// Column r of Kᵀ is non-zero only at the DOFs that move the constraint's frames, and L⁻ᵀ only
+// carries entries to ancestors, so the columns of Z stay as sparse as those of Kᵀ.
+#include "engine/algorithms/constrained_dynamics.hpp"
+
+#include <cassert>
+#include <cmath>
+
+#include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/ltdl.hpp"
+#include "engine/algorithms/pivoted_ldlt.hpp"
+
+namespace torqued {
+
+void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
+                          const ConstVectorRef& v, const ConstVectorRef& tau,
+                          std::span<const BilateralConstraint> constraints,
+                          const BaumgarteGains& gains, Eigen::Ref<Eigen::VectorXd> ddq,
+                          Eigen::Ref<Eigen::VectorXd> lambda) {
+  const int m = constraint_rows(model, constraints);
+  const int nv = model.nv;
+  assert(ddq.size() == nv && lambda.size() == m);
+  data.reserve_constraint_rows(m);
+  constraint_kinematics(model, data, q, v);
+  auto jacobian = data.constraint_jacobian.topRows(m);
+  auto bias = data.constraint_bias.head(m);
+  constraint_jacobian(model, data, constraints, gains, jacobian, bias);
+
+  ddq = tau - data.tau;
+  ltdl_factorize(model, data, crba(model, data, q));
+  ltdl_solve(data, ddq);
+  if (m == 0) return;
+
+  for (int i = 0; i < nv; ++i) data.dof_scale[i] = 1.0 / std::sqrt(data.ltdl(i, i));
+  auto gain = data.constraint_gain.leftCols(m);
+  for (int r = 0; r < m; ++r) {
+    auto column = gain.col(r);
+    column = jacobian.row(r).transpose();
+    ltdl_solve_transposed_factor(data, column);
+    column.array() *= data.dof_scale.array();
+  }
+  auto system = data.constraint_system.topLeftCorner(m, m);
+  system.noalias() = gain.transpose() * gain;
+
+  lambda = bias;
+  lambda.noalias() -= jacobian * ddq;
+  auto permutation = data.constraint_permutation.head(m);
+  const int rank = pivoted_ldlt_factorize(system, permutation);
+  pivoted_ldlt_solve(system, permutation, rank, lambda, data.constraint_scratch,
+                     data.constraint_work);
+
+  Eigen::VectorXd& correction = data.dof_work;
+  correction.noalias() = gain * lambda;
+  correction.array() *= data.dof_scale.array();
+  ltdl_solve_factor(data, correction);
+  ddq += correction;
+}
+
+}  // namespace torqued

@@ -1,0 +1,31 @@
+// Forward dynamics under bilateral constraints (closed loops and per-call constraints):
+//   M q̈ = τ − C + Kᵀ λ,   K q̈ = k
+// solved in the range space (Featherstone 2008, §8.1, eqs 8.6-8.8; Rodriguez & Kreutz 1988,
+// Part II §4, the general CCFD algorithm): the free accelerations q̈₀ = M⁻¹ (τ − C), the
+// operational-space inverse inertia Λ⁻¹ = K M⁻¹ Kᵀ, the multipliers Λ⁻¹ λ = k − K q̈₀ and the
+// correction q̈ = q̈₀ + M⁻¹ Kᵀ λ. M comes from CRBA and its sparse LᵀDL factors (ltdl.hpp), so
+// Λ⁻¹ = Zᵀ Z with Z = D^-1/2 L⁻ᵀ Kᵀ costs one sparse triangular solve per constraint row.
+// Redundant constraints (dependent rows of K, e.g. a planar loop closed by a 5D or 6D joint,
+// Featherstone 2008, §8.4) make Λ⁻¹ singular: a rank-revealing LDLᵀ (pivoted_ldlt.hpp) gives the
+// Moore-Penrose λ = (K M⁻¹ Kᵀ)⁺ (k − K q̈₀): the minimum-norm multipliers (least squares when k
+// is inconsistent along the dependent rows, e.g. for a velocity that violates them), and q̈ is
+// unique whatever λ among the solutions is taken.
+#pragma once
+
+#include <span>
+
+#include "engine/algorithms/constraint_jacobian.hpp"
+
+namespace torqued {
+
+// q̈ (nv) and λ (constraint_rows(model, constraints)) for the model's loop closures followed by
+// `constraints`, with k as constraint_jacobian() defines it for `gains`. K and k stay in
+// data.constraint_jacobian / data.constraint_bias (leading rows). Throws SingularSystemError
+// (aba.hpp) when M is singular (a joint moving no inertia).
+void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
+                          const ConstVectorRef& v, const ConstVectorRef& tau,
+                          std::span<const BilateralConstraint> constraints,
+                          const BaumgarteGains& gains, Eigen::Ref<Eigen::VectorXd> ddq,
+                          Eigen::Ref<Eigen::VectorXd> lambda);
+
+}  // namespace torqued

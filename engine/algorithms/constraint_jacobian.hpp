@@ -1,0 +1,59 @@
+// The constraint Jacobian K and bias k of bilateral constraints, K q̈ = k (Featherstone 2008,
+// §8.1-8.3; 1987, §9.2: loop-closure constraints at the acceleration level; Kim 2012, §3, eqs
+// 54-55), with Baumgarte's stabilization (Baumgarte 1972; Featherstone 2008, §8.3).
+//
+// A constraint holds frame 2 (on body2) to frame 1 (on body1), both as BilateralConstraint says
+// (model.hpp). Everything is expressed in frame 1, the constraint frame:
+//  - weld, revolute, prismatic: the relative spatial velocity ν = v₁ − ¹X₂ v₂ (v_i the twist of
+//    frame i in its own axes), rows [linear; angular] (revolute drops the angular z row,
+//    prismatic the linear z row). Its derivative is
+//      ν̇ = a₁ − ¹X₂ a₂ + v₁ × ¹X₂ v₂   (a_i spatial accelerations; d/dt ¹X₂ = ¹X₂ v₂× − v₁× ¹X₂)
+//    so K = J₁ − ¹X₂ J₂ (local frame Jacobians) and the drift γ = ν̇ at q̈ = 0. With frame 2 in the
+//    world, K is frame 1's LOCAL Jacobian and γ its spatial acceleration (Pinocchio's 6D contact).
+//  - point: the origins' velocities ν = ¹R₀ (ṗ₁ − ṗ₂), K = linear rows of J₁ − ¹R₂ (linear rows
+//    of J₂). The constraint is on the world acceleration of the gap, ¹R₀ (p̈₁ − p̈₂) = K q̈ + γ,
+//    γ built from the classical accelerations a_lin + ω × v_lin of the two origins (Pinocchio's
+//    3D contact); it differs from d/dt ν by ω₁ × ν, zero on the constraint.
+// The constraint is K q̈ + γ = 0 stabilized: K q̈ = k with k = −γ − K_d ν − K_p e, where e is the
+// position error with ė = ν to first order (exactly, for points, in the world frame): e = ¹R₀ (p₁ −
+// p₂) (= −¹p₂) for the translations, −log(¹R₂) for the rotations of a weld or prismatic joint, −(z
+// × ¹R₂ z) for the two tilts a revolute forbids. λ, the multipliers of K (M q̈ = τ − C + Kᵀ λ), are
+// the force and moment that constraint applies to body1 at frame 1's origin, in frame 1's axes
+// (body2 gets the opposite).
+#pragma once
+
+#include <span>
+
+#include "engine/algorithms/kinematics.hpp"
+
+namespace torqued {
+
+// Baumgarte's gains: 0, 0 is the plain acceleration constraint ν̇ = 0.
+struct BaumgarteGains {
+  double position = 0.0;  // K_p, 1/s²
+  double velocity = 0.0;  // K_d, 1/s
+};
+
+// Rows of K for the model's loop closures followed by `constraints`.
+int constraint_rows(const Model& model, std::span<const BilateralConstraint> constraints);
+
+// Placements, velocities and the accelerations at q̈ = 0 (gravity excluded) of every body
+// (data.oMi, data.v, data.a), by the outward pass of RNEA: leaves the nonlinear effects C q̇ + g in
+// data.tau.
+void constraint_kinematics(const Model& model, Data& data, const ConstVectorRef& q,
+                           const ConstVectorRef& v);
+
+// K (rows x nv) and k (rows) for the model's loop closures followed by `constraints`, from the
+// kinematics left in data by constraint_kinematics().
+void constraint_jacobian(const Model& model, const Data& data,
+                         std::span<const BilateralConstraint> constraints,
+                         const BaumgarteGains& gains, Eigen::Ref<Eigen::MatrixXd> jacobian,
+                         Eigen::Ref<Eigen::VectorXd> bias);
+
+// The same at (q, v): constraint_kinematics(), then K and k.
+void constraint_jacobian(const Model& model, Data& data, const ConstVectorRef& q,
+                         const ConstVectorRef& v, std::span<const BilateralConstraint> constraints,
+                         const BaumgarteGains& gains, Eigen::Ref<Eigen::MatrixXd> jacobian,
+                         Eigen::Ref<Eigen::VectorXd> bias);
+
+}  // namespace torqued
