@@ -4,6 +4,12 @@
 //   torqued_bench --urdf FILE [--floating-base] [--threads N] [--benchmark_* flags]
 //   torqued_bench --random-chain N [--benchmark_* flags]   (N revolute bodies, for O(n) checks)
 //   torqued_bench --random-tree N [--benchmark_* flags]    (N revolute bodies, branching)
+//
+// The contact benchmarks (contact_dynamics, impact, simulate_step) need feet: they are registered
+// only for models with frames named *_FOOT (solo12, ...), one frictional contact (μ = 0.8) per
+// foot with the ground normal +z. contact_dynamics and impact run on the random state pool;
+// simulate_step runs 100 steps of 1 ms from the neutral pose lowered onto the feet, with the
+// joints' gravity torques held, and reports the time per step.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -19,6 +25,7 @@
 #include "engine/algorithms/aba_derivatives.hpp"
 #include "engine/algorithms/centroidal.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
+#include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
@@ -26,11 +33,13 @@
 #include "engine/algorithms/forward_dynamics_crba.hpp"
 #include "engine/algorithms/forward_dynamics_factorization.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
+#include "engine/algorithms/impact.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/lagrange_homogeneous.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/simulate.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -241,6 +250,69 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool, int t
   });
 }
 
+std::vector<PointContact> foot_contacts(const Model& model) {
+  std::vector<PointContact> feet;
+  for (const Frame& frame : model.frames) {
+    if (frame.name.size() >= 5 && frame.name.ends_with("_FOOT")) {
+      feet.push_back({frame.body, frame.placement.translation, Vec3::UnitZ(), 0.8});
+    }
+  }
+  return feet;
+}
+
+void register_contact_benchmarks(const ModelPtr& model_ptr, const StatePool& pool) {
+  const Model& model = *model_ptr;
+  static const std::vector<PointContact> feet = foot_contacts(model);
+  if (feet.empty()) return;
+  const int m = static_cast<int>(feet.size());
+  benchmark::RegisterBenchmark("contact_dynamics", [&model, &pool, m](benchmark::State& s) {
+    ContactWorkspace ws(model, m);
+    run(s, model, [&](Data& d, int k) {
+      contact_dynamics(model, d, ws, pool.q[k], pool.v[k], pool.tau[k], feet);
+      benchmark::DoNotOptimize(ws.acceleration.data());
+    });
+  });
+  benchmark::RegisterBenchmark("impact", [&model, &pool, m](benchmark::State& s) {
+    ContactWorkspace ws(model, m);
+    run(s, model, [&](Data& d, int k) {
+      impact(model, d, ws, pool.q[k], pool.v[k], feet, 0.5);
+      benchmark::DoNotOptimize(ws.velocity.data());
+    });
+  });
+  benchmark::RegisterBenchmark("simulate_step", [&model, m](benchmark::State& s) {
+    constexpr int kSteps = 100;
+    Data data(model);
+    Eigen::VectorXd q = model.neutral_configuration();
+    forward_kinematics(model, data, q);
+    double lowest = 0.0;
+    for (const PointContact& f : feet) {
+      lowest = std::min(lowest, data.oMi[f.body].act(f.point).z());
+    }
+    if (model.floating_base) q[2] -= lowest;
+    Eigen::VectorXd tau = generalized_gravity(model, data, q);
+    if (model.floating_base) tau.head<6>().setZero();
+    std::vector<ContactCandidate> candidates;
+    for (const PointContact& f : feet) candidates.push_back({f.body, f.point});
+    SimulationWorkspace ws(model, m);
+    Eigen::MatrixXd q_out(model.nq, kSteps), v_out(model.nv, kSteps);
+    const Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
+    const SimulationOptions options;
+    int contacts = 0;
+    for (auto _ : s) {
+      contacts =
+          simulate(model, data, ws, q, v, tau, candidates, options, q_out, v_out).max_contacts;
+      benchmark::DoNotOptimize(q_out.data());
+      benchmark::ClobberMemory();
+    }
+    s.counters["contacts"] = contacts;
+    s.counters["ns_per_step"] =
+        benchmark::Counter(static_cast<double>(kSteps) * s.iterations() * 1e-9,
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    s.counters["steps_per_s"] = benchmark::Counter(static_cast<double>(kSteps) * s.iterations(),
+                                                   benchmark::Counter::kIsRate);
+  });
+}
+
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
             << " (--urdf FILE [--floating-base] | --random-chain N | --random-tree N)"
@@ -290,6 +362,7 @@ int main(int argc, char** argv) {
   }
   const StatePool pool = make_pool(*model);
   register_benchmarks(model, pool, threads);
+  register_contact_benchmarks(model, pool);
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;

@@ -100,7 +100,14 @@ Eigen::Quaterniond random_quaternion(std::mt19937_64& rng) {
 }  // namespace
 
 Eigen::VectorXd integrate(const Model& model, const Eigen::VectorXd& q, const Eigen::VectorXd& v) {
-  Eigen::VectorXd out = q;
+  Eigen::VectorXd out(q.size());
+  integrate(model, q, v, out);
+  return out;
+}
+
+void integrate(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q,
+               const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::Ref<Eigen::VectorXd> out) {
+  if (out.data() != q.data()) out = q;
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
     double* qo = out.data() + joint.idx_q;
@@ -136,7 +143,6 @@ Eigen::VectorXd integrate(const Model& model, const Eigen::VectorXd& q, const Ei
         break;
     }
   }
-  return out;
 }
 
 Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,

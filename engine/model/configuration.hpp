@@ -11,6 +11,9 @@ namespace torqued {
 // q ⊕ v: the configuration reached from q by moving with constant velocity v for unit time, each
 // joint on its own group (free-flyer: p ← p + R δp-integrated on SE(3), R ← R exp(δθ)).
 Eigen::VectorXd integrate(const Model& model, const Eigen::VectorXd& q, const Eigen::VectorXd& v);
+// The same into a preallocated `out` (which may be q itself), without allocating.
+void integrate(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q,
+               const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::Ref<Eigen::VectorXd> out);
 
 // q1 ⊖ q0: the velocity v with q0 ⊕ v = q1.
 Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,

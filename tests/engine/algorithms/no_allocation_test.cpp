@@ -2,9 +2,10 @@
 // three levels), frame placements, frame Jacobians, RNEA with and without external forces,
 // nonlinear effects, gravity, CRBA, ABA, hybrid and floating-base inverse dynamics, M⁻¹ and
 // the forward-dynamics algorithms (CRBA + LᵀDL, the innovations factorization), the
-// homogeneous-matrix Lagrangian, the Coriolis matrix, the centroidal quantities, and the
-// constraint Jacobian, constrained dynamics and closed-chain inverse dynamics (once a first call
-// has sized the constraint buffers for the constraint set).
+// homogeneous-matrix Lagrangian, the Coriolis matrix, the centroidal quantities, the constraint
+// Jacobian, constrained dynamics and closed-chain inverse dynamics (once a first call has sized
+// the constraint buffers for the constraint set), contact dynamics (Lemke and the friction cone),
+// impacts and simulation (contact-free and with contacts).
 //
 // Two independent detectors:
 //  - this binary is compiled with EIGEN_RUNTIME_NO_MALLOC, and Eigen's malloc is forbidden
@@ -31,17 +32,20 @@
 #include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/constraint_jacobian.hpp"
+#include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 #include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
+#include "engine/algorithms/impact.hpp"
 #include "engine/algorithms/jacobian.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/lagrange_homogeneous.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/simulate.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -163,6 +167,26 @@ class NoAllocationTest : public ::testing::Test {
       mixed_mask[k] = k % 2 == 0 ? DofInput::kAcceleration : DofInput::kForce;
     }
 
+    // Three contacts on the last bodies, and the same points as simulation candidates under a
+    // ground plane raised above the whole robot, so that every candidate is in contact.
+    std::vector<PointContact> contacts;
+    std::vector<ContactCandidate> candidates;
+    for (int k = 0; k < 3; ++k) {
+      const int body = model.nbodies() - 1 - k;
+      contacts.push_back({body, Vec3(0.1, -0.05, 0.02), Vec3(0.0, 0.6, 0.8), 0.7});
+      candidates.push_back({body, Vec3(0.1, -0.05, 0.02)});
+    }
+    std::vector<PointContact> frictionless = contacts;
+    for (PointContact& c : frictionless) c.friction = 0.0;
+    ContactWorkspace contact_ws(model, 3);
+    SimulationWorkspace sim_ws(model, 3);
+    Eigen::MatrixXd q_out(model.nq, 3), v_out(model.nv, 3);
+    const Eigen::MatrixXd held_torque = s.tau;
+    SimulationOptions ground;
+    ground.ground_height = 1e3;
+    SimulationOptions rk4;
+    rk4.integrator = Integrator::kRungeKutta4;
+
     // Sanity: the counters see an Eigen temporary (Eigen allowed to allocate here).
     const Counts before = counts();
     {
@@ -257,6 +281,23 @@ class NoAllocationTest : public ::testing::Test {
            lagrange_homogeneous_gravity(model, data, s.q);
          }},
         {"coriolis_matrix", [&] { coriolis_matrix(model, data, s.q, s.v); }},
+        {"contact_dynamics (friction cone)",
+         [&] { contact_dynamics(model, data, contact_ws, s.q, s.v, s.tau, contacts); }},
+        {"contact_dynamics (frictionless, Lemke)",
+         [&] { contact_dynamics(model, data, contact_ws, s.q, s.v, s.tau, frictionless); }},
+        {"impact (friction cone and Lemke)",
+         [&] { impact(model, data, contact_ws, s.q, s.v, contacts, 0.5); }},
+        {"impact (frictionless)",
+         [&] { impact(model, data, contact_ws, s.q, s.v, frictionless, 0.5); }},
+        {"simulate (contact-free, Euler and RK4)",
+         [&] {
+           simulate(model, data, sim_ws, s.q, s.v, held_torque, {}, {}, q_out, v_out);
+           simulate(model, data, sim_ws, s.q, s.v, held_torque, {}, rk4, q_out, v_out);
+         }},
+        {"simulate (ground contacts)",
+         [&] {
+           simulate(model, data, sim_ws, s.q, s.v, held_torque, candidates, ground, q_out, v_out);
+         }},
         {"centroidal (com, Jcom, h_G, A_G)",
          [&] {
            sink.linear += center_of_mass(model, data, s.q);

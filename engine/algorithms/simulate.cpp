@@ -1,0 +1,167 @@
+// Simulation by semi-implicit Euler, RK4, or velocity-level contact time stepping (Stewart &
+// Trinkle 1996; Anitescu & Potra 1997); see simulate.hpp for the schemes.
+#include "engine/algorithms/simulate.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "engine/algorithms/forward_dynamics.hpp"
+#include "engine/algorithms/ltdl.hpp"
+#include "engine/algorithms/rnea.hpp"
+#include "engine/model/configuration.hpp"
+
+namespace torqued {
+
+namespace {
+
+void merge(SimulationResult& total, const ComplementarityResult& step, int contacts) {
+  if (total.status == ComplementarityStatus::kSolved) total.status = step.status;
+  total.max_iterations = std::max(total.max_iterations, step.iterations);
+  total.max_residual = std::max(total.max_residual, step.residual);
+  total.max_contacts = std::max(total.max_contacts, contacts);
+}
+
+void euler_step(const Model& model, Data& data, SimulationWorkspace& ws, const ConstVectorRef& tau,
+                double h) {
+  ws.v += h * forward_dynamics(model, data, ws.q, ws.v, tau);
+  ws.scaled_v = h * ws.v;
+  integrate(model, ws.q, ws.scaled_v, ws.q);
+}
+
+void runge_kutta_step(const Model& model, Data& data, SimulationWorkspace& ws,
+                      const ConstVectorRef& tau, double h) {
+  static constexpr double kStageTime[4] = {0.0, 0.5, 0.5, 1.0};
+  static constexpr double kWeight[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+  for (int s = 0; s < 4; ++s) {
+    if (s == 0) {
+      ws.q_stage = ws.q;
+      ws.v_stage = ws.v;
+    } else {
+      const double c = kStageTime[s] * h;
+      ws.scaled_v = c * ws.stage_velocity.col(s - 1);
+      integrate(model, ws.q, ws.scaled_v, ws.q_stage);
+      ws.v_stage = ws.v + c * ws.stage_acceleration.col(s - 1);
+    }
+    ws.stage_velocity.col(s) = ws.v_stage;
+    ws.stage_acceleration.col(s) = forward_dynamics(model, data, ws.q_stage, ws.v_stage, tau);
+  }
+  ws.scaled_v.noalias() =
+      h * ws.stage_velocity.lazyProduct(Eigen::Map<const Eigen::Vector4d>(kWeight));
+  integrate(model, ws.q, ws.scaled_v, ws.q);
+  ws.v.noalias() +=
+      h * ws.stage_acceleration.lazyProduct(Eigen::Map<const Eigen::Vector4d>(kWeight));
+}
+
+ComplementarityResult contact_step(const Model& model, Data& data, SimulationWorkspace& ws,
+                                   const ConstVectorRef& tau,
+                                   std::span<const ContactCandidate> candidates,
+                                   const SimulationOptions& options, int& active) {
+  const double h = options.time_step;
+  ContactWorkspace& cw = ws.contact;
+  Eigen::VectorXd& v_next = cw.velocity;
+  v_next = tau - nonlinear_effects(model, data, ws.q, ws.v);
+  factor_mass_and_place_bodies(model, data, ws.q);
+  ltdl_solve(data, v_next);
+  v_next = ws.v + h * v_next;
+
+  int m = 0;
+  for (int i = 0; i < static_cast<int>(candidates.size()); ++i) {
+    const ContactCandidate& candidate = candidates[i];
+    const double gap = data.oMi[candidate.body].act(candidate.point).z() - options.ground_height;
+    if (gap >= options.contact_margin) continue;
+    ws.contacts[m] = {.body = candidate.body,
+                      .point = candidate.point,
+                      .normal = Vec3::UnitZ(),
+                      .friction = options.friction};
+    ws.contact_candidate[m] = i;
+    ws.gap[m] = gap;
+    ++m;
+  }
+  active = m;
+  ComplementarityResult result;
+  if (m > 0) {
+    const std::span<const PointContact> contacts(ws.contacts.data(), m);
+    assemble_contact_problem(model, data, cw, contacts, options.friction > 0.0);
+    const int r = cw.rows_per_contact;
+    const int rows = r * m;
+    const auto jacobian = cw.jacobian.topRows(rows);
+    cw.bias.head(rows).noalias() = jacobian.lazyProduct(v_next);
+    for (int c = 0; c < m; ++c) {
+      const int row = r * c;
+      const double gap = ws.gap[c];
+      double target = gap >= 0.0 ? -gap / h : -options.stabilization * gap / h;
+      const double approach = jacobian.row(row).dot(ws.v);
+      if (approach < -options.restitution_velocity && gap + h * cw.bias[row] < 0.0) {
+        target = std::max(target, -options.restitution * approach);
+      }
+      cw.bias[row] -= target;
+      cw.lambda.segment(row, r) = ws.impulses.col(ws.contact_candidate[c]).head(r);
+    }
+    result = solve_contact_problem(cw, m, options.solver);
+    v_next.noalias() += cw.minv_jacobian_t.leftCols(rows).lazyProduct(cw.lambda.head(rows));
+    ws.impulses.setZero();
+    for (int c = 0; c < m; ++c) {
+      ws.impulses.col(ws.contact_candidate[c]).head(r) = cw.lambda.segment(r * c, r);
+    }
+  } else {
+    ws.impulses.setZero();
+  }
+  ws.v = v_next;
+  ws.scaled_v = h * ws.v;
+  integrate(model, ws.q, ws.scaled_v, ws.q);
+  return result;
+}
+
+}  // namespace
+
+SimulationWorkspace::SimulationWorkspace(const Model& model, int max_candidates)
+    : contact(model, max_candidates),
+      contacts(max_candidates),
+      contact_candidate(max_candidates, 0),
+      gap(max_candidates, 0.0),
+      impulses(Eigen::MatrixXd::Zero(3, max_candidates)),
+      q(model.nq),
+      v(model.nv),
+      tau_zero(Eigen::VectorXd::Zero(model.nv)),
+      scaled_v(model.nv),
+      q_stage(model.nq),
+      v_stage(model.nv),
+      stage_velocity(model.nv, 4),
+      stage_acceleration(model.nv, 4) {}
+
+SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& ws,
+                          const ConstVectorRef& q0, const ConstVectorRef& v0,
+                          const Eigen::Ref<const Eigen::MatrixXd>& torques,
+                          std::span<const ContactCandidate> candidates,
+                          const SimulationOptions& options, Eigen::Ref<Eigen::MatrixXd> q_out,
+                          Eigen::Ref<Eigen::MatrixXd> v_out) {
+  const int steps = static_cast<int>(q_out.cols());
+  assert(v_out.cols() == steps && q_out.rows() == model.nq && v_out.rows() == model.nv);
+  assert(torques.cols() == 0 || torques.cols() == 1 || torques.cols() == steps);
+  assert(static_cast<int>(candidates.size()) <= ws.contact.max_contacts);
+  ws.q = q0;
+  ws.v = v0;
+  ws.impulses.setZero();
+  SimulationResult result;
+  for (int k = 0; k < steps; ++k) {
+    const ConstVectorRef tau = torques.cols() == 0   ? ConstVectorRef(ws.tau_zero)
+                               : torques.cols() == 1 ? torques.col(0)
+                                                     : torques.col(k);
+    if (!candidates.empty()) {
+      int active = 0;
+      const ComplementarityResult step =
+          contact_step(model, data, ws, tau, candidates, options, active);
+      merge(result, step, active);
+    } else if (options.integrator == Integrator::kRungeKutta4) {
+      runge_kutta_step(model, data, ws, tau, options.time_step);
+    } else {
+      euler_step(model, data, ws, tau, options.time_step);
+    }
+    q_out.col(k) = ws.q;
+    v_out.col(k) = ws.v;
+    ++result.steps;
+  }
+  return result;
+}
+
+}  // namespace torqued
