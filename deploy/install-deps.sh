@@ -12,6 +12,9 @@ packages=(
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev prometheus)
+  # The Python client's tests: a venv over Debian's python3 with its gRPC, numpy and pytest.
+  packages+=(python3-venv python3-pip python3-setuptools python3-wheel python3-grpcio
+    python3-numpy python3-pytest)
 fi
 
 missing=()

@@ -1,0 +1,251 @@
+"""DynamicsService through the client: values against known ones and closed forms, the
+identities that tie the RPCs together, and the shapes of batches and single states.
+
+Tolerances are the project's 1e-9 relative bar (support.assert_close) unless said otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import grpc
+import numpy as np
+import pytest
+
+import torqued
+from support import PLANAR_ARM_DH, PLANAR_ARM_SPEC, PLANAR_GRAVITY, assert_close, random_states
+from torqued.v1 import model_pb2
+
+BUNDLED = ["double_pendulum", "puma560", "quadruped", "stanford_arm"]
+
+
+@pytest.fixture(scope="session")
+def layouts(client: torqued.Client, bundled: dict[str, str]) -> dict[str, model_pb2.Model]:
+    return {name: client.get_model(model_id) for name, model_id in bundled.items()}
+
+
+def test_stanford_arm_gravity_matches_the_cpp_example_client(
+    client: torqued.Client, bundled: dict[str, str]
+) -> None:
+    tau = client.gravity(bundled["stanford_arm"], [0.3, -0.6, 0.5, 0.8, -0.4, 0.2])
+    # What server/example_client.cpp prints for the same q (10 significant digits, so the
+    # comparison is to 1e-9 of the largest torque).
+    printed = [-1.776356839e-15, 9.398032228, 41.29236615, 0.06653684444, 0.2884208611, 0.0]
+    assert tau.shape == (6,)
+    assert_close(tau, np.array(printed))
+
+
+@pytest.mark.parametrize("source", ["spec", "dh"])
+def test_planar_arm_matches_its_closed_form_equations_of_motion(
+    client: torqued.Client, source: str
+) -> None:
+    if source == "spec":
+        model = client.register(spec=PLANAR_ARM_SPEC, name="planar_arm", gravity=PLANAR_GRAVITY)
+    else:
+        model = client.register(dh=PLANAR_ARM_DH, name="planar_arm_dh", gravity=PLANAR_GRAVITY)
+    # Link lengths, centre-of-mass distances, masses and z inertias about the centres of mass.
+    l1, c1, c2, m1, m2, i1, i2, g = 0.7, 0.3, 0.25, 2.0, 1.5, 0.05, 0.03, 9.81
+    rng = np.random.default_rng(7)
+    q, v, a = (rng.uniform(-2.0, 2.0, (5, 2)) for _ in range(3))
+    cos2, sin2 = np.cos(q[:, 1]), np.sin(q[:, 1])
+    m11 = i1 + i2 + m1 * c1**2 + m2 * (l1**2 + c2**2 + 2 * l1 * c2 * cos2)
+    m12 = i2 + m2 * (c2**2 + l1 * c2 * cos2)
+    m22 = np.full(5, i2 + m2 * c2**2)
+    mass = np.stack([np.stack([m11, m12], -1), np.stack([m12, m22], -1)], -2)
+    h = m2 * l1 * c2 * sin2
+    g2 = m2 * c2 * g * np.cos(q[:, 0] + q[:, 1])
+    gravity = np.stack([(m1 * c1 + m2 * l1) * g * np.cos(q[:, 0]) + g2, g2], -1)
+    coriolis = np.stack([-h * (2 * v[:, 0] * v[:, 1] + v[:, 1] ** 2), h * v[:, 0] ** 2], -1)
+    tau = np.einsum("nij,nj->ni", mass, a) + coriolis + gravity
+
+    assert_close(client.mass_matrix(model.id, q), mass)
+    assert_close(client.gravity(model.id, q), gravity)
+    assert_close(client.nonlinear_effects(model.id, q, v), coriolis + gravity)
+    assert_close(client.inverse_dynamics(model.id, q, v, a), tau)
+    assert_close(client.forward_dynamics(model.id, q, v, tau), a)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_equations_of_motion_agree_across_rpcs(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str
+) -> None:
+    model = layouts[name]
+    q, v, a = random_states(model, 5, seed=11)
+    mass, inverse = client.mass_matrix(model.id, q, inverse=True)
+    nle = client.nonlinear_effects(model.id, q, v)
+    tau = client.inverse_dynamics(model.id, q, v, a)
+    assert tau.shape == (5, model.nv) and mass.shape == (5, model.nv, model.nv)
+    # tau = M(q) a + C(q, v) v + g(q)
+    assert_close(tau, np.einsum("nij,nj->ni", mass, a) + nle)
+    assert_close(
+        np.einsum("nij,njk->nik", mass, inverse), np.broadcast_to(np.eye(model.nv), mass.shape)
+    )
+    assert_close(client.inverse_dynamics(model.id, q, v, a, algorithm="lagrange_homogeneous"), tau)
+    assert_close(client.mass_matrix(model.id, q, algorithm="lagrange_homogeneous"), mass)
+    # Forward dynamics inverts inverse dynamics, by every algorithm.
+    for algorithm in ("aba", "crba", "factorization", "auto"):
+        assert_close(client.forward_dynamics(model.id, q, v, tau, algorithm=algorithm), a)
+    # C(q, v) v = nle - g(q).
+    coriolis = client.coriolis_matrix(model.id, q, v)
+    assert_close(np.einsum("nij,nj->ni", coriolis, v), nle - client.gravity(model.id, q))
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_derivatives_end_in_the_mass_matrix_and_its_inverse(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str
+) -> None:
+    model = layouts[name]
+    q, v, a = random_states(model, 3, seed=12)
+    mass, inverse = client.mass_matrix(model.id, q, inverse=True)
+    of_inverse = client.derivatives(model.id, q, v, a=a)
+    assert of_inverse.d_dq.shape == of_inverse.d_dv.shape == (3, model.nv, model.nv)
+    assert_close(of_inverse.d_du, mass)
+    tau = client.inverse_dynamics(model.id, q, v, a)
+    of_forward = client.derivatives(model.id, q, v, tau=tau)
+    assert_close(of_forward.d_du, inverse, rel=1e-8)
+    # da/dv = -M^-1 dtau/dv at the same state (the implicit function theorem), 1e-8 as the
+    # project's bar for derivatives.
+    assert_close(of_forward.d_dv, -np.einsum("nij,njk->nik", inverse, of_inverse.d_dv), rel=1e-8)
+    with pytest.raises(ValueError):
+        client.derivatives(model.id, q, v)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_hybrid_dynamics_between_forward_and_inverse(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str
+) -> None:
+    model = layouts[name]
+    q, v, a = random_states(model, 4, seed=13)
+    tau = client.inverse_dynamics(model.id, q, v, a)
+    given = np.arange(model.nv) % 2 == 0
+    # With a where given and tau elsewhere (zeros in the unread slots), the complete solution
+    # is (a, tau) of inverse dynamics.
+    result = client.hybrid_dynamics(
+        model.id, q, v, given, np.where(given, a, 0.0), np.where(given, 0.0, tau)
+    )
+    assert_close(result.a, a)
+    assert_close(result.tau, tau)
+    forward = client.hybrid_dynamics(model.id, q, v, np.zeros(model.nv, bool), a, tau)
+    assert_close(forward.a, a)
+
+
+def test_floating_base_inverse_dynamics(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model]
+) -> None:
+    model = layouts["quadruped"]
+    q, v, a = random_states(model, 4, seed=14)
+    result = client.floating_base_inverse_dynamics(model.id, q, v, a)
+    assert np.array_equal(result.tau[:, :6], np.zeros((4, 6)))
+    assert np.array_equal(result.a[:, 6:], a[:, 6:])
+    # The base acceleration makes the root's force zero: inverse dynamics agrees.
+    assert_close(client.inverse_dynamics(model.id, q, v, result.a), result.tau)
+    with pytest.raises(torqued.Error) as error:
+        fixed = layouts["stanford_arm"]
+        client.floating_base_inverse_dynamics(fixed.id, *random_states(fixed, 1, seed=1))
+    assert error.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_kinematics_and_centroidal_are_consistent(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str
+) -> None:
+    model = layouts[name]
+    q, v, _ = random_states(model, 3, seed=15)
+    frames = len(model.frames)
+    for reference in ("local", "local_world_aligned", "world"):
+        kin = client.kinematics(model.id, q, v, reference=reference, jacobians=True)
+        assert kin.frames == [f.name for f in model.frames]
+        assert kin.positions.shape == (3, frames, 3)
+        assert kin.jacobians is not None and kin.jacobians.shape == (3, frames, 6, model.nv)
+        # Rotation matrices are orthonormal; twists are J v.
+        assert_close(
+            np.einsum("nfji,nfjk->nfik", kin.rotations, kin.rotations),
+            np.broadcast_to(np.eye(3), kin.rotations.shape),
+        )
+        assert_close(kin.velocities, np.einsum("nfij,nj->nfi", kin.jacobians, v))
+    one = client.kinematics(model.id, q, frames=[model.frames[-1].name])
+    assert one.velocities is None and one.jacobians is None
+    assert one.positions.shape == (3, 1, 3)
+
+    centroidal = client.centroidal(model.id, q, v)
+    # Over the moving bodies: the fixed root (bodies[0]) carries no momentum, as in Pinocchio.
+    mass = sum(body.mass for body in model.bodies[1:])
+    assert centroidal.com.shape == (3, 3)
+    assert_close(centroidal.com_velocity, np.einsum("nij,nj->ni", centroidal.com_jacobian, v))
+    assert_close(centroidal.momentum, np.einsum("nij,nj->ni", centroidal.momentum_matrix, v))
+    # The linear momentum is the total mass times the centre of mass velocity.
+    assert_close(centroidal.momentum_matrix[:, :3], mass * centroidal.com_jacobian)
+
+
+def _every_rpc(model: model_pb2.Model) -> list[tuple[str, Callable[..., Any]]]:
+    """(name, call on a batch (q, v, a)) for every RPC that takes states."""
+    given = np.arange(model.nv) % 2 == 0
+    calls: list[tuple[str, Callable[..., Any]]] = [
+        ("inverse_dynamics", lambda c, q, v, a: c.inverse_dynamics(model.id, q, v, a)),
+        ("forward_dynamics", lambda c, q, v, a: c.forward_dynamics(model.id, q, v, a)),
+        ("mass_matrix", lambda c, q, v, a: c.mass_matrix(model.id, q, inverse=True)),
+        ("nonlinear_effects", lambda c, q, v, a: c.nonlinear_effects(model.id, q, v)),
+        ("gravity", lambda c, q, v, a: c.gravity(model.id, q)),
+        ("kinematics", lambda c, q, v, a: c.kinematics(model.id, q, v, jacobians=True)),
+        ("hybrid_dynamics", lambda c, q, v, a: c.hybrid_dynamics(model.id, q, v, given, a, a)),
+        ("derivatives", lambda c, q, v, a: c.derivatives(model.id, q, v, tau=a)),
+        ("coriolis_matrix", lambda c, q, v, a: c.coriolis_matrix(model.id, q, v)),
+        ("centroidal", lambda c, q, v, a: c.centroidal(model.id, q, v)),
+    ]
+    if model.base == model_pb2.BASE_TYPE_FLOATING:
+        calls.append(
+            (
+                "floating_base_inverse_dynamics",
+                lambda c, q, v, a: c.floating_base_inverse_dynamics(model.id, q, v, a),
+            )
+        )
+    return calls
+
+
+def _arrays(result: Any) -> list[np.ndarray]:
+    if isinstance(result, np.ndarray):
+        return [result]
+    if isinstance(result, tuple):
+        return list(result)
+    return [x for x in vars(result).values() if isinstance(x, np.ndarray)]
+
+
+@pytest.mark.parametrize("name", ["stanford_arm", "quadruped"])
+def test_a_single_state_gives_the_batch_row_without_its_axis(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str
+) -> None:
+    model = layouts[name]
+    q, v, a = random_states(model, 4, seed=16)
+    for rpc, call in _every_rpc(model):
+        batch = _arrays(call(client, q, v, a))
+        single = _arrays(call(client, q[2], v[2], a[2]))
+        assert len(batch) == len(single), rpc
+        for b, s in zip(batch, single):
+            assert b.shape == (4, *s.shape), rpc
+            # The server computes each state alone: the same bits whatever the batch.
+            assert np.array_equal(b[2], s), rpc
+
+
+def test_shape_errors(client: torqued.Client, layouts: dict[str, model_pb2.Model]) -> None:
+    model = layouts["stanford_arm"]
+    q, v, a = random_states(model, 2, seed=17)
+    with pytest.raises(ValueError, match="v:"):
+        client.inverse_dynamics(model.id, q, v[0], a)
+    with pytest.raises(ValueError, match="a:"):
+        client.inverse_dynamics(model.id, q, v, a[:1])
+    with pytest.raises(ValueError, match="q:"):
+        client.gravity(model.id, np.zeros((0, model.nq)))
+    # Widths are the server's to check: INVALID_ARGUMENT naming the field.
+    with pytest.raises(torqued.Error) as error:
+        client.inverse_dynamics(model.id, q, v[:, :5], a)
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "v" in error.value.message
+    with pytest.raises(ValueError, match="algorithm"):
+        client.forward_dynamics(model.id, q, v, a, algorithm="euler")  # type: ignore[arg-type]
+
+
+def test_echo_returns_the_same_bits(client: torqued.Client) -> None:
+    values = np.array([0.1, -0.0, 1e-310, np.inf, np.nan, np.pi, -1.5e300])
+    payload, echoed = client.echo(b"\x00torqued\xff", values)
+    assert payload == b"\x00torqued\xff"
+    assert echoed.tobytes() == values.tobytes()

@@ -1,0 +1,109 @@
+"""ModelService through the client: listing, registering from each source, getting, deleting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import pytest
+from google.protobuf import json_format
+
+import torqued
+from support import PLANAR_ARM_DH, PLANAR_ARM_SPEC, PLANAR_GRAVITY, REPOSITORY
+from torqued.v1 import model_pb2
+
+
+def test_list_models_holds_the_bundled_repository(client: torqued.Client) -> None:
+    models = {m.name: m for m in client.list_models()}
+    assert {"double_pendulum", "puma560", "quadruped", "stanford_arm"} <= set(models)
+    assert (models["stanford_arm"].nq, models["stanford_arm"].nv) == (6, 6)
+    # Floating base: a free-flyer (7 q, 6 v) and 12 leg joints.
+    assert (models["quadruped"].nq, models["quadruped"].nv) == (19, 18)
+    assert models["quadruped"].base == model_pb2.BASE_TYPE_FLOATING
+    for name in ("double_pendulum", "puma560", "quadruped", "stanford_arm"):
+        assert models[name].origin == model_pb2.MODEL_ORIGIN_REPOSITORY
+
+
+def test_register_get_delete_a_spec(client: torqued.Client) -> None:
+    model = client.register(spec=PLANAR_ARM_SPEC, name="planar_arm_lifecycle")
+    assert len(model.id) == 32
+    assert (model.nq, model.nv) == (2, 2)
+    assert [j.name for j in model.joints] == ["shoulder", "elbow"]
+    assert model.origin == model_pb2.MODEL_ORIGIN_REGISTERED
+    # Content-addressed and idempotent: the same request gives the same id.
+    assert client.register(spec=PLANAR_ARM_SPEC, name="planar_arm_lifecycle").id == model.id
+    assert client.get_model(model.id) == model
+    assert model.id in {m.id for m in client.list_models()}
+
+    client.delete_model(model.id)
+    assert model.id not in {m.id for m in client.list_models()}
+    for call in (lambda: client.get_model(model.id), lambda: client.delete_model(model.id)):
+        with pytest.raises(torqued.Error) as error:
+            call()
+        assert error.value.code == grpc.StatusCode.NOT_FOUND
+        assert model.id in error.value.message
+
+
+def test_urdf_as_path_or_text_and_the_repository_give_one_id(
+    client: torqued.Client, bundled: dict[str, str]
+) -> None:
+    path = REPOSITORY / "double_pendulum.urdf"
+    from_path = client.register(urdf=Path(path), name="double_pendulum")
+    from_text = client.register(urdf=path.read_text(), name="double_pendulum")
+    # The repository registered the same URDF under the same name and base at start.
+    assert from_path.id == from_text.id == bundled["double_pendulum"]
+    assert from_path.origin == model_pb2.MODEL_ORIGIN_REPOSITORY
+
+
+def test_dh_table_and_request_sources(client: torqued.Client) -> None:
+    dh = client.register(dh=PLANAR_ARM_DH, name="planar_arm_dh_source", gravity=PLANAR_GRAVITY)
+    assert (dh.nq, dh.nv) == (2, 2)
+    assert (dh.gravity.x, dh.gravity.y, dh.gravity.z) == PLANAR_GRAVITY
+    request = model_pb2.RegisterModelRequest(
+        name="planar_arm_dh_source", gravity=model_pb2.Vector3(y=-9.81)
+    )
+    json_format.ParseDict(PLANAR_ARM_DH, request.dh)
+    assert client.register(request=request).id == dh.id
+    client.delete_model(dh.id)
+
+
+def test_floating_base_registration(client: torqued.Client) -> None:
+    floating = client.register(spec=PLANAR_ARM_SPEC, name="planar_arm_floating", floating_base=True)
+    assert (floating.nq, floating.nv) == (9, 8)
+    assert floating.joints[0].name == "root_joint"
+    assert floating.joints[0].type == model_pb2.JOINT_TYPE_FREE_FLYER
+    client.delete_model(floating.id)
+
+
+def test_register_needs_exactly_one_source(client: torqued.Client) -> None:
+    with pytest.raises(ValueError):
+        client.register()
+    with pytest.raises(ValueError):
+        client.register(urdf="<robot/>", spec=PLANAR_ARM_SPEC)
+
+
+def test_malformed_source_is_invalid_argument(client: torqued.Client) -> None:
+    broken = {
+        "links": [{"name": "base"}, {"name": "arm", "inertial": {"mass": -1.0}}],
+        "joints": [
+            {
+                "name": "hinge",
+                "type": "JOINT_TYPE_REVOLUTE",
+                "parent_link": "base",
+                "child_link": "arm",
+                "axis": {"z": 1.0},
+            }
+        ],
+    }
+    with pytest.raises(torqued.Error) as error:
+        client.register(spec=broken)
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "arm" in error.value.message
+
+
+def test_repository_model_cannot_be_deleted(
+    client: torqued.Client, bundled: dict[str, str]
+) -> None:
+    with pytest.raises(torqued.Error) as error:
+        client.delete_model(bundled["stanford_arm"])
+    assert error.value.code == grpc.StatusCode.FAILED_PRECONDITION

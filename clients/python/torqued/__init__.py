@@ -1,0 +1,26 @@
+"""Python client for torqued, the rigid-body dynamics service.
+
+    import torqued
+    client = torqued.Client("localhost:50051")
+    tau = client.inverse_dynamics(model_id, q, v, a)   # numpy (batch, nv)
+
+The generated messages and stubs are in torqued.v1 (model_pb2, dynamics_pb2 and *_pb2_grpc).
+"""
+
+from torqued.client import (
+    AccelerationsAndForces,
+    Centroidal,
+    Client,
+    Derivatives,
+    Error,
+    Kinematics,
+)
+
+__all__ = [
+    "AccelerationsAndForces",
+    "Centroidal",
+    "Client",
+    "Derivatives",
+    "Error",
+    "Kinematics",
+]

@@ -1,0 +1,103 @@
+"""Command line: one torqued call, JSON in and out.
+
+    python -m torqued [--target HOST:PORT] list-models
+    python -m torqued get-model MODEL_ID
+    python -m torqued inverse-dynamics MODEL_ID --input states.json [--output result.json]
+
+A dynamics command reads a JSON object whose keys are the keyword arguments of the Client method
+of the same name (q, v, a, tau, external_forces, acceleration_given, algorithm, inverse, frames,
+reference, jacobians) and writes an object of the result's arrays as nested lists. Numbers are
+written with Python's repr, which reads back to the same double: results can be compared bit
+for bit with another client's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from google.protobuf import json_format
+
+from torqued.client import Client, Error
+
+# Command -> the name of a bare array result (results with several arrays name their own).
+DYNAMICS_COMMANDS = {
+    "inverse-dynamics": "tau",
+    "forward-dynamics": "a",
+    "mass-matrix": "mass_matrix",
+    "nonlinear-effects": "tau",
+    "gravity": "tau",
+    "kinematics": "",
+    "hybrid-dynamics": "",
+    "floating-base-inverse-dynamics": "",
+    "derivatives": "",
+    "coriolis-matrix": "coriolis_matrix",
+    "centroidal": "",
+}
+
+
+def _jsonable(result: Any, name: str) -> Any:
+    if isinstance(result, np.ndarray):
+        return {name: result.tolist()}
+    if dataclasses.is_dataclass(result):
+        fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    elif hasattr(result, "_asdict"):
+        fields = result._asdict()
+    else:
+        fields = dict(zip(("mass_matrix", "inverse"), result))
+    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in fields.items()}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one command; returns the process exit status (0, or 1 on a failed call)."""
+    parser = argparse.ArgumentParser(prog="python -m torqued", description=__doc__.split("\n")[0])
+    parser.add_argument("--target", default="localhost:50051", help="server address")
+    parser.add_argument("--timeout", type=float, default=30.0, help="deadline per call, seconds")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list-models", help="the models the server holds")
+    commands.add_parser("get-model", help="a model's layout").add_argument("model_id")
+    for command in DYNAMICS_COMMANDS:
+        sub = commands.add_parser(command, help=f"Client.{command.replace('-', '_')}")
+        sub.add_argument("model_id")
+        sub.add_argument("--input", default="-", help="JSON arguments (default: stdin)")
+        sub.add_argument("--output", default="-", help="JSON result (default: stdout)")
+    args = parser.parse_args(argv)
+
+    with Client(args.target, timeout=args.timeout) as client:
+        try:
+            if args.command == "list-models":
+                text = json.dumps(
+                    [
+                        json_format.MessageToDict(m, preserving_proto_field_name=True)
+                        for m in client.list_models()
+                    ],
+                    indent=2,
+                )
+            elif args.command == "get-model":
+                text = json_format.MessageToJson(
+                    client.get_model(args.model_id), preserving_proto_field_name=True
+                )
+            else:
+                source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+                with source:
+                    kwargs = json.load(source)
+                method = getattr(client, args.command.replace("-", "_"))
+                result = method(args.model_id, **kwargs)
+                text = json.dumps(_jsonable(result, DYNAMICS_COMMANDS[args.command]))
+        except Error as error:
+            print(f"torqued: {error}", file=sys.stderr)
+            return 1
+    if getattr(args, "output", "-") == "-":
+        print(text)
+    else:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

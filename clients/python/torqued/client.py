@@ -1,0 +1,940 @@
+"""torqued.Client: the torqued gRPC API with numpy arrays in and out.
+
+Shapes. A call takes states as arrays shaped (batch, nq) for q and (batch, nv) for v, a and tau,
+and returns (batch, nv) vectors and (batch, nv, nv) matrices. A single state may be given as 1-D
+arrays; the results then drop the batch axis too. Arrays are sent as float64, row-major, exactly
+as the proto describes (proto/torqued/v1/dynamics.proto documents every field).
+
+Reliability. Every call has a deadline (the client's `timeout`, or the call's own) covering its
+retries: a call answered UNAVAILABLE is retried with exponential backoff, up to `retries` times.
+A model registered through this client is remembered: when a call on its id answers NOT_FOUND
+(another replica, or a server that lost it), the client registers it again and retries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import random
+import threading
+import time
+from typing import (
+    Any,
+    Callable,
+    Literal,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    TypeVar,
+    overload,
+)
+
+import grpc
+import numpy as np
+import numpy.typing as npt
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from torqued.v1 import dynamics_pb2, model_pb2, model_pb2_grpc
+
+Response = TypeVar("Response", bound=Message)
+Array = npt.NDArray[np.float64]
+
+InverseDynamicsAlgorithm = Literal["rnea", "lagrange_homogeneous"]
+ForwardDynamicsAlgorithm = Literal["aba", "crba", "factorization", "auto"]
+MassMatrixAlgorithm = Literal["crba", "lagrange_homogeneous"]
+ReferenceFrame = Literal["local", "local_world_aligned", "world"]
+
+# Rounds of re-registration after a NOT_FOUND (see Client._on_model).
+_REREGISTER_ROUNDS = 3
+
+
+class Error(Exception):
+    """A torqued call that failed: the gRPC status code and the server's message.
+
+    Attributes:
+        code: the gRPC status, e.g. grpc.StatusCode.NOT_FOUND or INVALID_ARGUMENT.
+        message: the status message (the server names the field or model at fault).
+        method: the RPC, e.g. "DynamicsService/Gravity".
+    """
+
+    def __init__(self, code: grpc.StatusCode, message: str, method: str) -> None:
+        super().__init__(f"{method}: {code.name}: {message}")
+        self.code = code
+        self.message = message
+        self.method = method
+
+
+class AccelerationsAndForces(NamedTuple):
+    """Complete joint accelerations `a` and forces `tau`, each (batch, nv)."""
+
+    a: Array
+    tau: Array
+
+
+class Derivatives(NamedTuple):
+    """Partial derivatives, each (batch, nv, nv): entry (r, c) is d output_r / d input_c.
+
+    For inverse dynamics: dtau/dq, dtau/dv and dtau/da = M. For forward dynamics: da/dq, da/dv
+    and da/dtau = M^-1. q-derivatives are along the velocity (tangent) coordinates.
+    """
+
+    d_dq: Array
+    d_dv: Array
+    d_du: Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Kinematics:
+    """Placements, velocities and Jacobians of F frames.
+
+    Attributes:
+        frames: the F frame names, in the order of the arrays' frame axis.
+        positions: frame origins in the world frame, (batch, F, 3).
+        rotations: frame orientations, (batch, F, 3, 3), columns = frame axes in world coordinates.
+        velocities: twists [v; w], (batch, F, 6), or None when no v was given.
+        jacobians: (batch, F, 6, nv), or None unless requested.
+    """
+
+    frames: list[str]
+    positions: Array
+    rotations: Array
+    velocities: Optional[Array]
+    jacobians: Optional[Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Centroidal:
+    """Centre of mass and centroidal momentum, in world axes.
+
+    Attributes:
+        com: centre of mass, (batch, 3).
+        com_velocity: its velocity, (batch, 3).
+        com_jacobian: J_c with com_velocity = J_c v, (batch, 3, nv).
+        momentum: [linear; angular about the centre of mass], (batch, 6).
+        momentum_matrix: A_G with momentum = A_G v, (batch, 6, nv).
+    """
+
+    com: Array
+    com_velocity: Array
+    com_jacobian: Array
+    momentum: Array
+    momentum_matrix: Array
+
+
+class _Batch:
+    """Packs the per-state arrays of one call and unpacks its results.
+
+    The first array (q) fixes the batch: 1-D is a single state, 2-D is (batch, width). Every
+    other per-state array must have the same number of dimensions and rows.
+    """
+
+    def __init__(self, q: npt.ArrayLike) -> None:
+        array = np.asarray(q, dtype=np.float64)
+        if array.ndim not in (1, 2):
+            raise ValueError(f"q: expected a 1-D state or a 2-D batch, got shape {array.shape}")
+        self.single = array.ndim == 1
+        self.size = 1 if self.single else array.shape[0]
+        if self.size == 0:
+            raise ValueError("q: the batch holds no state")
+        self.q = array.ravel()
+
+    def rows(self, name: str, values: npt.ArrayLike) -> Array:
+        """A per-state vector: (width,) for a single state, (batch, width) for a batch."""
+        array = np.asarray(values, dtype=np.float64)
+        expected = (1,) if self.single else (2,)
+        if (array.ndim,) != expected or (not self.single and array.shape[0] != self.size):
+            wanted = "a 1-D array" if self.single else f"shape ({self.size}, width)"
+            raise ValueError(f"{name}: expected {wanted} like q, got shape {array.shape}")
+        return array.ravel()
+
+    def wrenches(self, values: Optional[npt.ArrayLike]) -> Array:
+        """External forces: per state (bodies - 1, 6) or flat; a batch has them on a first axis."""
+        if values is None:
+            return np.empty(0)
+        array = np.asarray(values, dtype=np.float64)
+        if not self.single and (array.ndim < 2 or array.shape[0] != self.size):
+            raise ValueError(
+                f"external_forces: expected shape ({self.size}, bodies - 1, 6), got {array.shape}"
+            )
+        return array.ravel()
+
+    def unpack(self, array: Array, *shape: int) -> Array:
+        """Reshapes a flat result to (batch, *shape); one -1 in shape is inferred."""
+        known = math.prod(d for d in shape if d != -1)
+        inferred = len(array) // (self.size * known) if known else 0
+        dims = tuple(inferred if d == -1 else d for d in shape)
+        return array.reshape(dims if self.single else (self.size, *dims))
+
+    def square(self, array: Array) -> Array:
+        """Reshapes a flat result of nv x nv matrices."""
+        nv = math.isqrt(len(array) // self.size)
+        return self.unpack(array, nv, nv)
+
+
+def _enum(enum: Any, prefix: str, name: str) -> Any:
+    try:
+        return enum.Value(prefix + name.upper())
+    except ValueError:
+        names = [n[len(prefix) :].lower() for n in enum.keys() if not n.endswith("UNSPECIFIED")]
+        raise ValueError(f"unknown {prefix.lower()}{name!r}: expected one of {names}") from None
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class _Reply:
+    """A response: its repeated double fields as float64 arrays, its other fields as parsed."""
+
+    def __init__(self, message: Message, arrays: dict[str, Array]) -> None:
+        self._message = message
+        self._arrays = arrays
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._arrays:
+            return self._arrays[name]
+        return getattr(self._message, name)
+
+
+class _PackedCall:
+    """A DynamicsService RPC whose repeated double fields go between numpy and the wire directly.
+
+    protobuf's Python containers cost about a microsecond per number each way (seconds for a
+    batch of 10^4 mass matrices); packed doubles are plain little-endian bytes, so they are
+    appended to the serialized scalar fields on the way out (fields may come in any order) and
+    cut out of the response with np.frombuffer on the way in.
+    """
+
+    def __init__(self, channel: grpc.Channel, name: str) -> None:
+        service = dynamics_pb2.DESCRIPTOR.services_by_name["DynamicsService"]
+        method = service.methods_by_name[name]
+        self.request_class = getattr(dynamics_pb2, method.input_type.name)
+        self.response_class = getattr(dynamics_pb2, method.output_type.name)
+        self.request_doubles = {f.name: f.number for f in _repeated_doubles(method.input_type)}
+        self.response_doubles = {f.number: f.name for f in _repeated_doubles(method.output_type)}
+        self.rpc = channel.unary_unary(
+            f"/{service.full_name}/{name}",
+            request_serializer=self.encode,
+            response_deserializer=self.decode,
+        )
+
+    def request(self, **fields: Any) -> tuple[Message, dict[str, Array]]:
+        arrays = {k: fields.pop(k) for k in list(fields) if k in self.request_doubles}
+        return self.request_class(**fields), arrays
+
+    def encode(self, request: tuple[Message, dict[str, Array]]) -> bytes:
+        message, arrays = request
+        parts = [message.SerializeToString()]
+        for name, array in arrays.items():
+            if array.size:
+                data = np.ascontiguousarray(array, dtype="<f8").tobytes()
+                parts += [_varint(self.request_doubles[name] << 3 | 2), _varint(len(data)), data]
+        return b"".join(parts)
+
+    def decode(self, data: bytes) -> _Reply:
+        chunks: dict[str, list[Array]] = {name: [] for name in self.response_doubles.values()}
+        rest = bytearray()
+        pos = 0
+        while pos < len(data):
+            start = pos
+            key, pos = _read_varint(data, pos)
+            number, wire_type = key >> 3, key & 7
+            value = pos
+            if wire_type == 0:
+                _, pos = _read_varint(data, pos)
+            elif wire_type == 1:
+                pos += 8
+            elif wire_type == 2:
+                length, value = _read_varint(data, pos)
+                pos = value + length
+            elif wire_type == 5:
+                pos += 4
+            else:
+                raise ValueError(f"{self.response_class.__name__}: wire type {wire_type}")
+            name = self.response_doubles.get(number)
+            if name is not None and wire_type in (1, 2):
+                count = (pos - value) // 8
+                chunks[name].append(np.frombuffer(data, "<f8", count=count, offset=value))
+            else:
+                rest += data[start:pos]
+        arrays = {
+            name: np.concatenate(parts).astype(np.float64, copy=False) if parts else np.empty(0)
+            for name, parts in chunks.items()
+        }
+        return _Reply(self.response_class.FromString(bytes(rest)), arrays)
+
+
+def _repeated_doubles(message: Any) -> list[Any]:
+    return [f for f in message.fields if f.type == f.TYPE_DOUBLE and f.label == f.LABEL_REPEATED]
+
+
+class Client:
+    """A connection to torqued (one server, or several behind a DNS name or a proxy).
+
+    Example:
+        with torqued.Client("localhost:50051") as client:
+            arm = next(m for m in client.list_models() if m.name == "stanford_arm")
+            tau = client.gravity(arm.id, [0.3, -0.6, 0.5, 0.8, -0.4, 0.2])
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: Optional[float] = 30.0,
+        retries: int = 4,
+        initial_backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        round_robin: bool = True,
+        credentials: Optional[grpc.ChannelCredentials] = None,
+        channel_options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        """Opens a channel; connecting happens on the first call.
+
+        Args:
+            target: a gRPC target, e.g. "localhost:50051" or "dns:///torqued.example:50051".
+            timeout: default deadline of a call, retries included, in seconds; None: no deadline.
+            retries: how many times a call answered UNAVAILABLE is sent again.
+            initial_backoff: wait before the first retry, seconds; doubled after each retry (with
+                +-20% jitter), up to max_backoff. The channel reconnects on the same schedule.
+            max_backoff: longest wait between two attempts, seconds.
+            round_robin: spread calls over every address the target resolves to (gRPC's
+                round_robin policy) rather than sticking to the first that connects.
+            credentials: TLS credentials (grpc.ssl_channel_credentials(...)); None: plaintext.
+            channel_options: extra gRPC channel arguments, applied last.
+        """
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_send_message_length", -1),
+            ("grpc.max_receive_message_length", -1),
+            ("grpc.initial_reconnect_backoff_ms", max(1, int(initial_backoff * 1000))),
+            ("grpc.max_reconnect_backoff_ms", max(1, int(max_backoff * 1000))),
+        ]
+        if round_robin:
+            options.append(("grpc.lb_policy_name", "round_robin"))
+        options.extend(channel_options)
+        if credentials is None:
+            self._channel = grpc.insecure_channel(target, options=options)
+        else:
+            self._channel = grpc.secure_channel(target, credentials, options=options)
+        # grpcio runs the channel's timers (reconnect backoff among them) only while a thread
+        # polls it; between calls nothing does, and a failed connection is retried only every
+        # ~5 s. Watching the connectivity state keeps a poller, so reconnects follow the backoff.
+        self._watch = lambda state: None
+        self._channel.subscribe(self._watch, try_to_connect=False)
+        self._timeout = timeout
+        self._retries = retries
+        self._initial_backoff = initial_backoff
+        self._max_backoff = max_backoff
+        self._models = model_pb2_grpc.ModelServiceStub(self._channel)
+        service = dynamics_pb2.DESCRIPTOR.services_by_name["DynamicsService"]
+        self._calls = {m.name: _PackedCall(self._channel, m.name) for m in service.methods}
+        self._sources: dict[str, model_pb2.RegisterModelRequest] = {}
+        self._sources_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Closes the channel; calls in flight are cancelled."""
+        self._channel.unsubscribe(self._watch)
+        self._channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------------
+    # Calls: deadlines, retries, re-registration.
+
+    def _deadline(self, timeout: Optional[float]) -> Optional[float]:
+        budget = self._timeout if timeout is None else timeout
+        return None if budget is None else time.monotonic() + budget
+
+    def _invoke(
+        self,
+        method: str,
+        rpc: Callable[..., Response],
+        request: Message,
+        deadline: Optional[float],
+    ) -> Response:
+        backoff = self._initial_backoff
+        attempt = 0
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return rpc(request, timeout=remaining)
+            except grpc.RpcError as error:
+                code, details = error.code(), error.details() or ""
+            wait = min(backoff, self._max_backoff) * random.uniform(0.8, 1.2)
+            retry = code == grpc.StatusCode.UNAVAILABLE and attempt < self._retries
+            if not retry or (deadline is not None and time.monotonic() + wait >= deadline):
+                raise Error(code, details, method)
+            time.sleep(wait)
+            backoff *= 2
+            attempt += 1
+
+    def _on_model(
+        self,
+        method: str,
+        rpc: Callable[..., Response],
+        request: Any,
+        model_id: str,
+        timeout: Optional[float],
+    ) -> Response:
+        """Invokes a call on model_id, re-registering a remembered model on NOT_FOUND.
+
+        Under round_robin a registration and the retry after it reach different replicas, so
+        round r registers r times in a row before retrying: with up to _REREGISTER_ROUNDS
+        replicas, one round's registrations reach every replica the retry can reach.
+        """
+        deadline = self._deadline(timeout)
+        try:
+            return self._invoke(method, rpc, request, deadline)
+        except Error as error:
+            last = error
+        with self._sources_lock:
+            source = self._sources.get(model_id)
+        if last.code != grpc.StatusCode.NOT_FOUND or source is None:
+            raise last
+        for rounds in range(1, _REREGISTER_ROUNDS + 1):
+            for _ in range(rounds):
+                model = self._register_request(source, deadline)
+                if model.id != model_id:
+                    raise Error(
+                        grpc.StatusCode.NOT_FOUND,
+                        f"{last.message}; registering the model again gave id {model.id}",
+                        method,
+                    )
+            try:
+                return self._invoke(method, rpc, request, deadline)
+            except Error as error:
+                if error.code != grpc.StatusCode.NOT_FOUND:
+                    raise
+                last = error
+        raise last
+
+    def _compute(self, name: str, model_id: str, timeout: Optional[float], **fields: Any) -> Any:
+        """Invokes DynamicsService/<name> with `fields` (float64 arrays for the double fields)."""
+        call = self._calls[name]
+        request = call.request(model_id=model_id, **fields)
+        return self._on_model(f"DynamicsService/{name}", call.rpc, request, model_id, timeout)
+
+    # ------------------------------------------------------------------------------------------
+    # ModelService.
+
+    def _register_request(
+        self, request: model_pb2.RegisterModelRequest, deadline: Optional[float]
+    ) -> model_pb2.Model:
+        response = self._invoke(
+            "ModelService/RegisterModel", self._models.RegisterModel, request, deadline
+        )
+        with self._sources_lock:
+            self._sources[response.model.id] = request
+        return response.model
+
+    def register(
+        self,
+        *,
+        urdf: Optional[str | os.PathLike[str]] = None,
+        dh: Optional[model_pb2.DhTable | Mapping[str, Any]] = None,
+        spec: Optional[model_pb2.ModelSpec | Mapping[str, Any]] = None,
+        request: Optional[model_pb2.RegisterModelRequest] = None,
+        name: str = "",
+        floating_base: bool = False,
+        gravity: Optional[Sequence[float]] = None,
+        timeout: Optional[float] = None,
+    ) -> model_pb2.Model:
+        """Registers a model (idempotent) and returns its id and layout.
+
+        Give exactly one source: `urdf` (XML text, or a path-like to a URDF file), `dh` (a
+        DhTable, or a dict in its proto JSON form), `spec` (a ModelSpec or dict), or a complete
+        `request` (then name, floating_base and gravity are ignored). The client remembers the
+        request, and registers it again if a later call finds the id unknown.
+
+        Args:
+            name: model name; empty: the URDF's robot name, or "dh_model" / "spec_model".
+            floating_base: attach the root link through a free-flyer "root_joint".
+            gravity: gravity acceleration in the world frame, m/s^2; None: (0, 0, -9.81).
+            timeout: deadline in seconds; None: the client's.
+
+        Returns:
+            The registered model (id, nq, nv, joints, bodies, frames, warnings).
+
+        Raises:
+            Error: INVALID_ARGUMENT naming the joint or link at fault, RESOURCE_EXHAUSTED, ...
+        """
+        given = [source is not None for source in (urdf, dh, spec, request)]
+        if sum(given) != 1:
+            raise ValueError("register: give exactly one of urdf, dh, spec, request")
+        if request is None:
+            request = model_pb2.RegisterModelRequest(name=name)
+            request.base = (
+                model_pb2.BASE_TYPE_FLOATING if floating_base else model_pb2.BASE_TYPE_FIXED
+            )
+            if gravity is not None:
+                x, y, z = (float(g) for g in gravity)
+                request.gravity.CopyFrom(model_pb2.Vector3(x=x, y=y, z=z))
+            if isinstance(urdf, os.PathLike):
+                request.urdf = open(urdf, encoding="utf-8").read()
+            elif urdf is not None:
+                request.urdf = urdf
+            elif isinstance(dh, Mapping):
+                json_format.ParseDict(dh, request.dh)
+            elif dh is not None:
+                request.dh.CopyFrom(dh)
+            elif isinstance(spec, Mapping):
+                json_format.ParseDict(spec, request.spec)
+            elif spec is not None:
+                request.spec.CopyFrom(spec)
+        else:
+            copied = model_pb2.RegisterModelRequest()
+            copied.CopyFrom(request)
+            request = copied
+        return self._register_request(request, self._deadline(timeout))
+
+    def get_model(self, model_id: str, *, timeout: Optional[float] = None) -> model_pb2.Model:
+        """The layout of a model: nq, nv, joints (with q/v offsets), bodies and frames.
+
+        Raises:
+            Error: NOT_FOUND for an unknown id (after re-registering one this client registered).
+        """
+        request = model_pb2.GetModelRequest(model_id=model_id)
+        return self._on_model(
+            "ModelService/GetModel", self._models.GetModel, request, model_id, timeout
+        )
+
+    def list_models(self, *, timeout: Optional[float] = None) -> list[model_pb2.ModelSummary]:
+        """Every model the server holds (id, name, base, nq, nv, origin), by name then id."""
+        response = self._invoke(
+            "ModelService/ListModels",
+            self._models.ListModels,
+            model_pb2.ListModelsRequest(),
+            self._deadline(timeout),
+        )
+        return list(response.models)
+
+    def delete_model(self, model_id: str, *, timeout: Optional[float] = None) -> None:
+        """Deletes a registered model; this client forgets it (no re-registration).
+
+        Raises:
+            Error: NOT_FOUND for an unknown id, FAILED_PRECONDITION for a repository model.
+        """
+        with self._sources_lock:
+            self._sources.pop(model_id, None)
+        self._invoke(
+            "ModelService/DeleteModel",
+            self._models.DeleteModel,
+            model_pb2.DeleteModelRequest(model_id=model_id),
+            self._deadline(timeout),
+        )
+
+    def health(self, *, timeout: Optional[float] = None) -> str:
+        """The server's grpc.health.v1 status: "SERVING", "NOT_SERVING", ... (no retries).
+
+        Raises:
+            Error: UNAVAILABLE when nothing answers, DEADLINE_EXCEEDED, ...
+        """
+        check = self._channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=lambda request: request,
+            response_deserializer=lambda response: response,
+        )
+        try:
+            budget = self._timeout if timeout is None else timeout
+            # HealthCheckRequest{service: ""} encodes to no bytes; the response is one enum
+            # field (number 1, varint): b"\x08" + status, status < 128.
+            response = check(b"", timeout=budget)
+        except grpc.RpcError as error:
+            raise Error(error.code(), error.details() or "", "Health/Check") from None
+        status = response[1] if response[:1] == b"\x08" else 0
+        return ["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"][min(status, 3)]
+
+    # ------------------------------------------------------------------------------------------
+    # DynamicsService.
+
+    def inverse_dynamics(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        a: npt.ArrayLike,
+        *,
+        external_forces: Optional[npt.ArrayLike] = None,
+        algorithm: InverseDynamicsAlgorithm = "rnea",
+        timeout: Optional[float] = None,
+    ) -> Array:
+        """Joint forces tau = M(q) a + C(q, v) v + g(q) - sum J^T f_ext, shaped like v.
+
+        Args:
+            q: configurations, (batch, nq) or (nq,).
+            v, a: velocities and accelerations, (batch, nv) or (nv,).
+            external_forces: wrenches [force; torque] on the moving bodies, in each body's
+                frame, (batch, bodies - 1, 6) or (bodies - 1, 6); None: none.
+            algorithm: "rnea" or "lagrange_homogeneous" (no external forces).
+            timeout: deadline in seconds; None: the client's.
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "InverseDynamics",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            a=batch.rows("a", a),
+            external_forces=batch.wrenches(external_forces),
+            algorithm=_enum(
+                dynamics_pb2.InverseDynamicsAlgorithm, "INVERSE_DYNAMICS_ALGORITHM_", algorithm
+            ),
+        )
+        return batch.unpack(response.tau, -1)
+
+    def forward_dynamics(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        tau: npt.ArrayLike,
+        *,
+        external_forces: Optional[npt.ArrayLike] = None,
+        algorithm: ForwardDynamicsAlgorithm = "aba",
+        timeout: Optional[float] = None,
+    ) -> Array:
+        """Joint accelerations a = M(q)^-1 (tau - C(q, v) v - g(q) + sum J^T f_ext), like v.
+
+        Args:
+            q, v, external_forces, timeout: as in inverse_dynamics.
+            tau: joint forces, (batch, nv) or (nv,).
+            algorithm: "aba", "crba", "factorization" or "auto" (the fastest for the model).
+
+        Raises:
+            Error: FAILED_PRECONDITION when the system is singular (e.g. a massless leaf).
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "ForwardDynamics",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            tau=batch.rows("tau", tau),
+            external_forces=batch.wrenches(external_forces),
+            algorithm=_enum(
+                dynamics_pb2.ForwardDynamicsAlgorithm, "FORWARD_DYNAMICS_ALGORITHM_", algorithm
+            ),
+        )
+        return batch.unpack(response.a, -1)
+
+    @overload
+    def mass_matrix(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        *,
+        inverse: Literal[False] = False,
+        algorithm: MassMatrixAlgorithm = "crba",
+        timeout: Optional[float] = None,
+    ) -> Array:
+        ...
+
+    @overload
+    def mass_matrix(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        *,
+        inverse: Literal[True],
+        algorithm: MassMatrixAlgorithm = "crba",
+        timeout: Optional[float] = None,
+    ) -> tuple[Array, Array]:
+        ...
+
+    def mass_matrix(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        *,
+        inverse: bool = False,
+        algorithm: MassMatrixAlgorithm = "crba",
+        timeout: Optional[float] = None,
+    ) -> Array | tuple[Array, Array]:
+        """The joint-space mass matrix M(q), (batch, nv, nv) or (nv, nv).
+
+        Args:
+            q: configurations, (batch, nq) or (nq,).
+            inverse: also compute M(q)^-1 (directly, in O(n^2)); then returns (M, M^-1).
+            algorithm: "crba" or "lagrange_homogeneous".
+            timeout: deadline in seconds; None: the client's.
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "MassMatrix",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            inverse=inverse,
+            algorithm=_enum(dynamics_pb2.MassMatrixAlgorithm, "MASS_MATRIX_ALGORITHM_", algorithm),
+        )
+        if inverse:
+            return batch.square(response.mass_matrix), batch.square(response.inverse)
+        return batch.square(response.mass_matrix)
+
+    def nonlinear_effects(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Array:
+        """Nonlinear effects C(q, v) v + g(q), shaped like v."""
+        batch = _Batch(q)
+        response = self._compute(
+            "NonlinearEffects",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+        )
+        return batch.unpack(response.tau, -1)
+
+    def gravity(self, model_id: str, q: npt.ArrayLike, *, timeout: Optional[float] = None) -> Array:
+        """Generalized gravity g(q), the forces that hold the robot still: (batch, nv) or (nv,)."""
+        batch = _Batch(q)
+        response = self._compute("Gravity", model_id, timeout, batch_size=batch.size, q=batch.q)
+        return batch.unpack(response.tau, -1)
+
+    def kinematics(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: Optional[npt.ArrayLike] = None,
+        *,
+        frames: Sequence[str] = (),
+        reference: ReferenceFrame = "local",
+        jacobians: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Kinematics:
+        """Placements, and velocities (when v is given) and Jacobians (on request), of frames.
+
+        Args:
+            q: configurations, (batch, nq) or (nq,).
+            v: velocities, (batch, nv) or (nv,); None: no frame velocities.
+            frames: frame names (Model.frames); empty: every frame of the model.
+            reference: how velocities and Jacobians are expressed: "local" (frame axes, at its
+                origin), "local_world_aligned" (world axes, at its origin) or "world".
+            jacobians: also return each frame's 6 x nv Jacobian.
+            timeout: deadline in seconds; None: the client's.
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "Kinematics",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=np.empty(0) if v is None else batch.rows("v", v),
+            frames=list(frames),
+            reference=_enum(dynamics_pb2.ReferenceFrame, "REFERENCE_FRAME_", reference),
+            jacobians=jacobians,
+        )
+        count = len(response.frames)
+        return Kinematics(
+            frames=list(response.frames),
+            positions=batch.unpack(response.positions, count, 3),
+            rotations=batch.unpack(response.rotations, count, 3, 3),
+            velocities=batch.unpack(response.velocities, count, 6) if v is not None else None,
+            jacobians=batch.unpack(response.jacobians, count, 6, -1) if jacobians else None,
+        )
+
+    def hybrid_dynamics(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        acceleration_given: Sequence[bool] | npt.NDArray[np.bool_],
+        a: npt.ArrayLike,
+        tau: npt.ArrayLike,
+        *,
+        external_forces: Optional[npt.ArrayLike] = None,
+        timeout: Optional[float] = None,
+    ) -> AccelerationsAndForces:
+        """Hybrid dynamics: per DOF, either its acceleration or its force is given.
+
+        Args:
+            acceleration_given: nv flags, the same for every state: True where `a` is given (the
+                force is computed), False where `tau` is given (the acceleration is computed).
+            a, tau: (batch, nv) or (nv,); the entries not given are ignored but must be finite.
+            q, v, external_forces, timeout: as in inverse_dynamics.
+
+        Returns:
+            The complete accelerations and forces, each shaped like v.
+        """
+        batch = _Batch(q)
+        inputs = [
+            dynamics_pb2.DOF_INPUT_ACCELERATION if given else dynamics_pb2.DOF_INPUT_FORCE
+            for given in np.asarray(acceleration_given, dtype=bool).ravel()
+        ]
+        response = self._compute(
+            "HybridDynamics",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            inputs=inputs,
+            a=batch.rows("a", a),
+            tau=batch.rows("tau", tau),
+            external_forces=batch.wrenches(external_forces),
+        )
+        return AccelerationsAndForces(batch.unpack(response.a, -1), batch.unpack(response.tau, -1))
+
+    def floating_base_inverse_dynamics(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        a: npt.ArrayLike,
+        *,
+        external_forces: Optional[npt.ArrayLike] = None,
+        timeout: Optional[float] = None,
+    ) -> AccelerationsAndForces:
+        """Inverse dynamics of a robot whose free-flyer root is unactuated.
+
+        Args:
+            a: joint accelerations, (batch, nv) or (nv,); the root's 6 entries are ignored.
+            q, v, external_forces, timeout: as in inverse_dynamics.
+
+        Returns:
+            a with the root's entries replaced by the base acceleration, and tau with the root's
+            entries 0.
+
+        Raises:
+            Error: FAILED_PRECONDITION when the model has no free-flyer root.
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "FloatingBaseInverseDynamics",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            a=batch.rows("a", a),
+            external_forces=batch.wrenches(external_forces),
+        )
+        return AccelerationsAndForces(batch.unpack(response.a, -1), batch.unpack(response.tau, -1))
+
+    def derivatives(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        *,
+        a: Optional[npt.ArrayLike] = None,
+        tau: Optional[npt.ArrayLike] = None,
+        external_forces: Optional[npt.ArrayLike] = None,
+        timeout: Optional[float] = None,
+    ) -> Derivatives:
+        """Analytic partial derivatives of inverse dynamics (given `a`) or forward dynamics
+        (given `tau`); give exactly one of them.
+
+        Returns:
+            (d_dq, d_dv, d_du), each (batch, nv, nv) or (nv, nv).
+        """
+        if (a is None) == (tau is None):
+            raise ValueError("derivatives: give exactly one of a (inverse) or tau (forward)")
+        batch = _Batch(q)
+        response = self._compute(
+            "Derivatives",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            a=np.empty(0) if a is None else batch.rows("a", a),
+            tau=np.empty(0) if tau is None else batch.rows("tau", tau),
+            external_forces=batch.wrenches(external_forces),
+            of=dynamics_pb2.DERIVATIVES_OF_INVERSE_DYNAMICS
+            if a is not None
+            else dynamics_pb2.DERIVATIVES_OF_FORWARD_DYNAMICS,
+        )
+        return Derivatives(
+            batch.square(response.d_dq), batch.square(response.d_dv), batch.square(response.d_du)
+        )
+
+    def coriolis_matrix(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Array:
+        """The Coriolis matrix C(q, v) (C v = nonlinear effects - gravity), (batch, nv, nv)."""
+        batch = _Batch(q)
+        response = self._compute(
+            "CoriolisMatrix",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+        )
+        return batch.square(response.coriolis_matrix)
+
+    def centroidal(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Centroidal:
+        """Centre of mass, its velocity and Jacobian, centroidal momentum and its matrix."""
+        batch = _Batch(q)
+        response = self._compute(
+            "Centroidal", model_id, timeout, batch_size=batch.size, q=batch.q, v=batch.rows("v", v)
+        )
+        return Centroidal(
+            com=batch.unpack(response.com, 3),
+            com_velocity=batch.unpack(response.com_velocity, 3),
+            com_jacobian=batch.unpack(response.com_jacobian, 3, -1),
+            momentum=batch.unpack(response.momentum, 6),
+            momentum_matrix=batch.unpack(response.momentum_matrix, 6, -1),
+        )
+
+    def echo(
+        self,
+        payload: bytes = b"",
+        values: Optional[npt.ArrayLike] = None,
+        *,
+        timeout: Optional[float] = None,
+    ) -> tuple[bytes, Array]:
+        """Sends bytes and numbers that come back untouched (the transport alone, no compute)."""
+        numbers = np.empty(0) if values is None else np.asarray(values, dtype=np.float64).ravel()
+        call = self._calls["Echo"]
+        request = call.request(payload=payload, values=numbers)
+        response = self._invoke("DynamicsService/Echo", call.rpc, request, self._deadline(timeout))
+        return response.payload, response.values
