@@ -7,6 +7,26 @@
 #include "engine/algorithms/crba.hpp"
 
 namespace torqued {
+namespace {
+
+// liMi[j].act(f), through the rotation's 2x2 block when the model knows its shape: the walk
+// below is the CRBA's inner loop, O(nv · depth) transforms per call.
+inline Force force_to_parent(const Model& model, const Data& data, int j, const Force& f) {
+  const Transform& transform = data.liMi[j];
+  switch (model.parent_rotation_axis[j]) {
+    case AxisKind::kX:
+      return transform.act_about_axis<0>(f);
+    case AxisKind::kY:
+      return transform.act_about_axis<1>(f);
+    case AxisKind::kZ:
+      return transform.act_about_axis<2>(f);
+    case AxisKind::kGeneral:
+      break;
+  }
+  return transform.act(f);
+}
+
+}  // namespace
 
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q) {
   const double* qp = q.data();
@@ -38,7 +58,7 @@ const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef
       }
       project_force(joint, f, column + joint.idx_v);
       for (int j = i; model.parent[j] > 0; j = model.parent[j]) {
-        f = data.liMi[j].act(f);
+        f = force_to_parent(model, data, j, f);
         const Joint& ancestor = model.joints[model.parent[j]];
         project_force(ancestor, f, column + ancestor.idx_v);
       }

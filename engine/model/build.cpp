@@ -275,9 +275,16 @@ void finish(Model& model) {
   }
   model.nq = 0;
   model.nv = 0;
+  model.parent_rotation_axis.assign(n, AxisKind::kGeneral);
   for (int i = 1; i < n; ++i) {
     model.depth[i] = model.depth[model.parent[i]] + 1;
     Joint& joint = model.joints[i];
+    const bool turns_about_own_axis = joint.type == JointType::kRevolute ||
+                                      joint.type == JointType::kContinuous ||
+                                      joint.type == JointType::kHelical;
+    if (turns_about_own_axis && model.joint_placements[i].rotation == Mat3::Identity()) {
+      model.parent_rotation_axis[i] = joint.axis_kind;
+    }
     joint.idx_q = model.nq;
     joint.idx_v = model.nv;
     model.nq += joint.nq;

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/spatial/sin_cos.hpp"
 #include "engine/spatial/transform.hpp"
 
 namespace torqued {
@@ -90,8 +91,8 @@ inline void compose_joint_transform(const Transform& placement, const Joint& joi
     case JointType::kContinuous:
     case JointType::kHelical: {
       const double angle = q[0];
-      const double c = std::cos(angle);
-      const double s = std::sin(angle);
+      double s, c;
+      sin_cos(angle, s, c);
       switch (joint.axis_kind) {
         case AxisKind::kX:
           out.rotation.col(0) = r.col(0);
@@ -143,8 +144,8 @@ inline void compose_joint_transform(const Transform& placement, const Joint& joi
       out.translation = placement.translation;
       return;
     case JointType::kPlanar: {
-      const double c = std::cos(q[2]);
-      const double s = std::sin(q[2]);
+      double s, c;
+      sin_cos(q[2], s, c);
       out.rotation.col(0) = c * r.col(0) + s * r.col(1);
       out.rotation.col(1) = c * r.col(1) - s * r.col(0);
       out.rotation.col(2) = r.col(2);

@@ -76,6 +76,10 @@ struct Model {
   std::vector<RigidInertia> inertias;       // body frame, merged fixed links included
   std::vector<int> subtree_end;             // bodies i..subtree_end[i]-1 are i's subtree
   std::vector<int> depth;                   // number of moving ancestors, body included
+  // kX/kY/kZ when the rotation from the body to its parent turns about that coordinate axis for
+  // every q (a revolute about a coordinate axis under a placement without rotation, as in most
+  // URDFs); kGeneral otherwise. Lets the CRBA rotate forces with 2x2 blocks (crba.cpp).
+  std::vector<AxisKind> parent_rotation_axis;
 
   // Per generalized velocity: the body whose joint owns it.
   std::vector<int> body_of_v;

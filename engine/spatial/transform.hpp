@@ -43,6 +43,25 @@ struct Transform {
     return {rotation.transpose() * f.linear,
             rotation.transpose() * (f.angular - translation.cross(f.linear))};
   }
+  // act(f) for a transform whose rotation is known to turn about coordinate axis `kAxis` only:
+  // the other axes' 2x2 block is read from `rotation` and the rest is skipped, 14
+  // multiplications instead of 24. Same result as act(f), which multiplies by the exact zeros.
+  template <int kAxis>
+  Force act_about_axis(const Force& f) const {
+    constexpr int b = (kAxis + 1) % 3;
+    constexpr int c = (kAxis + 2) % 3;
+    const double cos_bb = rotation(b, b), r_bc = rotation(b, c);
+    const double r_cb = rotation(c, b), cos_cc = rotation(c, c);
+    Force out;
+    out.linear[kAxis] = f.linear[kAxis];
+    out.linear[b] = cos_bb * f.linear[b] + r_bc * f.linear[c];
+    out.linear[c] = r_cb * f.linear[b] + cos_cc * f.linear[c];
+    out.angular[kAxis] = f.angular[kAxis];
+    out.angular[b] = cos_bb * f.angular[b] + r_bc * f.angular[c];
+    out.angular[c] = r_cb * f.angular[b] + cos_cc * f.angular[c];
+    out.angular += translation.cross(out.linear);
+    return out;
+  }
 
   // The 6x6 matrix acting on [linear; angular] motion vectors (tests and dense Jacobians only).
   Mat6 motion_matrix() const {

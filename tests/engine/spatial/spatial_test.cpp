@@ -361,5 +361,22 @@ TEST_F(SpatialTest, ArticulatedInertiaTransformIsCongruence) {
   }
 }
 
+TEST_F(SpatialTest, ActAboutAxisEqualsActForRotationsAboutThatAxis) {
+  // The fast path skips products with exact zeros and ones, so the results are identical.
+  for (int k = 0; k < kTrials; ++k) {
+    const double angle = uniform(rng_, -4.0, 4.0);
+    const Vec3 translation = uniform_vector(rng_, 3, -1.0, 1.0);
+    const Force f = random_force();
+    for (int axis = 0; axis < 3; ++axis) {
+      const Transform x{axis_angle_rotation(Vec3::Unit(axis), angle), translation};
+      const Force expected = x.act(f);
+      const Force actual = axis == 0   ? x.act_about_axis<0>(f)
+                           : axis == 1 ? x.act_about_axis<1>(f)
+                                       : x.act_about_axis<2>(f);
+      EXPECT_EQ(actual.to_vector(), expected.to_vector()) << "axis " << axis;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace torqued

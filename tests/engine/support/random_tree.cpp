@@ -214,6 +214,9 @@ ModelSpec random_tree_spec(std::uint64_t seed, const RandomTreeOptions& options)
     joint.parent_link = spec.links[parent].name;
     joint.child_link = link.name;
     joint.origin = random_transform(rng, 0.5);
+    // URDFs mostly place joints without a rotation; a third of these do too, so that the
+    // algorithms' paths for axis-aligned joint rotations (Model::parent_rotation_axis) run.
+    if (i % 3 == 0) joint.origin.rotation = Mat3::Identity();
     spec.joints.push_back(joint);
   }
   return spec;
