@@ -6,7 +6,7 @@
 
 namespace torqued {
 
-// M(q) in data.M, full and symmetric. Also leaves data.oMi current.
+// M(q) in data.M, full and symmetric. Also leaves data.liMi current (not data.oMi).
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q);
 
 }  // namespace torqued
