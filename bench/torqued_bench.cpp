@@ -114,7 +114,7 @@ void run(benchmark::State& state, const Model& model, Call call) {
 
 // The feet held by the ground, for constrained_dynamics: point contacts at the four feet of a
 // quadruped (solo12's *_FOOT frames), 6D contacts at a humanoid's soles (talos' *_sole_link).
-std::vector<BilateralConstraint> foot_contacts(const Model& model) {
+std::vector<BilateralConstraint> foot_constraints(const Model& model) {
   std::vector<BilateralConstraint> contacts;
   const std::pair<const char*, ConstraintType> feet[] = {
       {"FL_FOOT", ConstraintType::kPoint},       {"FR_FOOT", ConstraintType::kPoint},
@@ -230,7 +230,7 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool, int t
       benchmark::DoNotOptimize(coriolis_matrix(model, d, pool.q[k], pool.v[k]).data());
     });
   });
-  if (std::vector<BilateralConstraint> contacts = foot_contacts(model);
+  if (std::vector<BilateralConstraint> contacts = foot_constraints(model);
       !contacts.empty() || !model.loop_closures.empty()) {
     add("constrained_dynamics", [&, contacts](benchmark::State& s) {
       Eigen::VectorXd ddq(model.nv), lambda(constraint_rows(model, contacts));
