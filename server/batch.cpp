@@ -74,15 +74,18 @@ struct BatchJob {
 
 }  // namespace
 
-void BatchRunner::run(const Call& call, int states, Algorithm algorithm, ChunkKernel kernel) {
-  run(call.context(), states, algorithm, std::move(kernel),
-      [call](const grpc::Status& status) { call.finish(status); });
+void BatchRunner::run(const Call& call, int states, Algorithm algorithm, ChunkKernel kernel,
+                      int cost) {
+  run(
+      call.context(), states, algorithm, std::move(kernel),
+      [call](const grpc::Status& status) { call.finish(status); }, cost);
 }
 
 void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorithm algorithm,
-                      ChunkKernel kernel, BatchDone done) {
+                      ChunkKernel kernel, BatchDone done, int cost) {
   metrics_.batch_states(states);
-  if (states <= inline_max_states_) {
+  const std::int64_t work = static_cast<std::int64_t>(states) * cost;
+  if (work <= inline_max_states_) {
     grpc::Status status = check_alive(*context);
     if (status.ok()) {
       status = run_chunk(kernel, algorithm, metrics_, WorkerContext::this_thread(), 0, states);
@@ -90,7 +93,8 @@ void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorith
     done(status);
     return;
   }
-  const int chunks = std::clamp(states / split_min_states_, 1, executor_.workers());
+  const int chunks = static_cast<int>(
+      std::clamp<std::int64_t>(work / split_min_states_, 1, std::min(states, executor_.workers())));
   auto job = std::make_shared<BatchJob>(context, metrics_, algorithm, std::move(kernel),
                                         std::move(done), chunks);
   std::vector<Executor::Task> tasks;

@@ -65,6 +65,17 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
                                  const v1::EchoRequest* request,
                                  v1::EchoResponse* response) override;
 
+  // Contacts (dynamics_service_contact.cpp).
+  grpc::ServerUnaryReactor* ContactDynamics(grpc::CallbackServerContext* context,
+                                            const v1::ContactDynamicsRequest* request,
+                                            v1::ContactDynamicsResponse* response) override;
+  grpc::ServerUnaryReactor* Impact(grpc::CallbackServerContext* context,
+                                   const v1::ImpactRequest* request,
+                                   v1::ImpactResponse* response) override;
+  grpc::ServerUnaryReactor* Simulate(grpc::CallbackServerContext* context,
+                                     const v1::SimulateRequest* request,
+                                     v1::SimulateResponse* response) override;
+
   grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* Session(
       grpc::CallbackServerContext* context) override;
 
@@ -73,10 +84,13 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   // drain until its deadline.
   void drain();
 
-  // What a batched request runs once it is checked and its response sized.
+  // What a batched request runs once it is checked and its response sized. `cost` is the work
+  // of one state in units of one dynamics call (a Simulate trajectory costs its steps), for the
+  // runner's inline and split decisions.
   struct BatchJob {
     Algorithm algorithm;
     ChunkKernel kernel;
+    int cost = 1;
   };
 
   // Every check of a batched request against the model `model_id` (the request's own model_id
@@ -131,6 +145,14 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
                     BatchJob& job) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::CentroidalRequest* request,
                     v1::CentroidalResponse* response, BatchJob& job) const;
+  // Contacts (dynamics_service_contact.cpp).
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::ContactDynamicsRequest* request,
+                    v1::ContactDynamicsResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::ImpactRequest* request,
+                    v1::ImpactResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::SimulateRequest* request,
+                    v1::SimulateResponse* response, BatchJob& job) const;
 
   // A unary batched call: prepare_batch(), then its work runs (inline or across the workers);
   // any non-OK status finishes the call with it.
@@ -142,7 +164,7 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
     BatchJob job;
     const grpc::Status status = prepare_batch(request.model_id(), request, response, states, job);
     if (!status.ok()) return call.finish(status);
-    runner_.run(call, states, job.algorithm, std::move(job.kernel));
+    runner_.run(call, states, job.algorithm, std::move(job.kernel), job.cost);
     return call.reactor();
   }
 

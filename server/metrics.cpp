@@ -51,6 +51,12 @@ const char* algorithm_name(Algorithm a) {
       return "coriolis_matrix";
     case Algorithm::kCentroidal:
       return "centroidal";
+    case Algorithm::kContactDynamics:
+      return "contact_dynamics";
+    case Algorithm::kImpact:
+      return "impact";
+    case Algorithm::kSimulate:
+      return "simulate";
     case Algorithm::kCount:
       break;
   }
@@ -100,6 +106,12 @@ const char* method_name(Method method) {
       return "Centroidal";
     case Method::kEcho:
       return "Echo";
+    case Method::kContactDynamics:
+      return "ContactDynamics";
+    case Method::kImpact:
+      return "Impact";
+    case Method::kSimulate:
+      return "Simulate";
     case Method::kSession:
       return "Session";
     case Method::kCount:

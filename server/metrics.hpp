@@ -35,6 +35,9 @@ enum class Method : int {
   kCoriolisMatrix,
   kCentroidal,
   kEcho,
+  kContactDynamics,
+  kImpact,
+  kSimulate,
   kSession,
   kCount,
 };
@@ -59,6 +62,9 @@ enum class Algorithm : int {
   kAbaDerivatives,
   kCoriolisMatrix,
   kCentroidal,
+  kContactDynamics,
+  kImpact,
+  kSimulate,
   kCount,
 };
 

@@ -121,6 +121,14 @@ void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
     case v1::SessionRequest::kCentroidal:
       return serve(Method::kCentroidal, request_.centroidal(), &R::mutable_centroidal,
                    std::move(response));
+    case v1::SessionRequest::kContactDynamics:
+      return serve(Method::kContactDynamics, request_.contact_dynamics(),
+                   &R::mutable_contact_dynamics, std::move(response));
+    case v1::SessionRequest::kImpact:
+      return serve(Method::kImpact, request_.impact(), &R::mutable_impact, std::move(response));
+    case v1::SessionRequest::kSimulate:
+      return serve(Method::kSimulate, request_.simulate(), &R::mutable_simulate,
+                   std::move(response));
     case v1::SessionRequest::kEcho: {
       v1::EchoResponse* echo = response->mutable_echo();
       echo->set_payload(request_.echo().payload());
@@ -153,10 +161,12 @@ void SessionReactor::serve(Method method, const Request& request,
   }
   // Owned by the runner's callback until the batch ends; the callback always runs.
   v1::SessionResponse* pending = response.release();
-  service_.runner().run(context_, states, job.algorithm, std::move(job.kernel),
-                        [this, pending](const grpc::Status& s) {
-                          complete(std::unique_ptr<v1::SessionResponse>(pending), s);
-                        });
+  service_.runner().run(
+      context_, states, job.algorithm, std::move(job.kernel),
+      [this, pending](const grpc::Status& s) {
+        complete(std::unique_ptr<v1::SessionResponse>(pending), s);
+      },
+      job.cost);
 }
 
 void SessionReactor::complete(std::unique_ptr<v1::SessionResponse> response,

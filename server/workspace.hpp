@@ -1,9 +1,12 @@
 // What one worker thread keeps per model: the engine Data plus the external forces in engine
-// form, all sized once.
+// form, all sized once, and the contact and simulation buffers, made on the first call that needs
+// them.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "engine/algorithms/simulate.hpp"
 #include "engine/model/data.hpp"
 
 namespace torqued::server {
@@ -14,6 +17,10 @@ struct ModelWorkspace {
 
   Data data;
   std::vector<Force> forces;  // per body, [0] unused and kept zero
+
+  // Rebuilt, larger, only when a call has more contacts (or candidates) than they hold.
+  std::unique_ptr<ContactWorkspace> contact;
+  std::unique_ptr<SimulationWorkspace> simulation;
 };
 
 }  // namespace torqued::server

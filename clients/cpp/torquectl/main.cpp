@@ -16,6 +16,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -64,6 +65,25 @@ const std::map<std::string, OptionSpec>& option_specs() {
       {"--inputs", {"MASK", "one letter per DOF: a (acceleration given) or f (force given)"}},
       {"--of", {"inverse|forward", "the dynamics to differentiate (default inverse)"}},
       {"--payload", {"TEXT", "bytes to send"}},
+      {"--contacts",
+       {"SPEC",
+        "contacts \"FRAME[:x,y,z[:nx,ny,nz[:mu]]];...\": a frame or link, the point in it "
+        "(default 0,0,0), the unit surface normal in the world (default 0,0,1) and the friction "
+        "coefficient (default 0); an empty part takes its default (\"foot::0,0,1:0.8\")"}},
+      {"--candidates",
+       {"SPEC", "ground contact candidates \"FRAME[:x,y,z];...\" (default: contact-free)"}},
+      {"--tolerance", {"X", "solver tolerance (default 1e-10)"}},
+      {"--max-iterations", {"N", "solver pivots or sweeps (default 1000; simulate 200 per step)"}},
+      {"--slip-velocity", {"X", "m/s above which a contact is sliding (default 1e-6)"}},
+      {"--restitution", {"E", "coefficient of restitution in [0, 1] (default 0)"}},
+      {"--steps", {"N", "number of steps (required)"}},
+      {"--time-step", {"H", "seconds (default 1e-3)"}},
+      {"--integrator", {"euler|rk4", "semi-implicit Euler (default) or RK4 (contact-free only)"}},
+      {"--ground-height", {"Z", "height of the ground plane z = Z, metres (default 0)"}},
+      {"--friction", {"MU", "friction coefficient of the ground (default 0)"}},
+      {"--contact-margin", {"D", "metres (default 0.01)"}},
+      {"--stabilization", {"F", "fraction of a penetration removed per step (default 0.2)"}},
+      {"--restitution-velocity", {"V", "m/s below which impacts are inelastic (default 0.01)"}},
   };
   return specs;
 }
@@ -256,6 +276,128 @@ OutputField dof_matrix_field(const std::string& name, const v1::Model& m,
   return {name, {coordinate_labels(m, true), coordinate_labels(m, true)}, flatten(values)};
 }
 
+// A number given by an option; `otherwise` when absent.
+std::optional<double> number_option(const Args& args, const std::string& option) {
+  if (!args.values.count(option)) return std::nullopt;
+  const std::string& text = args.values.at(option);
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(x)) {
+    throw UsageError(option + ": expected a number, got \"" + text + "\"");
+  }
+  return x;
+}
+
+std::optional<std::uint32_t> count_option(const Args& args, const std::string& option) {
+  const std::optional<double> x = number_option(args, option);
+  if (x && (*x < 0 || *x != std::floor(*x) || *x > 4294967295.0)) {
+    throw UsageError(option + ": expected a whole number, got \"" + args.values.at(option) + "\"");
+  }
+  if (!x) return std::nullopt;
+  return static_cast<std::uint32_t>(*x);
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, separator);) parts.push_back(part);
+  if (!text.empty() && text.back() == separator) parts.emplace_back();
+  return parts;
+}
+
+// "x,y,z" of a --contacts or --candidates part; `otherwise` when the part is empty.
+Eigen::Vector3d vector_part(const std::string& option, const std::string& text,
+                            const Eigen::Vector3d& otherwise) {
+  if (text.empty()) return otherwise;
+  const std::vector<std::string> numbers = split(text, ',');
+  Eigen::Vector3d x;
+  for (int i = 0; i < 3; ++i) {
+    char* end = nullptr;
+    x[i] = i < static_cast<int>(numbers.size()) ? std::strtod(numbers[i].c_str(), &end) : 0.0;
+    if (numbers.size() != 3 || numbers[i].empty() || *end != '\0') {
+      throw UsageError(option + ": expected three numbers x,y,z, got \"" + text + "\"");
+    }
+  }
+  return x;
+}
+
+// The parts of each ';'-separated item of a --contacts or --candidates value.
+std::vector<std::vector<std::string>> items(const Args& args, const std::string& option,
+                                            std::size_t max_parts) {
+  std::vector<std::vector<std::string>> out;
+  for (const std::string& item : split(args.value(option, ""), ';')) {
+    if (item.empty()) continue;
+    std::vector<std::string> parts = split(item, ':');
+    if (parts.size() > max_parts || parts[0].empty()) {
+      throw UsageError(option + ": \"" + item + "\" is not a valid item (see --help)");
+    }
+    parts.resize(max_parts);
+    out.push_back(std::move(parts));
+  }
+  return out;
+}
+
+std::vector<client::PointContact> contacts_option(const Args& args) {
+  std::vector<client::PointContact> contacts;
+  for (const std::vector<std::string>& parts : items(args, "--contacts", 4)) {
+    client::PointContact c;
+    c.frame = parts[0];
+    c.point = vector_part("--contacts", parts[1], c.point);
+    c.normal = vector_part("--contacts", parts[2], c.normal);
+    if (!parts[3].empty()) {
+      char* end = nullptr;
+      c.friction = std::strtod(parts[3].c_str(), &end);
+      if (*end != '\0') throw UsageError("--contacts: \"" + parts[3] + "\" is not a number");
+    }
+    contacts.push_back(std::move(c));
+  }
+  if (contacts.empty()) throw UsageError("--contacts: at least one contact is needed");
+  return contacts;
+}
+
+client::ContactSolverOptions solver_options(const Args& args) {
+  return {number_option(args, "--tolerance"), count_option(args, "--max-iterations"),
+          number_option(args, "--slip-velocity")};
+}
+
+// "0:FRAME", "1:FRAME", ...: the contacts' labels (a frame may hold several contacts).
+std::vector<std::string> contact_labels(const std::vector<client::PointContact>& contacts) {
+  std::vector<std::string> labels;
+  for (std::size_t k = 0; k < contacts.size(); ++k) {
+    labels.push_back(std::to_string(k) + ":" + contacts[k].frame);
+  }
+  return labels;
+}
+
+// One number per state.
+template <typename Values>
+OutputField per_state_field(const std::string& name, const Values& values) {
+  Matrix out(static_cast<Eigen::Index>(values.size()), 1);
+  for (std::size_t s = 0; s < values.size(); ++s) {
+    out(static_cast<Eigen::Index>(s), 0) = static_cast<double>(values[s]);
+  }
+  return {name, {{name}}, std::move(out)};
+}
+
+// The results of contact-dynamics and impact: `velocity` (a or v), forces, modes, solver.
+Output contact_output(const v1::Model& m, const std::string& velocity, const std::string& forces,
+                      const std::vector<client::PointContact>& contacts,
+                      const client::ContactResult& r) {
+  const std::vector<std::string> labels = contact_labels(contacts);
+  Matrix modes(static_cast<Eigen::Index>(r.modes.size()), static_cast<Eigen::Index>(labels.size()));
+  for (std::size_t s = 0; s < r.modes.size(); ++s) {
+    for (std::size_t c = 0; c < r.modes[s].size(); ++c) {
+      modes(static_cast<Eigen::Index>(s), static_cast<Eigen::Index>(c)) = r.modes[s][c];
+    }
+  }
+  return Output{{dof_field(velocity, m, r.velocities),
+                 {forces, {labels, kXyz}, flatten(r.forces)},
+                 {"modes", {labels}, std::move(modes)},
+                 per_state_field("status", r.status),
+                 per_state_field("iterations", r.iterations),
+                 per_state_field("residual", r.residual)}};
+}
+
 std::map<std::string, Dynamics> dynamics_commands() {
   std::map<std::string, Dynamics> commands;
   commands["inverse-dynamics"] = {
@@ -435,6 +577,62 @@ std::map<std::string, Dynamics> dynamics_commands() {
                        {"momentum", {spatial_labels()}, r.momentum},
                        {"momentum_matrix", {spatial_labels(), v}, flatten(r.momentum_matrix)}}};
       }};
+  commands["contact-dynamics"] = {
+      [](const v1::Model& m) { return q_v_plus(m, {"tau"}); },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        const std::vector<client::PointContact> contacts = contacts_option(args);
+        return contact_output(
+            m, "a", "forces", contacts,
+            c.contact_dynamics(id, in[0], in[1], in[2], contacts, solver_options(args)));
+      }};
+  commands["impact"] = {
+      q_v, [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+              const Args& args) {
+        const std::vector<client::PointContact> contacts = contacts_option(args);
+        return contact_output(
+            m, "v", "impulses", contacts,
+            c.impact(id, in[0], in[1], contacts, number_option(args, "--restitution").value_or(0.0),
+                     solver_options(args)));
+      }};
+  commands["simulate"] = {
+      [](const v1::Model& m) {
+        std::vector<InputField> fields = q_v(m);
+        fields.push_back(field("tau", coordinate_labels(m, true), false));
+        return fields;
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        client::SimulateOptions options;
+        const std::optional<std::uint32_t> steps = count_option(args, "--steps");
+        if (!steps) throw UsageError("--steps: required");
+        options.steps = *steps;
+        options.time_step = number_option(args, "--time-step");
+        options.integrator = choice<v1::Integrator>(
+            args, "--integrator",
+            {{"euler", v1::INTEGRATOR_SEMI_IMPLICIT_EULER}, {"rk4", v1::INTEGRATOR_RK4}}, "euler");
+        options.tau = in[2];
+        options.ground_height = number_option(args, "--ground-height").value_or(0.0);
+        options.ground_friction = number_option(args, "--friction").value_or(0.0);
+        options.ground_restitution = number_option(args, "--restitution").value_or(0.0);
+        for (const std::vector<std::string>& parts : items(args, "--candidates", 2)) {
+          options.candidates.push_back(
+              {parts[0], vector_part("--candidates", parts[1], Eigen::Vector3d::Zero())});
+        }
+        options.contact_margin = number_option(args, "--contact-margin");
+        options.stabilization = number_option(args, "--stabilization");
+        options.restitution_velocity = number_option(args, "--restitution-velocity");
+        options.solver = solver_options(args);
+        const client::SimulateResult r = c.simulate(id, in[0], in[1], options);
+        std::vector<std::string> step_labels;
+        for (std::uint32_t k = 0; k < options.steps; ++k) step_labels.push_back(std::to_string(k));
+        return Output{{{"q", {step_labels, coordinate_labels(m, false)}, flatten(r.q)},
+                       {"v", {step_labels, coordinate_labels(m, true)}, flatten(r.v)},
+                       per_state_field("status", r.status),
+                       per_state_field("max_iterations", r.max_iterations),
+                       per_state_field("max_residual", r.max_residual),
+                       per_state_field("max_contacts", r.max_contacts)}};
+      }};
   return commands;
 }
 
@@ -562,6 +760,22 @@ std::vector<Command> commands() {
        {"centre of mass, its velocity and Jacobian, centroidal momentum and its "
         "matrix from q, v",
         {}}},
+      {"contact-dynamics",
+       {"a, contact forces (world frame), modes (0 separating, 1 sticking, 2 sliding) and the "
+        "solver's status (0 solved, 1 no solution, 2 iteration limit), iterations and residual "
+        "from q, v, tau and --contacts",
+        {"--contacts", "--tolerance", "--max-iterations", "--slip-velocity"}}},
+      {"impact",
+       {"post-impact v, impulses (world frame), modes and solver results (as contact-dynamics) "
+        "from q, pre-impact v, --contacts and --restitution",
+        {"--contacts", "--restitution", "--tolerance", "--max-iterations"}}},
+      {"simulate",
+       {"q and v after each of --steps steps, from each state's q, v [, tau held for every "
+        "step], against the ground plane when --candidates are given; plus the solver's worst "
+        "status, max_iterations, max_residual and max_contacts per trajectory",
+        {"--steps", "--time-step", "--integrator", "--candidates", "--ground-height", "--friction",
+         "--restitution", "--contact-margin", "--stabilization", "--restitution-velocity",
+         "--tolerance", "--max-iterations"}}},
   };
   for (const auto& [name, spec] : dynamics_commands()) {
     std::vector<std::string> options = kModelOptions;

@@ -37,6 +37,46 @@ Matrices to_matrices(const DoubleArray& values, std::uint32_t states, Eigen::Ind
   return out;
 }
 
+void put_contact_solver(const ContactSolverOptions& in, v1::ContactSolverOptions* out) {
+  if (in.tolerance) out->set_tolerance(*in.tolerance);
+  if (in.max_iterations) out->set_max_iterations(*in.max_iterations);
+  if (in.slip_velocity) out->set_slip_velocity(*in.slip_velocity);
+}
+
+void put_contacts(const std::vector<PointContact>& in,
+                  google::protobuf::RepeatedPtrField<v1::PointContact>* out) {
+  for (const PointContact& c : in) {
+    v1::PointContact* contact = out->Add();
+    contact->set_frame(c.frame);
+    contact->mutable_point()->Add(c.point.data(), c.point.data() + 3);
+    contact->mutable_normal()->Add(c.normal.data(), c.normal.data() + 3);
+    contact->set_friction(c.friction);
+  }
+}
+
+// The per-state solver results of ContactDynamics and Impact, after `velocities` and `forces`.
+template <typename Response>
+ContactResult contact_result(const Response& response, const DoubleArray& velocities,
+                             const DoubleArray& forces) {
+  const std::uint32_t states = response.batch_size();
+  const int contacts = states == 0 ? 0 : response.modes_size() / static_cast<int>(states);
+  ContactResult result{
+      to_matrix(velocities, states),
+      to_matrices(forces, states, contacts),
+      {},
+      {},
+      {response.iterations().begin(), response.iterations().end()},
+      Eigen::Map<const Eigen::VectorXd>(response.residual().data(), response.residual_size())};
+  for (std::uint32_t s = 0; s < states; ++s) {
+    std::vector<v1::ContactMode>& modes = result.modes.emplace_back();
+    for (int c = 0; c < contacts; ++c) {
+      modes.push_back(static_cast<v1::ContactMode>(response.modes(s * contacts + c)));
+    }
+    result.status.push_back(static_cast<v1::ContactSolverStatus>(response.status(s)));
+  }
+  return result;
+}
+
 // Backoff waits are spread over [50%, 100%] of the nominal wait.
 std::chrono::nanoseconds jittered(std::chrono::nanoseconds wait) {
   thread_local std::mt19937_64 rng(std::random_device{}());
@@ -435,6 +475,85 @@ EchoResult Client::echo(const std::string& payload, const Eigen::VectorXd& value
   this->call(call, [&](grpc::ClientContext* c) { return dynamics_->Echo(c, request, &response); });
   return {response.payload(),
           Eigen::Map<const Eigen::VectorXd>(response.values().data(), response.values().size())};
+}
+
+ContactResult Client::contact_dynamics(const std::string& model_id, const MatrixRef& q,
+                                       const MatrixRef& v, const MatrixRef& tau,
+                                       const std::vector<PointContact>& contacts,
+                                       const ContactSolverOptions& solver,
+                                       const CallOptions& call) {
+  v1::ContactDynamicsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  put(tau, request.mutable_tau());
+  put_contacts(contacts, request.mutable_contacts());
+  put_contact_solver(solver, request.mutable_solver());
+  v1::ContactDynamicsResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->ContactDynamics(c, request, &response);
+  });
+  return contact_result(response, response.a(), response.forces());
+}
+
+ContactResult Client::impact(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                             const std::vector<PointContact>& contacts, double restitution,
+                             const ContactSolverOptions& solver, const CallOptions& call) {
+  v1::ImpactRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  put_contacts(contacts, request.mutable_contacts());
+  request.set_restitution(restitution);
+  put_contact_solver(solver, request.mutable_solver());
+  v1::ImpactResponse response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return dynamics_->Impact(c, request, &response); });
+  return contact_result(response, response.v(), response.impulses());
+}
+
+SimulateResult Client::simulate(const std::string& model_id, const MatrixRef& q0,
+                                const MatrixRef& v0, const SimulateOptions& options,
+                                const CallOptions& call) {
+  v1::SimulateRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q0.rows()));
+  put(q0, request.mutable_q());
+  put(v0, request.mutable_v());
+  request.set_steps(options.steps);
+  if (options.time_step) request.set_time_step(*options.time_step);
+  request.set_integrator(options.integrator);
+  put(options.tau, request.mutable_tau());
+  request.mutable_ground()->set_height(options.ground_height);
+  request.mutable_ground()->set_friction(options.ground_friction);
+  request.mutable_ground()->set_restitution(options.ground_restitution);
+  for (const ContactCandidate& c : options.candidates) {
+    v1::ContactCandidate* candidate = request.add_candidates();
+    candidate->set_frame(c.frame);
+    candidate->mutable_point()->Add(c.point.data(), c.point.data() + 3);
+  }
+  if (options.contact_margin) request.set_contact_margin(*options.contact_margin);
+  if (options.stabilization) request.set_stabilization(*options.stabilization);
+  if (options.restitution_velocity) request.set_restitution_velocity(*options.restitution_velocity);
+  put_contact_solver(options.solver, request.mutable_solver());
+  v1::SimulateResponse response;
+  call_model(model_id, call,
+             [&](grpc::ClientContext* c) { return dynamics_->Simulate(c, request, &response); });
+  const std::uint32_t states = response.batch_size();
+  const Eigen::Index steps = response.steps();
+  SimulateResult result{to_matrices(response.q(), states, steps),
+                        to_matrices(response.v(), states, steps),
+                        {},
+                        {response.max_iterations().begin(), response.max_iterations().end()},
+                        Eigen::Map<const Eigen::VectorXd>(response.max_residual().data(),
+                                                          response.max_residual_size()),
+                        {response.max_contacts().begin(), response.max_contacts().end()}};
+  for (const int s : response.status()) {
+    result.status.push_back(static_cast<v1::ContactSolverStatus>(s));
+  }
+  return result;
 }
 
 }  // namespace torqued::client

@@ -152,6 +152,60 @@ struct EchoResult {
   Eigen::VectorXd values;
 };
 
+// Contacts (ContactDynamics, Impact, Simulate): a frame or link of the model names the body.
+struct PointContact {
+  std::string frame;
+  Eigen::Vector3d point = Eigen::Vector3d::Zero();    // in the frame, metres
+  Eigen::Vector3d normal = Eigen::Vector3d::UnitZ();  // unit, world frame, into the body
+  double friction = 0.0;                              // Coulomb μ; 0 is frictionless
+};
+
+// Unset fields take the server's defaults (see ContactSolverOptions in dynamics.proto).
+struct ContactSolverOptions {
+  std::optional<double> tolerance;
+  std::optional<std::uint32_t> max_iterations;
+  std::optional<double> slip_velocity;
+};
+
+struct ContactResult {
+  Matrix velocities;  // (batch, nv): a (contact_dynamics) or v after the impact (impact)
+  Matrices forces;    // C × 3 per state: forces (N) or impulses (N·s), world frame
+  std::vector<std::vector<v1::ContactMode>> modes;  // [state][contact]
+  std::vector<v1::ContactSolverStatus> status;      // per state
+  std::vector<std::uint32_t> iterations;            // per state
+  Eigen::VectorXd residual;                         // per state
+};
+
+struct ContactCandidate {
+  std::string frame;
+  Eigen::Vector3d point = Eigen::Vector3d::Zero();  // in the frame, metres
+};
+
+struct SimulateOptions {
+  std::uint32_t steps = 1;
+  std::optional<double> time_step;  // seconds; default 1e-3
+  v1::Integrator integrator = v1::INTEGRATOR_SEMI_IMPLICIT_EULER;
+  // Empty (no torque), (batch, nv) held, or (batch, steps · nv) one per step.
+  Matrix tau;
+  double ground_height = 0.0;
+  double ground_friction = 0.0;
+  double ground_restitution = 0.0;
+  std::vector<ContactCandidate> candidates;  // none: contact-free
+  std::optional<double> contact_margin;
+  std::optional<double> stabilization;
+  std::optional<double> restitution_velocity;
+  ContactSolverOptions solver;
+};
+
+struct SimulateResult {
+  Matrices q;  // (steps, nq) per initial state: the state after each step
+  Matrices v;  // (steps, nv) per initial state
+  std::vector<v1::ContactSolverStatus> status;  // worst over the steps, per initial state
+  std::vector<std::uint32_t> max_iterations;
+  Eigen::VectorXd max_residual;
+  std::vector<std::uint32_t> max_contacts;
+};
+
 class Client {
  public:
   // A channel to options.target with the options' load-balancing, reconnection and message-size
@@ -212,6 +266,19 @@ class Client {
                               const CallOptions& call = {});
   EchoResult echo(const std::string& payload, const Eigen::VectorXd& values,
                   const CallOptions& call = {});
+  // Contacts: the same contacts for every state of the batch.
+  ContactResult contact_dynamics(const std::string& model_id, const MatrixRef& q,
+                                 const MatrixRef& v, const MatrixRef& tau,
+                                 const std::vector<PointContact>& contacts,
+                                 const ContactSolverOptions& solver = {},
+                                 const CallOptions& call = {});
+  // `v`: the velocities just before the impact; `restitution` in [0, 1].
+  ContactResult impact(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                       const std::vector<PointContact>& contacts, double restitution,
+                       const ContactSolverOptions& solver = {}, const CallOptions& call = {});
+  // One trajectory per row of q0, v0.
+  SimulateResult simulate(const std::string& model_id, const MatrixRef& q0, const MatrixRef& v0,
+                          const SimulateOptions& options, const CallOptions& call = {});
 
  private:
   // Runs `rpc(context)` with retries on UNAVAILABLE until `deadline`; the last status.

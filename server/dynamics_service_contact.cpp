@@ -1,0 +1,374 @@
+// DynamicsService handlers of the contact RPCs: ContactDynamics, Impact and Simulate (see
+// dynamics_service.hpp). Contacts and candidates are resolved from frame or link names to the
+// engine's (body, point in the body frame) once per call, and every option is checked against the
+// range the engine assumes.
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "server/compute_contact.hpp"
+#include "server/dynamics_service.hpp"
+
+namespace torqued::server {
+namespace {
+
+// Most contacts or candidates in one request: the Delassus matrix and Lemke's tableau grow with
+// the square of their number in every worker's workspace.
+constexpr int kMaxContacts = 256;
+// Most steps of one Simulate trajectory.
+constexpr std::uint32_t kMaxSimulationSteps = 100000;
+constexpr std::uint32_t kMaxSolverIterations = 1000000;
+constexpr double kNormalTolerance = 1e-6;
+
+grpc::Status invalid(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+std::string number(double x) {
+  std::ostringstream out;
+  out.precision(17);
+  out << x;
+  return out.str();
+}
+
+// A scalar option must be finite and within [low, high].
+grpc::Status check_range(const std::string& field, double value, double low, double high,
+                         const std::string& range) {
+  if (!std::isfinite(value)) {
+    return invalid(field + " is " + (std::isnan(value) ? "NaN" : "infinite") +
+                   "; it must be finite");
+  }
+  if (value < low || value > high) {
+    return invalid(field + ": " + number(value) + " is out of range; it must be " + range);
+  }
+  return grpc::Status::OK;
+}
+
+// The body and the point in the body frame of `point` given in the frame (or link) `name`.
+grpc::Status resolve_point(const Model& m, const std::string& field, const std::string& name,
+                           const DoubleArray& point, int& body, Vec3& in_body) {
+  Transform placement = Transform::Identity();
+  if (const int f = m.find_frame(name); f >= 0) {
+    body = m.frames[f].body;
+    placement = m.frames[f].placement;
+  } else if (const int b = m.find_body(name); b >= 0) {
+    body = b;
+  } else {
+    return invalid(field + ".frame: no frame or link named \"" + name + "\" in model \"" + m.name +
+                   "\" (see Model.frames)");
+  }
+  if (body == 0) {
+    return invalid(field + ".frame: \"" + name +
+                   "\" is on the fixed base, which no contact can move; name a frame of a "
+                   "moving body");
+  }
+  if (!point.empty() && point.size() != 3) {
+    return invalid(field + ".point: expected 3 values (x, y, z) or none, got " +
+                   std::to_string(point.size()));
+  }
+  Vec3 p = Vec3::Zero();
+  for (int i = 0; i < point.size(); ++i) {
+    if (grpc::Status s = check_range(field + ".point[" + std::to_string(i) + "]", point[i],
+                                     -INFINITY, INFINITY, "finite");
+        !s.ok()) {
+      return s;
+    }
+    p[i] = point[i];
+  }
+  in_body = placement.act(p);
+  return grpc::Status::OK;
+}
+
+grpc::Status check_contact_count(const char* field, int count) {
+  if (count > kMaxContacts) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            std::string(field) + ": " + std::to_string(count) + " exceeds the limit of " +
+                std::to_string(kMaxContacts) + " per request"};
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status resolve_contacts(const Model& m,
+                              const google::protobuf::RepeatedPtrField<v1::PointContact>& in,
+                              std::vector<PointContact>& out) {
+  if (grpc::Status s = check_contact_count("contacts", in.size()); !s.ok()) return s;
+  out.resize(in.size());
+  for (int k = 0; k < in.size(); ++k) {
+    const v1::PointContact& c = in[k];
+    const std::string field = "contacts[" + std::to_string(k) + "]";
+    grpc::Status s = resolve_point(m, field, c.frame(), c.point(), out[k].body, out[k].point);
+    if (!s.ok()) return s;
+    if (!c.normal().empty()) {
+      if (c.normal().size() != 3) {
+        return invalid(field + ".normal: expected 3 values (x, y, z) or none, got " +
+                       std::to_string(c.normal().size()));
+      }
+      for (int i = 0; i < 3; ++i) {
+        if (s = check_range(field + ".normal[" + std::to_string(i) + "]", c.normal(i), -INFINITY,
+                            INFINITY, "finite");
+            !s.ok()) {
+          return s;
+        }
+      }
+      out[k].normal = Vec3(c.normal(0), c.normal(1), c.normal(2));
+      const double norm = out[k].normal.norm();
+      if (std::abs(norm - 1.0) > kNormalTolerance) {
+        return invalid(field + ".normal: has norm " + number(norm) +
+                       "; it must be a unit vector (norm 1 within 1e-6)");
+      }
+    }
+    if (s = check_range(field + ".friction", c.friction(), 0.0, INFINITY, "≥ 0"); !s.ok()) {
+      return s;
+    }
+    out[k].friction = c.friction();
+  }
+  return grpc::Status::OK;
+}
+
+// The solver options: `out` keeps its defaults where a field is unset.
+grpc::Status resolve_solver(const v1::ContactSolverOptions& in, ContactOptions& out) {
+  grpc::Status s;
+  if (in.has_tolerance()) {
+    if (s = check_range("solver.tolerance", in.tolerance(), 0.0, INFINITY, "≥ 0"); !s.ok()) {
+      return s;
+    }
+    out.tolerance = in.tolerance();
+  }
+  if (in.has_max_iterations()) {
+    if (in.max_iterations() < 1 || in.max_iterations() > kMaxSolverIterations) {
+      return invalid("solver.max_iterations: " + std::to_string(in.max_iterations()) +
+                     " is out of range; it must be 1 to " + std::to_string(kMaxSolverIterations));
+    }
+    out.max_iterations = static_cast<int>(in.max_iterations());
+  }
+  if (in.has_slip_velocity()) {
+    if (s = check_range("solver.slip_velocity", in.slip_velocity(), 0.0, INFINITY, "≥ 0");
+        !s.ok()) {
+      return s;
+    }
+    out.slip_velocity = in.slip_velocity();
+  }
+  return grpc::Status::OK;
+}
+
+// An optional option: the default unless set, then within [low, high].
+grpc::Status resolve_optional(const char* field, bool has, double value, double low, double high,
+                              const std::string& range, double& out) {
+  if (!has) return grpc::Status::OK;
+  if (grpc::Status s = check_range(field, value, low, high, range); !s.ok()) return s;
+  out = value;
+  return grpc::Status::OK;
+}
+
+// Sizes a repeated field to n values and returns its storage.
+template <typename T>
+T* resize(google::protobuf::RepeatedField<T>* field, std::int64_t n) {
+  field->Resize(static_cast<int>(n), T{});
+  return field->mutable_data();
+}
+
+// The per-state results of ContactDynamics and Impact, `velocities` N × nv and C contacts' values,
+// checked against the message size and sized in `response`.
+template <typename Response>
+grpc::Status size_contact_output(Response* response, int n, int nv, int contacts,
+                                 std::int64_t max_bytes, DoubleArray* velocities,
+                                 DoubleArray* forces, ContactOutput& out) {
+  const std::int64_t states = n;
+  if (grpc::Status s = check_response_size(states * (nv + 5 + 4 * contacts), max_bytes); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  out = {resize(velocities, states * nv),
+         resize(forces, 3 * states * contacts),
+         resize(response->mutable_modes(), states * contacts),
+         resize(response->mutable_status(), states),
+         resize(response->mutable_iterations(), states),
+         resize(response->mutable_residual(), states)};
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::ContactDynamicsRequest* request,
+                                   v1::ContactDynamicsResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
+  std::vector<PointContact> contacts;
+  if (s = resolve_contacts(m, request->contacts(), contacts); !s.ok()) return s;
+  ContactOptions options;
+  if (s = resolve_solver(request->solver(), options); !s.ok()) return s;
+  ContactOutput out;
+  if (s = size_contact_output(response, n, m.nv, static_cast<int>(contacts.size()),
+                              limits_.max_message_bytes, response->mutable_a(),
+                              response->mutable_forces(), out);
+      !s.ok()) {
+    return s;
+  }
+  job = {Algorithm::kContactDynamics, [entry, request, contacts = std::move(contacts), options,
+                                       out](WorkerContext& w, int b, int e) {
+           contact_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
+                            contacts, options, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::ImpactRequest* request, v1::ImpactResponse* response,
+                                   BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  std::vector<PointContact> contacts;
+  if (s = resolve_contacts(m, request->contacts(), contacts); !s.ok()) return s;
+  if (s = check_range("restitution", request->restitution(), 0.0, 1.0, "in [0, 1]"); !s.ok()) {
+    return s;
+  }
+  ContactOptions options;
+  if (s = resolve_solver(request->solver(), options); !s.ok()) return s;
+  ContactOutput out;
+  if (s = size_contact_output(response, n, m.nv, static_cast<int>(contacts.size()),
+                              limits_.max_message_bytes, response->mutable_v(),
+                              response->mutable_impulses(), out);
+      !s.ok()) {
+    return s;
+  }
+  job = {Algorithm::kImpact, [entry, request, contacts = std::move(contacts), options, out](
+                                 WorkerContext& w, int b, int e) {
+           impact(*entry->model, w.workspace(entry->id, *entry->model), *request, contacts, options,
+                  b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::SimulateRequest* request,
+                                   v1::SimulateResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  const std::uint32_t steps = request->steps();
+  if (steps == 0) return invalid("steps: must be at least 1");
+  if (steps > kMaxSimulationSteps) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "steps: " + std::to_string(steps) + " exceeds the server's limit of " +
+                std::to_string(kMaxSimulationSteps) +
+                " steps per call; continue from the last state in another call"};
+  }
+  const int s_steps = static_cast<int>(steps);
+  const std::int64_t held = static_cast<std::int64_t>(n) * m.nv;
+  const int torque_columns = request->tau().empty()          ? 0
+                             : request->tau().size() == held ? 1
+                                                             : s_steps;
+  if (torque_columns == s_steps &&
+      request->tau().size() != held * static_cast<std::int64_t>(s_steps)) {
+    return invalid("tau: expected none, " + std::to_string(held) + " values (batch_size " +
+                   std::to_string(n) + " × " + std::to_string(m.nv) + ", held) or " +
+                   std::to_string(held * s_steps) + " (batch_size " + std::to_string(n) + " × " +
+                   std::to_string(steps) + " steps × " + std::to_string(m.nv) +
+                   ", one per step), got " + std::to_string(request->tau().size()));
+  }
+  if (s = check_array("tau", request->tau(), n, torque_columns * m.nv, true); !s.ok()) return s;
+
+  SimulationOptions options;
+  if (s = resolve_optional("time_step", request->has_time_step(), request->time_step(),
+                           std::numeric_limits<double>::min(), INFINITY, "> 0", options.time_step);
+      !s.ok()) {
+    return s;
+  }
+  if (s = check_enum("integrator", request->integrator(), v1::Integrator_IsValid); !s.ok()) {
+    return s;
+  }
+  const bool rk4 = request->integrator() == v1::INTEGRATOR_RK4;
+  if (rk4 && !request->candidates().empty()) {
+    return invalid(
+        "integrator: INTEGRATOR_RK4 is for contact-free runs; with candidates the time "
+        "stepping is INTEGRATOR_SEMI_IMPLICIT_EULER");
+  }
+  options.integrator = rk4 ? Integrator::kRungeKutta4 : Integrator::kSemiImplicitEuler;
+  const v1::GroundPlane& ground = request->ground();
+  if (s = check_range("ground.height", ground.height(), -INFINITY, INFINITY, "finite"); !s.ok()) {
+    return s;
+  }
+  if (s = check_range("ground.friction", ground.friction(), 0.0, INFINITY, "≥ 0"); !s.ok()) {
+    return s;
+  }
+  if (s = check_range("ground.restitution", ground.restitution(), 0.0, 1.0, "in [0, 1]"); !s.ok()) {
+    return s;
+  }
+  options.ground_height = ground.height();
+  options.friction = ground.friction();
+  options.restitution = ground.restitution();
+  if (s = resolve_optional("contact_margin", request->has_contact_margin(),
+                           request->contact_margin(), 0.0, INFINITY, "≥ 0", options.contact_margin);
+      !s.ok()) {
+    return s;
+  }
+  if (s = resolve_optional("stabilization", request->has_stabilization(), request->stabilization(),
+                           0.0, 1.0, "in [0, 1]", options.stabilization);
+      !s.ok()) {
+    return s;
+  }
+  if (s = resolve_optional("restitution_velocity", request->has_restitution_velocity(),
+                           request->restitution_velocity(), 0.0, INFINITY, "≥ 0",
+                           options.restitution_velocity);
+      !s.ok()) {
+    return s;
+  }
+  if (s = resolve_solver(request->solver(), options.solver); !s.ok()) return s;
+
+  if (s = check_contact_count("candidates", request->candidates_size()); !s.ok()) return s;
+  std::vector<ContactCandidate> candidates(request->candidates_size());
+  for (int k = 0; k < request->candidates_size(); ++k) {
+    const v1::ContactCandidate& c = request->candidates(k);
+    if (s = resolve_point(m, "candidates[" + std::to_string(k) + "]", c.frame(), c.point(),
+                          candidates[k].body, candidates[k].point);
+        !s.ok()) {
+      return s;
+    }
+  }
+
+  const std::int64_t states = n;
+  const std::int64_t per_state = static_cast<std::int64_t>(steps) * (m.nq + m.nv) + 4;
+  if (s = check_response_size(states * per_state, limits_.max_message_bytes); !s.ok()) {
+    return {s.error_code(), s.error_message() + " or fewer steps"};
+  }
+  response->set_batch_size(n);
+  response->set_steps(steps);
+  const SimulationOutput out{resize(response->mutable_q(), states * steps * m.nq),
+                             resize(response->mutable_v(), states * steps * m.nv),
+                             resize(response->mutable_status(), states),
+                             resize(response->mutable_max_iterations(), states),
+                             resize(response->mutable_max_residual(), states),
+                             resize(response->mutable_max_contacts(), states)};
+  job = {Algorithm::kSimulate,
+         [entry, request, candidates = std::move(candidates), options, s_steps, torque_columns,
+          out](WorkerContext& w, int b, int e) {
+           simulate(*entry->model, w.workspace(entry->id, *entry->model), *request, candidates,
+                    options, s_steps, torque_columns, b, e, out);
+         },
+         s_steps};
+  return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* DynamicsService::ContactDynamics(
+    grpc::CallbackServerContext* context, const v1::ContactDynamicsRequest* request,
+    v1::ContactDynamicsResponse* response) {
+  return serve_batch(context, Method::kContactDynamics, *request, response);
+}
+
+grpc::ServerUnaryReactor* DynamicsService::Impact(grpc::CallbackServerContext* context,
+                                                  const v1::ImpactRequest* request,
+                                                  v1::ImpactResponse* response) {
+  return serve_batch(context, Method::kImpact, *request, response);
+}
+
+grpc::ServerUnaryReactor* DynamicsService::Simulate(grpc::CallbackServerContext* context,
+                                                    const v1::SimulateRequest* request,
+                                                    v1::SimulateResponse* response) {
+  return serve_batch(context, Method::kSimulate, *request, response);
+}
+
+}  // namespace torqued::server
