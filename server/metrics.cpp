@@ -51,6 +51,10 @@ const char* algorithm_name(Algorithm a) {
       return "coriolis_matrix";
     case Algorithm::kCentroidal:
       return "centroidal";
+    case Algorithm::kConstrainedDynamics:
+      return "constrained_dynamics";
+    case Algorithm::kClosedChainInverseDynamics:
+      return "closed_chain_inverse_dynamics";
     case Algorithm::kCount:
       break;
   }
@@ -98,6 +102,8 @@ const char* method_name(Method method) {
       return "CoriolisMatrix";
     case Method::kCentroidal:
       return "Centroidal";
+    case Method::kConstrainedDynamics:
+      return "ConstrainedDynamics";
     case Method::kEcho:
       return "Echo";
     case Method::kSession:

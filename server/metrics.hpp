@@ -34,6 +34,7 @@ enum class Method : int {
   kDerivatives,
   kCoriolisMatrix,
   kCentroidal,
+  kConstrainedDynamics,
   kEcho,
   kSession,
   kCount,
@@ -59,6 +60,8 @@ enum class Algorithm : int {
   kAbaDerivatives,
   kCoriolisMatrix,
   kCentroidal,
+  kConstrainedDynamics,
+  kClosedChainInverseDynamics,
   kCount,
 };
 
