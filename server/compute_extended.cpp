@@ -1,9 +1,11 @@
-// Kernels of the hybrid, floating-base, derivative, Coriolis and centroidal RPCs: thin loops over
-// the states of a batch around the engine's algorithms.
+// Kernels of the hybrid, floating-base, derivative, Coriolis, centroidal and constrained RPCs: thin
+// loops over the states of a batch around the engine's algorithms.
 #include "server/compute_extended.hpp"
 
 #include "engine/algorithms/aba_derivatives.hpp"
 #include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
@@ -80,6 +82,29 @@ void centroidal(const Model& model, ModelWorkspace& ws, const v1::CentroidalRequ
     copy_out_matrix(center_of_mass_jacobian(model, d, q), out.com_jacobian, s);
     copy_out(centroidal_momentum(model, d, q, v).to_vector(), out.momentum, s);
     copy_out_matrix(centroidal_momentum_matrix(model, d, q), out.momentum_matrix, s);
+  }
+}
+
+void constrained_dynamics(const Model& model, ModelWorkspace& ws,
+                          const v1::ConstrainedDynamicsRequest& request,
+                          std::span<const BilateralConstraint> constraints,
+                          const BaumgarteGains& gains, std::span<const DofInput> inputs, int rows,
+                          int begin, int end, const ConstrainedDynamicsOutput& out) {
+  using Map = Eigen::Map<Eigen::VectorXd>;
+  const int nv = model.nv;
+  for (int s = begin; s < end; ++s) {
+    const ConstMap q = row(request.q(), s, model.nq);
+    const ConstMap v = row(request.v(), s, nv);
+    const ConstMap tau = row(request.tau(), s, nv);
+    Map a(out.a + static_cast<std::ptrdiff_t>(s) * nv, nv);
+    Map multipliers(out.multipliers + static_cast<std::ptrdiff_t>(s) * rows, rows);
+    if (inputs.empty()) {
+      torqued::constrained_dynamics(model, ws.data, q, v, tau, constraints, gains, a, multipliers);
+    } else {
+      Map tau_out(out.tau + static_cast<std::ptrdiff_t>(s) * nv, nv);
+      closed_chain_inverse_dynamics(model, ws.data, q, v, row(request.a(), s, nv), tau, inputs,
+                                    constraints, gains, a, tau_out, multipliers);
+    }
   }
 }
 

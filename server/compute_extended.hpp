@@ -1,11 +1,12 @@
 // The engine calls behind HybridDynamics, FloatingBaseInverseDynamics, Derivatives,
-// CoriolisMatrix and Centroidal, on states [begin, end) of a validated batch, in the manner of
-// compute.hpp: requests read in place, preallocated response arrays written, nothing allocated
-// once the worker's workspace exists. SingularSystemError propagates.
+// CoriolisMatrix, Centroidal and ConstrainedDynamics, on states [begin, end) of a validated batch,
+// in the manner of compute.hpp: requests read in place, preallocated response arrays written,
+// nothing allocated once the worker's workspace exists. SingularSystemError propagates.
 #pragma once
 
 #include <span>
 
+#include "engine/algorithms/constraint_jacobian.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
 #include "server/workspace.hpp"
 #include "torqued/v1/dynamics.pb.h"
@@ -47,5 +48,20 @@ struct CentroidalOutput {
 
 void centroidal(const Model& model, ModelWorkspace& ws, const v1::CentroidalRequest& request,
                 int begin, int end, const CentroidalOutput& out);
+
+// Output pointers for ConstrainedDynamics.
+struct ConstrainedDynamicsOutput {
+  double* a;            // N × nv
+  double* multipliers;  // N × rows
+  double* tau;          // N × nv; null for forward dynamics
+};
+
+// `constraints`: the request's constraints in engine form, applied after the model's loop
+// closures, `rows` in all; `inputs`: request.inputs() in engine form, empty for forward dynamics.
+void constrained_dynamics(const Model& model, ModelWorkspace& ws,
+                          const v1::ConstrainedDynamicsRequest& request,
+                          std::span<const BilateralConstraint> constraints,
+                          const BaumgarteGains& gains, std::span<const DofInput> inputs, int rows,
+                          int begin, int end, const ConstrainedDynamicsOutput& out);
 
 }  // namespace torqued::server

@@ -1,8 +1,15 @@
 // DynamicsService handlers (see dynamics_service.hpp).
 #include "server/dynamics_service.hpp"
 
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "server/compute.hpp"
 #include "server/compute_extended.hpp"
+#include "server/layout.hpp"
+#include "server/model_source.hpp"
 #include "server/validation.hpp"
 
 namespace torqued::server {
@@ -69,6 +76,88 @@ Algorithm metric_label(const v1::MassMatrixRequest& request) {
 bool has_free_flyer_root(const Model& m) {
   return m.nbodies() > 1 && m.joints[1].type == JointType::kFreeFlyer && m.parent[1] == 0 &&
          m.subtree_end[1] == m.nbodies();
+}
+
+grpc::Status invalid(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+bool is_finite(const v1::Placement& p) {
+  for (const double x :
+       {p.xyz().x(), p.xyz().y(), p.xyz().z(), p.rpy().x(), p.rpy().y(), p.rpy().z()}) {
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
+}
+
+// A constraint frame: the body it is on and its placement there. frame2 may name the world.
+grpc::Status locate_frame(const Model& m, const v1::ConstraintFrame& in, const std::string& field,
+                          bool world_allowed, int& body, Transform& placement) {
+  if (!is_finite(in.placement())) return invalid(field + ".placement must be finite");
+  const int f = m.find_frame(in.frame());
+  if (f >= 0) {
+    body = m.frames[f].body;
+    placement = m.frames[f].placement * to_transform(in.placement());
+    return grpc::Status::OK;
+  }
+  if (world_allowed && (in.frame().empty() || in.frame() == "world")) {
+    body = 0;
+    placement = to_transform(in.placement());
+    return grpc::Status::OK;
+  }
+  return invalid(field + ".frame: no frame named \"" + in.frame() + "\" in model \"" + m.name +
+                 "\" (see Model.frames)");
+}
+
+// The request's constraints in engine form, each named (by default "constraints[i]") uniquely
+// among them and the model's loop closures.
+grpc::Status to_constraints(const Model& m,
+                            const google::protobuf::RepeatedPtrField<v1::Constraint>& in,
+                            std::vector<BilateralConstraint>& out) {
+  std::set<std::string> names;
+  for (const BilateralConstraint& loop : m.loop_closures) names.insert(loop.name);
+  for (int i = 0; i < in.size(); ++i) {
+    const v1::Constraint& c = in[i];
+    const std::string field = "constraints[" + std::to_string(i) + "]";
+    BilateralConstraint constraint;
+    constraint.name = c.name().empty() ? field : c.name();
+    const std::string what = field + " (\"" + constraint.name + "\")";
+    if (!names.insert(constraint.name).second) {
+      return invalid(what + ": name already used by a loop closure or an earlier constraint");
+    }
+    if (!to_constraint_type(c.type(), constraint.type)) {
+      return invalid(what + ": type must be set to a CONSTRAINT_TYPE_* value");
+    }
+    if (!c.has_frame1()) return invalid(what + ": frame1 must be set");
+    if (grpc::Status s = locate_frame(m, c.frame1(), field + ".frame1", false, constraint.body1,
+                                      constraint.placement1);
+        !s.ok()) {
+      return s;
+    }
+    if (grpc::Status s = locate_frame(m, c.frame2(), field + ".frame2", true, constraint.body2,
+                                      constraint.placement2);
+        !s.ok()) {
+      return s;
+    }
+    if (constraint.body1 == constraint.body2) {
+      return invalid(what + ": frame1 and frame2 are on the same body \"" +
+                     m.body_names[constraint.body1] + "\", so the constraint constrains nothing");
+    }
+    out.push_back(std::move(constraint));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status check_gains(const v1::BaumgarteGains& gains) {
+  if (!std::isfinite(gains.position()) || gains.position() < 0) {
+    return invalid("gains.position must be finite and >= 0, got " +
+                   std::to_string(gains.position()));
+  }
+  if (!std::isfinite(gains.velocity()) || gains.velocity() < 0) {
+    return invalid("gains.velocity must be finite and >= 0, got " +
+                   std::to_string(gains.velocity()));
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace
@@ -400,6 +489,74 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   return grpc::Status::OK;
 }
 
+grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
+                                   const v1::ConstrainedDynamicsRequest* request,
+                                   v1::ConstrainedDynamicsResponse* response, BatchJob& job) const {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_enum("mode", request->mode(), v1::ConstrainedDynamicsMode_IsValid); !s.ok()) {
+    return s;
+  }
+  const bool inverse = request->mode() == v1::CONSTRAINED_DYNAMICS_MODE_INVERSE;
+  if (inverse) {
+    if (s = check_dof_inputs(request->inputs(), m.nv); !s.ok()) return s;
+    if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  } else {
+    const std::string with = "with mode CONSTRAINED_DYNAMICS_MODE_FORWARD";
+    if (s = check_empty("a", request->a(), with); !s.ok()) return s;
+    if (!request->inputs().empty()) {
+      return invalid("inputs: must be empty " + with + ", got " +
+                     std::to_string(request->inputs_size()) + " entries");
+    }
+  }
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
+  if (s = check_gains(request->gains()); !s.ok()) return s;
+  std::vector<BilateralConstraint> constraints;
+  if (s = to_constraints(m, request->constraints(), constraints); !s.ok()) return s;
+  const int rows = constraint_rows(m, constraints);
+  // Each row costs the worker's workspace O(rows · (rows + nv)) memory: a weld per body is the
+  // most that can be independent, with room to spare for redundant ones.
+  const int max_rows = 12 * m.nbodies();
+  if (rows > max_rows) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "constraints: " + std::to_string(rows) + " constraint rows exceed the limit of " +
+                std::to_string(max_rows) + " (12 per body) for model \"" + m.name + "\""};
+  }
+  const std::int64_t states = n;
+  if (s = check_response_size(states * ((inverse ? 2 : 1) * m.nv + rows),
+                              limits_.max_message_bytes);
+      !s.ok()) {
+    return s;
+  }
+  std::vector<DofInput> inputs;
+  if (inverse) {
+    inputs.reserve(m.nv);
+    for (const int input : request->inputs()) {
+      inputs.push_back(input == v1::DOF_INPUT_FORCE ? DofInput::kForce : DofInput::kAcceleration);
+    }
+  }
+  response->set_batch_size(n);
+  *response->mutable_rows() = entry->layout.loop_closures();
+  int offset = constraint_rows(m, {});
+  for (const BilateralConstraint& c : constraints) {
+    *response->add_rows() = constraint_rows(c, offset);
+    offset += constraint_dimension(c.type);
+  }
+  const ConstrainedDynamicsOutput out{
+      resize(response->mutable_a(), states * m.nv),
+      resize(response->mutable_multipliers(), states * rows),
+      inverse ? resize(response->mutable_tau(), states * m.nv) : nullptr};
+  const BaumgarteGains gains{request->gains().position(), request->gains().velocity()};
+  job = {inverse ? Algorithm::kClosedChainInverseDynamics : Algorithm::kConstrainedDynamics,
+         [entry, request, constraints = std::move(constraints), gains, inputs = std::move(inputs),
+          rows, out](WorkerContext& w, int b, int e) {
+           constrained_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
+                                constraints, gains, inputs, rows, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
 grpc::ServerUnaryReactor* DynamicsService::InverseDynamics(
     grpc::CallbackServerContext* context, const v1::InverseDynamicsRequest* request,
     v1::InverseDynamicsResponse* response) {
@@ -464,6 +621,12 @@ grpc::ServerUnaryReactor* DynamicsService::Centroidal(grpc::CallbackServerContex
                                                       const v1::CentroidalRequest* request,
                                                       v1::CentroidalResponse* response) {
   return serve_batch(context, Method::kCentroidal, *request, response);
+}
+
+grpc::ServerUnaryReactor* DynamicsService::ConstrainedDynamics(
+    grpc::CallbackServerContext* context, const v1::ConstrainedDynamicsRequest* request,
+    v1::ConstrainedDynamicsResponse* response) {
+  return serve_batch(context, Method::kConstrainedDynamics, *request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* context,

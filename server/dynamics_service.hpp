@@ -61,6 +61,9 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   grpc::ServerUnaryReactor* Centroidal(grpc::CallbackServerContext* context,
                                        const v1::CentroidalRequest* request,
                                        v1::CentroidalResponse* response) override;
+  grpc::ServerUnaryReactor* ConstrainedDynamics(grpc::CallbackServerContext* context,
+                                                const v1::ConstrainedDynamicsRequest* request,
+                                                v1::ConstrainedDynamicsResponse* response) override;
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
                                  const v1::EchoRequest* request,
                                  v1::EchoResponse* response) override;
@@ -145,6 +148,9 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
                     BatchJob& job) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::CentroidalRequest* request,
                     v1::CentroidalResponse* response, BatchJob& job) const;
+  grpc::Status plan(const RegisteredModelPtr& entry, int n,
+                    const v1::ConstrainedDynamicsRequest* request,
+                    v1::ConstrainedDynamicsResponse* response, BatchJob& job) const;
   // Contacts (dynamics_service_contact.cpp).
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::ContactDynamicsRequest* request,

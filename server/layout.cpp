@@ -53,6 +53,28 @@ bool is_one_dof_axis(JointType type) {
 
 }  // namespace
 
+v1::ConstraintRows constraint_rows(const BilateralConstraint& constraint, int offset) {
+  v1::ConstraintRows rows;
+  rows.set_name(constraint.name);
+  switch (constraint.type) {
+    case ConstraintType::kWeld:
+      rows.set_type(v1::CONSTRAINT_TYPE_WELD);
+      break;
+    case ConstraintType::kPoint:
+      rows.set_type(v1::CONSTRAINT_TYPE_POINT);
+      break;
+    case ConstraintType::kRevolute:
+      rows.set_type(v1::CONSTRAINT_TYPE_REVOLUTE);
+      break;
+    case ConstraintType::kPrismatic:
+      rows.set_type(v1::CONSTRAINT_TYPE_PRISMATIC);
+      break;
+  }
+  rows.set_offset(offset);
+  rows.set_dimension(constraint_dimension(constraint.type));
+  return rows;
+}
+
 v1::Model make_layout(const Model& model, const std::string& id, v1::ModelOrigin origin) {
   v1::Model out;
   out.set_id(id);
@@ -102,6 +124,11 @@ v1::Model make_layout(const Model& model, const std::string& id, v1::ModelOrigin
   }
   for (const std::string& w : model.warnings) out.add_warnings(w);
   out.set_origin(origin);
+  int offset = 0;
+  for (const BilateralConstraint& loop : model.loop_closures) {
+    *out.add_loop_closures() = constraint_rows(loop, offset);
+    offset += constraint_dimension(loop.type);
+  }
   return out;
 }
 

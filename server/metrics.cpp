@@ -51,6 +51,10 @@ const char* algorithm_name(Algorithm a) {
       return "coriolis_matrix";
     case Algorithm::kCentroidal:
       return "centroidal";
+    case Algorithm::kConstrainedDynamics:
+      return "constrained_dynamics";
+    case Algorithm::kClosedChainInverseDynamics:
+      return "closed_chain_inverse_dynamics";
     case Algorithm::kContactDynamics:
       return "contact_dynamics";
     case Algorithm::kImpact:
@@ -104,6 +108,8 @@ const char* method_name(Method method) {
       return "CoriolisMatrix";
     case Method::kCentroidal:
       return "Centroidal";
+    case Method::kConstrainedDynamics:
+      return "ConstrainedDynamics";
     case Method::kEcho:
       return "Echo";
     case Method::kContactDynamics:

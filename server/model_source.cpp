@@ -21,18 +21,6 @@ Mat3 to_inertia(const v1::InertiaTensor& t) {
   return m;
 }
 
-// URDF's placement: translation xyz, rotation Rz(yaw) Ry(pitch) Rx(roll).
-Transform to_transform(const v1::Placement& p) {
-  const Vec3 rpy = to_vec3(p.rpy());
-  Transform t;
-  t.rotation =
-      (Eigen::AngleAxisd(rpy.z(), Vec3::UnitZ()) * Eigen::AngleAxisd(rpy.y(), Vec3::UnitY()) *
-       Eigen::AngleAxisd(rpy.x(), Vec3::UnitX()))
-          .toRotationMatrix();
-  t.translation = to_vec3(p.xyz());
-  return t;
-}
-
 JointLimits to_limits(const v1::JointLimits& l) {
   JointLimits out;
   if (l.has_lower()) out.lower = l.lower();
@@ -77,6 +65,26 @@ grpc::Status invalid(const std::string& message) {
   return {grpc::StatusCode::INVALID_ARGUMENT, message};
 }
 
+// Appends `loops` (the field `field`) to the spec's loop closures; build_model() checks them.
+grpc::Status loops_from_proto(const google::protobuf::RepeatedPtrField<v1::LoopClosure>& loops,
+                              const std::string& field, ModelSpec& spec) {
+  for (int i = 0; i < loops.size(); ++i) {
+    const v1::LoopClosure& l = loops[i];
+    LoopClosureSpec loop;
+    loop.name = l.name();
+    if (!to_constraint_type(l.type(), loop.type)) {
+      return invalid(field + "[" + std::to_string(i) + "] (\"" + l.name() +
+                     "\"): type must be set to a CONSTRAINT_TYPE_* value");
+    }
+    loop.link1 = l.link1();
+    loop.origin1 = to_transform(l.origin1());
+    loop.link2 = l.link2();
+    loop.origin2 = to_transform(l.origin2());
+    spec.loop_closures.push_back(std::move(loop));
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status spec_from_proto(const v1::ModelSpec& in, ModelSpec& spec) {
   for (int i = 0; i < in.links_size(); ++i) {
     const v1::LinkSpec& l = in.links(i);
@@ -103,7 +111,7 @@ grpc::Status spec_from_proto(const v1::ModelSpec& in, ModelSpec& spec) {
     joint.limits = to_limits(j.limits());
     spec.joints.push_back(std::move(joint));
   }
-  return grpc::Status::OK;
+  return loops_from_proto(in.loop_closures(), "spec.loop_closures", spec);
 }
 
 grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
@@ -149,6 +157,36 @@ grpc::Status too_many(const std::string& what, std::int64_t got, std::int64_t li
 
 }  // namespace
 
+Transform to_transform(const v1::Placement& p) {
+  const Vec3 rpy = to_vec3(p.rpy());
+  Transform t;
+  t.rotation =
+      (Eigen::AngleAxisd(rpy.z(), Vec3::UnitZ()) * Eigen::AngleAxisd(rpy.y(), Vec3::UnitY()) *
+       Eigen::AngleAxisd(rpy.x(), Vec3::UnitX()))
+          .toRotationMatrix();
+  t.translation = to_vec3(p.xyz());
+  return t;
+}
+
+bool to_constraint_type(v1::ConstraintType type, ConstraintType& out) {
+  switch (type) {
+    case v1::CONSTRAINT_TYPE_WELD:
+      out = ConstraintType::kWeld;
+      return true;
+    case v1::CONSTRAINT_TYPE_POINT:
+      out = ConstraintType::kPoint;
+      return true;
+    case v1::CONSTRAINT_TYPE_REVOLUTE:
+      out = ConstraintType::kRevolute;
+      return true;
+    case v1::CONSTRAINT_TYPE_PRISMATIC:
+      out = ConstraintType::kPrismatic;
+      return true;
+    default:
+      return false;
+  }
+}
+
 grpc::Status build_from_request(const v1::RegisterModelRequest& request, const ModelLimits& limits,
                                 BuiltModel& out) {
   const bool floating = request.base() == v1::BASE_TYPE_FLOATING;
@@ -193,6 +231,10 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       }
       default:
         return invalid("source: one of urdf, dh or spec must be set");
+    }
+    if (grpc::Status s = loops_from_proto(request.loop_closures(), "loop_closures", spec);
+        !s.ok()) {
+      return s;
     }
     if (!request.name().empty()) spec.name = request.name();
     if (static_cast<std::int64_t>(spec.links.size()) > limits.max_bodies) {

@@ -1,5 +1,6 @@
-// Turning a RegisterModelRequest (URDF, DH table or explicit spec, plus name, base and gravity)
-// into a built engine Model and its id, enforcing the server's size limits on the way.
+// Turning a RegisterModelRequest (URDF, DH table or explicit spec, plus name, base, gravity and
+// loop closures) into a built engine Model and its id, enforcing the server's size limits on the
+// way; and the proto-to-engine conversions that dynamics requests share.
 #pragma once
 
 #include <grpcpp/support/status.h>
@@ -22,6 +23,12 @@ struct BuiltModel {
   ModelPtr model;
   std::string id;
 };
+
+// URDF's placement: translation xyz, rotation Rz(yaw) Ry(pitch) Rx(roll).
+Transform to_transform(const v1::Placement& placement);
+
+// False for CONSTRAINT_TYPE_UNSPECIFIED and unknown values.
+bool to_constraint_type(v1::ConstraintType type, ConstraintType& out);
 
 // INVALID_ARGUMENT when the source is missing or malformed (the message names the field, joint
 // or link at fault), RESOURCE_EXHAUSTED when a limit is passed.

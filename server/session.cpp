@@ -121,6 +121,9 @@ void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
     case v1::SessionRequest::kCentroidal:
       return serve(Method::kCentroidal, request_.centroidal(), &R::mutable_centroidal,
                    std::move(response));
+    case v1::SessionRequest::kConstrainedDynamics:
+      return serve(Method::kConstrainedDynamics, request_.constrained_dynamics(),
+                   &R::mutable_constrained_dynamics, std::move(response));
     case v1::SessionRequest::kContactDynamics:
       return serve(Method::kContactDynamics, request_.contact_dynamics(),
                    &R::mutable_contact_dynamics, std::move(response));

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
@@ -116,6 +117,53 @@ TEST_F(ClientTest, ResultsEqualTheEngineBitForBit) {
   const Eigen::MatrixXd q_column_major = q;
   EXPECT_EQ(client.gravity(layout.id(), q_column_major), g);
   EXPECT_EQ(client.gravity(layout.id(), q.row(2)), g.row(2));
+}
+
+TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::RegisterModelRequest request = quadruped_request();
+  const v1::Model layout = client.register_model(request);
+  constexpr int kStates = 5;
+  const Matrix q = as_batch(random_configurations(layout, kStates, 21), kStates);
+  const Matrix v = as_batch(random_values(kStates * 18, 22), kStates);
+  const Matrix tau = as_batch(random_values(kStates * 18, 23), kStates);
+  // The front feet as point contacts on the ground plane z = 0.
+  client::ConstrainedDynamicsOptions options;
+  options.gains.set_position(10.0);
+  for (const char* foot : {"FL_foot", "FR_foot"}) {
+    v1::Constraint& c = options.constraints.emplace_back();
+    c.set_name(foot);
+    c.set_type(v1::CONSTRAINT_TYPE_POINT);
+    c.mutable_frame1()->set_frame(foot);
+  }
+  const client::ConstrainedDynamicsResult r =
+      client.constrained_dynamics(layout.id(), q, v, Matrix(), tau, options);
+  ASSERT_EQ(r.a.rows(), kStates);
+  ASSERT_EQ(r.a.cols(), 18);
+  ASSERT_EQ(r.multipliers.cols(), 6);
+  EXPECT_EQ(r.tau.cols(), 0);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[1].name(), "FR_foot");
+  EXPECT_EQ(r.rows[1].offset(), 3);
+
+  server::BuiltModel built;
+  ASSERT_TRUE(server::build_from_request(request, {}, built).ok());
+  const Model& model = *built.model;
+  Data data(model);
+  std::vector<BilateralConstraint> feet;
+  for (const char* foot : {"FL_foot", "FR_foot"}) {
+    const Frame& frame = model.frames[model.find_frame(foot)];
+    feet.push_back(
+        {foot, ConstraintType::kPoint, frame.body, frame.placement, 0, Transform::Identity()});
+  }
+  Eigen::VectorXd ddq(18), lambda(6);
+  for (int s = 0; s < kStates; ++s) {
+    constrained_dynamics(model, data, q.row(s).transpose(), v.row(s).transpose(),
+                         tau.row(s).transpose(), feet, {10.0, 0.0}, ddq, lambda);
+    EXPECT_EQ(Eigen::VectorXd(r.a.row(s).transpose()), ddq) << "state " << s;
+    EXPECT_EQ(Eigen::VectorXd(r.multipliers.row(s).transpose()), lambda) << "state " << s;
+  }
 }
 
 TEST_F(ClientTest, ModelDeletedOnTheServerIsReRegistered) {

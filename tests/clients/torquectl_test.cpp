@@ -174,6 +174,38 @@ TEST_F(TorquectlTest, InverseDynamicsMatchesLocalAndTheEngine) {
   }
 }
 
+TEST_F(TorquectlTest, ConstrainedDynamicsOfTheFourBarMatchesLocal) {
+  const std::string four_bar = repository_dir() + "/four_bar.txtpb";
+  const Outcome registered = torquectl("register " + four_bar);
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  const std::string input =
+      write("four_bar.json", R"({"q": [[0.3, 0.2, 0.1], [1.0, -0.5, 0.4]], "v": [[0, 0, 0],
+        [0.5, -0.2, 0.1]], "tau": [[1, 0, 0], [0, 0, 0]], "a": [[2, 0, 0], [-1, 0, 0]]})");
+  for (const std::string options :
+       {" --constraints point:crank_joint --gains 4,2",
+        " --mode inverse --inputs aff --constraints revolute:coupler:world"}) {
+    const Outcome remote = torquectl("constrained-dynamics " + id + " --input " + input + options);
+    const Outcome local =
+        torquectl("constrained-dynamics " + four_bar + " --local --input " + input + options);
+    ASSERT_EQ(remote.exit_code, 0) << remote.err;
+    ASSERT_EQ(local.exit_code, 0) << local.err;
+    EXPECT_EQ(remote.out, local.out) << options;
+    const nlohmann::json result = nlohmann::json::parse(remote.out);
+    // The loop's 5 rows, then the call's 3 (point) or 5 (revolute).
+    const std::size_t rows = options.find("point") != std::string::npos ? 8 : 10;
+    EXPECT_EQ(result["multipliers"][1].size(), rows) << options;
+    EXPECT_EQ(result.contains("tau"), options.find("inverse") != std::string::npos) << options;
+  }
+  const Outcome bad =
+      torquectl("constrained-dynamics " + id + " --input " + input + " --constraints point:tibia");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("tibia"), std::string::npos) << bad.err;
+  const Outcome usage =
+      torquectl("constrained-dynamics " + id + " --input " + input + " --constraints hinge:crank");
+  EXPECT_EQ(usage.exit_code, 2) << usage.err;
+}
+
 TEST_F(TorquectlTest, DhTableRegistersAndComputesLikeLocal) {
   const std::string dh = repository_dir() + "/puma560.dh.txtpb";
   const Outcome registered = torquectl("register --dh " + dh);

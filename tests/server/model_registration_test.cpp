@@ -171,7 +171,7 @@ TEST(ModelRegistrationTest, GracefulRestartKeepsEveryModel) {
   ServerProcess restarted({dir.path() / "data"});
   const auto listed = listed_ids(restarted);
   for (const auto& id : ids) EXPECT_TRUE(has(listed, id)) << id;
-  EXPECT_EQ(listed.size(), ids.size() + 4);  // plus the bundled models
+  EXPECT_EQ(listed.size(), ids.size() + 6);  // plus the bundled models
 }
 
 TEST(ModelRegistrationTest, KillNineLosesNoAcknowledgedModel) {

@@ -9,6 +9,8 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/aba_derivatives.hpp"
 #include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
@@ -102,7 +104,7 @@ class RpcEquivalenceTest : public ::testing::Test {
           << entry.path << ": the server has no model with id " << built.id;
       models_->emplace(built.model->name, LocalModel{built.model, layout});
     }
-    ASSERT_EQ(models_->size(), 4u);
+    ASSERT_EQ(models_->size(), 6u);
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -523,6 +525,129 @@ TEST_F(RpcEquivalenceTest, KinematicsOfNamedFrames) {
       expect_bitwise_equal(response.rotations(), rotations, name + " rotations");
       expect_bitwise_equal(response.velocities(), velocities, name + " velocities");
       expect_bitwise_equal(response.jacobians(), jacobians, name + " jacobians");
+    }
+  }
+}
+
+// The per-call constraints of ConstrainedDynamics below: the quadruped's four feet as point
+// contacts; on every other model, a weld of a frame offset from the last body's to a placement in
+// the world.
+std::vector<v1::Constraint> call_constraints(const Model& m) {
+  std::vector<v1::Constraint> out;
+  if (m.name == "quadruped") {
+    for (const char* foot : {"FL_foot", "FR_foot", "HL_foot", "HR_foot"}) {
+      v1::Constraint& c = out.emplace_back();
+      c.set_type(v1::CONSTRAINT_TYPE_POINT);
+      c.mutable_frame1()->set_frame(foot);
+    }
+    return out;
+  }
+  v1::Constraint& c = out.emplace_back();
+  c.set_name("tip");
+  c.set_type(v1::CONSTRAINT_TYPE_WELD);
+  c.mutable_frame1()->set_frame(m.body_names.back());
+  c.mutable_frame1()->mutable_placement()->mutable_xyz()->set_x(0.1);
+  c.mutable_frame1()->mutable_placement()->mutable_rpy()->set_z(0.3);
+  c.mutable_frame2()->mutable_placement()->mutable_xyz()->set_y(0.2);
+  return out;
+}
+
+// The same constraints in engine form, as the service documents them: frame placements composed
+// with the named frame's, frame2 unset = the world, unnamed ones "constraints[i]".
+std::vector<BilateralConstraint> engine_constraints(const Model& m,
+                                                    const std::vector<v1::Constraint>& in) {
+  std::vector<BilateralConstraint> out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    BilateralConstraint c;
+    c.name = in[i].name().empty() ? "constraints[" + std::to_string(i) + "]" : in[i].name();
+    EXPECT_TRUE(server::to_constraint_type(in[i].type(), c.type));
+    const Frame& frame1 = m.frames[m.find_frame(in[i].frame1().frame())];
+    c.body1 = frame1.body;
+    c.placement1 = frame1.placement * server::to_transform(in[i].frame1().placement());
+    c.body2 = 0;
+    c.placement2 = server::to_transform(in[i].frame2().placement());
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Forward dynamics under the model's loop closures, with and without per-call constraints, on
+// every bundled model; then closed-chain inverse dynamics where the constraints fix the passive
+// DOFs (the closed chains with their first joint actuated, the quadruped standing on its feet
+// with its base passive).
+TEST_F(RpcEquivalenceTest, ConstrainedDynamicsForwardAndInverse) {
+  const BaumgarteGains gains{25.0, 10.0};
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 50);
+    const auto v = random_values(kStates * m.nv, 51);
+    const auto a = random_values(kStates * m.nv, 52);
+    const auto tau = random_values(kStates * m.nv, 53);
+    for (const bool with_call_constraints : {false, true}) {
+      const std::vector<v1::Constraint> constraints =
+          with_call_constraints ? call_constraints(m) : std::vector<v1::Constraint>{};
+      const std::vector<BilateralConstraint> engine = engine_constraints(m, constraints);
+      const int rows = constraint_rows(m, engine);
+      const bool inverse_applies =
+          with_call_constraints ? name == "quadruped" : !m.loop_closures.empty();
+      for (const bool inverse : {false, true}) {
+        if (inverse && !inverse_applies) continue;
+        const std::string what = name + (with_call_constraints ? " with constraints" : "") +
+                                 (inverse ? " inverse" : " forward");
+        v1::ConstrainedDynamicsRequest request;
+        fill_batch(request, local, q, v);
+        request.mutable_tau()->Add(tau.begin(), tau.end());
+        request.mutable_constraints()->Assign(constraints.begin(), constraints.end());
+        request.mutable_gains()->set_position(gains.position);
+        request.mutable_gains()->set_velocity(gains.velocity);
+        std::vector<DofInput> inputs;
+        if (inverse) {
+          request.set_mode(v1::CONSTRAINED_DYNAMICS_MODE_INVERSE);
+          request.mutable_a()->Add(a.begin(), a.end());
+          for (int k = 0; k < m.nv; ++k) {
+            const bool actuated = name == "quadruped" ? k >= 6 : k == 0;
+            inputs.push_back(actuated ? DofInput::kAcceleration : DofInput::kForce);
+            request.add_inputs(actuated ? v1::DOF_INPUT_ACCELERATION : v1::DOF_INPUT_FORCE);
+          }
+        }
+        v1::ConstrainedDynamicsResponse response;
+        const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+          return server_->dynamics()->ConstrainedDynamics(c, request, &response);
+        });
+        ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+        ASSERT_EQ(response.rows_size(), static_cast<int>(m.loop_closures.size() + engine.size()))
+            << what;
+        int offset = 0;
+        for (int r = 0; r < response.rows_size(); ++r) {
+          const BilateralConstraint& c = r < static_cast<int>(m.loop_closures.size())
+                                             ? m.loop_closures[r]
+                                             : engine[r - m.loop_closures.size()];
+          EXPECT_EQ(response.rows(r).name(), c.name) << what;
+          EXPECT_EQ(response.rows(r).offset(), offset) << what;
+          EXPECT_EQ(response.rows(r).dimension(), constraint_dimension(c.type)) << what;
+          offset += response.rows(r).dimension();
+        }
+        EXPECT_EQ(offset, rows) << what;
+        std::vector<double> want_a, want_multipliers, want_tau;
+        Eigen::VectorXd ddq(m.nv), multipliers(rows), tau_out(m.nv);
+        for (int s = 0; s < kStates; ++s) {
+          if (inverse) {
+            closed_chain_inverse_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv),
+                                          row(a, s, m.nv), row(tau, s, m.nv), inputs, engine, gains,
+                                          ddq, tau_out, multipliers);
+            append(want_tau, tau_out);
+          } else {
+            constrained_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv),
+                                 engine, gains, ddq, multipliers);
+          }
+          append(want_a, ddq);
+          append(want_multipliers, multipliers);
+        }
+        expect_bitwise_equal(response.a(), want_a, what + " a");
+        expect_bitwise_equal(response.multipliers(), want_multipliers, what + " multipliers");
+        expect_bitwise_equal(response.tau(), want_tau, what + " tau");
+      }
     }
   }
 }

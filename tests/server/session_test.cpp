@@ -110,6 +110,10 @@ class SessionTest : public ::testing::Test {
       case v1::SessionRequest::kCentroidal:
         status = call(&Stub::Centroidal, message.centroidal(), model_id, out.mutable_centroidal());
         break;
+      case v1::SessionRequest::kConstrainedDynamics:
+        status = call(&Stub::ConstrainedDynamics, message.constrained_dynamics(), model_id,
+                      out.mutable_constrained_dynamics());
+        break;
       case v1::SessionRequest::kEcho:
         status = call(&Stub::Echo, message.echo(), model_id, out.mutable_echo());
         break;
@@ -199,7 +203,7 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
   const auto q = random_configurations(m, n, 5);
   const auto x = random_values(static_cast<std::size_t>(n) * m.nv(), 6);
   const auto y = random_values(static_cast<std::size_t>(n) * m.nv(), 7);
-  std::vector<v1::SessionRequest> messages(12);
+  std::vector<v1::SessionRequest> messages(13);
   // n states of q, and of v when the request takes velocities.
   auto fill = [&](auto* r) {
     r->set_batch_size(n);
@@ -225,6 +229,14 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
   fill(messages[10].mutable_centroidal());
   messages[11].mutable_echo()->set_payload("payload");
   messages[11].mutable_echo()->add_values(1.5);
+  // The four feet as point contacts, by frame name.
+  auto* constrained = fill(messages[12].mutable_constrained_dynamics());
+  constrained->mutable_tau()->Add(y.begin(), y.end());
+  for (const char* foot : {"FL_foot", "FR_foot", "HL_foot", "HR_foot"}) {
+    v1::Constraint* c = constrained->add_constraints();
+    c->set_type(v1::CONSTRAINT_TYPE_POINT);
+    c->mutable_frame1()->set_frame(foot);
+  }
   for (std::size_t i = 0; i < messages.size(); ++i) messages[i].set_sequence(i);
   messages[0].set_model_id(m.id());
   grpc::Status status;

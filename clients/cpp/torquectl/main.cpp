@@ -64,6 +64,12 @@ const std::map<std::string, OptionSpec>& option_specs() {
       {"--jacobians", {"", "also the frames' Jacobians"}},
       {"--inputs", {"MASK", "one letter per DOF: a (acceleration given) or f (force given)"}},
       {"--of", {"inverse|forward", "the dynamics to differentiate (default inverse)"}},
+      {"--mode", {"forward|inverse", "forward (a from tau) or closed-chain inverse dynamics"}},
+      {"--constraints",
+       {"C,C,...",
+        "constraints after the model's loop closures, each TYPE:FRAME[:FRAME2] with TYPE "
+        "weld|point|revolute|prismatic and FRAME2 the world when left out"}},
+      {"--gains", {"KP,KD", "Baumgarte position and velocity gains (default 0,0)"}},
       {"--payload", {"TEXT", "bytes to send"}},
       {"--contacts",
        {"SPEC",
@@ -398,6 +404,68 @@ Output contact_output(const v1::Model& m, const std::string& velocity, const std
                  per_state_field("residual", r.residual)}};
 }
 
+// --inputs: one letter per DOF, a (acceleration given) or f (force given).
+std::vector<v1::DofInput> dof_inputs(const Args& args, const v1::Model& m) {
+  const std::string mask = args.value("--inputs", "");
+  std::vector<v1::DofInput> inputs;
+  for (const char letter : mask) {
+    if (letter != 'a' && letter != 'f') {
+      throw UsageError("--inputs: letters must be a or f, got \"" + mask + "\"");
+    }
+    inputs.push_back(letter == 'a' ? v1::DOF_INPUT_ACCELERATION : v1::DOF_INPUT_FORCE);
+  }
+  if (static_cast<int>(inputs.size()) != m.nv()) {
+    throw UsageError("--inputs: expected " + std::to_string(m.nv()) + " letters (nv), got " +
+                     std::to_string(inputs.size()));
+  }
+  return inputs;
+}
+
+// --constraints: TYPE:FRAME[:FRAME2],... (frame placements are the frames themselves).
+std::vector<v1::Constraint> constraints(const Args& args) {
+  const std::map<std::string, v1::ConstraintType> types = {
+      {"weld", v1::CONSTRAINT_TYPE_WELD},
+      {"point", v1::CONSTRAINT_TYPE_POINT},
+      {"revolute", v1::CONSTRAINT_TYPE_REVOLUTE},
+      {"prismatic", v1::CONSTRAINT_TYPE_PRISMATIC}};
+  std::vector<v1::Constraint> out;
+  std::stringstream list(args.value("--constraints", ""));
+  for (std::string item; std::getline(list, item, ',');) {
+    std::vector<std::string> parts;
+    std::stringstream fields(item);
+    for (std::string part; std::getline(fields, part, ':');) parts.push_back(part);
+    if (parts.size() < 2 || parts.size() > 3 || !types.count(parts[0])) {
+      throw UsageError(
+          "--constraints: \"" + item +
+          "\" is not TYPE:FRAME[:FRAME2] with TYPE weld, point, revolute or prismatic");
+    }
+    v1::Constraint& c = out.emplace_back();
+    c.set_type(types.at(parts[0]));
+    c.mutable_frame1()->set_frame(parts[1]);
+    if (parts.size() == 3) c.mutable_frame2()->set_frame(parts[2]);
+  }
+  return out;
+}
+
+// --gains KP,KD.
+v1::BaumgarteGains gains(const Args& args) {
+  const std::string text = args.value("--gains", "0,0");
+  const std::size_t comma = text.find(',');
+  bool ok = comma != std::string::npos;
+  const std::string parts[2] = {text.substr(0, comma), ok ? text.substr(comma + 1) : ""};
+  double values[2] = {0.0, 0.0};
+  for (int i = 0; i < 2 && ok; ++i) {
+    char* end = nullptr;
+    values[i] = std::strtod(parts[i].c_str(), &end);
+    ok = !parts[i].empty() && *end == '\0';
+  }
+  if (!ok) throw UsageError("--gains: expected KP,KD (two numbers), got \"" + text + "\"");
+  v1::BaumgarteGains out;
+  out.set_position(values[0]);
+  out.set_velocity(values[1]);
+  return out;
+}
+
 std::map<std::string, Dynamics> dynamics_commands() {
   std::map<std::string, Dynamics> commands;
   commands["inverse-dynamics"] = {
@@ -511,21 +579,43 @@ std::map<std::string, Dynamics> dynamics_commands() {
       },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
          const Args& args) {
-        const std::string mask = args.value("--inputs", "");
-        std::vector<v1::DofInput> inputs;
-        for (const char letter : mask) {
-          if (letter != 'a' && letter != 'f') {
-            throw UsageError("--inputs: letters must be a or f, got \"" + mask + "\"");
-          }
-          inputs.push_back(letter == 'a' ? v1::DOF_INPUT_ACCELERATION : v1::DOF_INPUT_FORCE);
-        }
-        if (static_cast<int>(inputs.size()) != m.nv()) {
-          throw UsageError("--inputs: expected " + std::to_string(m.nv()) + " letters (nv), got " +
-                           std::to_string(inputs.size()));
-        }
         const client::AccelerationsAndForces r =
-            c.hybrid_dynamics(id, in[0], in[1], inputs, in[2], in[3], in[4]);
+            c.hybrid_dynamics(id, in[0], in[1], dof_inputs(args, m), in[2], in[3], in[4]);
         return Output{{dof_field("a", m, r.a), dof_field("tau", m, r.tau)}};
+      }};
+  commands["constrained-dynamics"] = {
+      [](const v1::Model& m) {
+        std::vector<InputField> fields = q_v(m);
+        fields.push_back(field("tau", coordinate_labels(m, true)));
+        fields.push_back(field("a", coordinate_labels(m, true), false));
+        return fields;
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        client::ConstrainedDynamicsOptions options;
+        options.mode = choice<v1::ConstrainedDynamicsMode>(
+            args, "--mode",
+            {{"forward", v1::CONSTRAINED_DYNAMICS_MODE_FORWARD},
+             {"inverse", v1::CONSTRAINED_DYNAMICS_MODE_INVERSE}},
+            "forward");
+        const bool inverse = options.mode == v1::CONSTRAINED_DYNAMICS_MODE_INVERSE;
+        if (inverse) {
+          options.inputs = dof_inputs(args, m);
+          if (in[3].cols() == 0) throw InputError("input: missing field \"a\"");
+        }
+        options.constraints = constraints(args);
+        options.gains = gains(args);
+        const client::ConstrainedDynamicsResult r =
+            c.constrained_dynamics(id, in[0], in[1], inverse ? in[3] : Matrix(), in[2], options);
+        std::vector<std::string> rows;
+        for (const v1::ConstraintRows& constraint : r.rows) {
+          for (int k = 0; k < constraint.dimension(); ++k) {
+            rows.push_back(constraint.name() + ":" + std::to_string(k));
+          }
+        }
+        Output out{{dof_field("a", m, r.a), {"multipliers", {rows}, r.multipliers}}};
+        if (inverse) out.fields.push_back(dof_field("tau", m, r.tau));
+        return out;
       }};
   commands["floating-base-inverse-dynamics"] = {
       [](const v1::Model& m) { return q_v_plus(m, {"a"}); },
@@ -749,6 +839,10 @@ std::vector<Command> commands() {
         {"--frames", "--reference", "--jacobians"}}},
       {"hybrid-dynamics",
        {"a and tau from q, v, a, tau [, external_forces] and --inputs", {"--inputs"}}},
+      {"constrained-dynamics",
+       {"a and multipliers (and tau with --mode inverse) from q, v, tau [, a] under the model's "
+        "loop closures and --constraints",
+        {"--mode", "--inputs", "--constraints", "--gains"}}},
       {"floating-base-inverse-dynamics",
        {"base acceleration and tau from q, v, a "
         "[, external_forces]",

@@ -466,6 +466,33 @@ CentroidalResult Client::centroidal(const std::string& model_id, const MatrixRef
           to_matrices(response.momentum_matrix(), states, 6)};
 }
 
+ConstrainedDynamicsResult Client::constrained_dynamics(const std::string& model_id,
+                                                       const MatrixRef& q, const MatrixRef& v,
+                                                       const MatrixRef& a, const MatrixRef& tau,
+                                                       const ConstrainedDynamicsOptions& options,
+                                                       const CallOptions& call) {
+  v1::ConstrainedDynamicsRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  request.set_mode(options.mode);
+  put(tau, request.mutable_tau());
+  put(a, request.mutable_a());
+  for (const v1::DofInput input : options.inputs) request.add_inputs(input);
+  request.mutable_constraints()->Assign(options.constraints.begin(), options.constraints.end());
+  *request.mutable_gains() = options.gains;
+  v1::ConstrainedDynamicsResponse response;
+  call_model(model_id, call, [&](grpc::ClientContext* c) {
+    return dynamics_->ConstrainedDynamics(c, request, &response);
+  });
+  const std::uint32_t states = response.batch_size();
+  return {to_matrix(response.a(), states),
+          to_matrix(response.multipliers(), states),
+          to_matrix(response.tau(), states),
+          {response.rows().begin(), response.rows().end()}};
+}
+
 EchoResult Client::echo(const std::string& payload, const Eigen::VectorXd& values,
                         const CallOptions& call) {
   v1::EchoRequest request;

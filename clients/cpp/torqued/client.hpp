@@ -147,6 +147,23 @@ struct CentroidalResult {
   Matrices momentum_matrix;  // 6 × nv per state
 };
 
+// The model's loop closures always apply; `constraints` follow them.
+struct ConstrainedDynamicsOptions {
+  v1::ConstrainedDynamicsMode mode = v1::CONSTRAINED_DYNAMICS_MODE_FORWARD;
+  // CONSTRAINED_DYNAMICS_MODE_INVERSE only: nv entries, DOF_INPUT_ACCELERATION for an actuated
+  // DOF, DOF_INPUT_FORCE for a passive one.
+  std::vector<v1::DofInput> inputs;
+  std::vector<v1::Constraint> constraints;
+  v1::BaumgarteGains gains;
+};
+
+struct ConstrainedDynamicsResult {
+  Matrix a;            // (batch, nv)
+  Matrix multipliers;  // (batch, rows): λ, laid out as `rows` says
+  Matrix tau;          // (batch, nv) with CONSTRAINED_DYNAMICS_MODE_INVERSE; (batch, 0) otherwise
+  std::vector<v1::ConstraintRows> rows;  // the model's loop closures, then the constraints
+};
+
 struct EchoResult {
   std::string payload;
   Eigen::VectorXd values;
@@ -264,6 +281,12 @@ class Client {
                            const CallOptions& call = {});
   CentroidalResult centroidal(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
                               const CallOptions& call = {});
+  // `a` is read with CONSTRAINED_DYNAMICS_MODE_INVERSE only (empty, 0 columns, otherwise).
+  ConstrainedDynamicsResult constrained_dynamics(const std::string& model_id, const MatrixRef& q,
+                                                 const MatrixRef& v, const MatrixRef& a,
+                                                 const MatrixRef& tau,
+                                                 const ConstrainedDynamicsOptions& options = {},
+                                                 const CallOptions& call = {});
   EchoResult echo(const std::string& payload, const Eigen::VectorXd& values,
                   const CallOptions& call = {});
   // Contacts: the same contacts for every state of the batch.
