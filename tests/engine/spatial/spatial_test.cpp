@@ -8,6 +8,7 @@
 // still catching any sign or transposition error (those are of order 1).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "engine/spatial/inertia.hpp"
@@ -368,7 +369,14 @@ TEST_F(SpatialTest, ActAboutAxisEqualsActForRotationsAboutThatAxis) {
     const Vec3 translation = uniform_vector(rng_, 3, -1.0, 1.0);
     const Force f = random_force();
     for (int axis = 0; axis < 3; ++axis) {
-      const Transform x{axis_angle_rotation(Vec3::Unit(axis), angle), translation};
+      // Written as joint transforms write it (joint.hpp): exact ones and zeros off the plane.
+      Mat3 rotation = Mat3::Identity();
+      const int b = (axis + 1) % 3, c = (axis + 2) % 3;
+      rotation(b, b) = std::cos(angle);
+      rotation(b, c) = -std::sin(angle);
+      rotation(c, b) = std::sin(angle);
+      rotation(c, c) = std::cos(angle);
+      const Transform x{rotation, translation};
       const Force expected = x.act(f);
       const Force actual = axis == 0   ? x.act_about_axis<0>(f)
                            : axis == 1 ? x.act_about_axis<1>(f)
