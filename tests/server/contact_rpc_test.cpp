@@ -18,6 +18,7 @@
 #include "engine/algorithms/simulate.hpp"
 #include "server/model_source.hpp"
 #include "server/repository.hpp"
+#include "tests/server/bitwise.hpp"
 #include "tests/server/server_process.hpp"
 #include "torqued/client.hpp"
 
@@ -27,21 +28,6 @@ namespace {
 using Vector = Eigen::VectorXd;
 
 constexpr int kStates = 21;  // split across the workers (chunks of 8)
-
-template <typename Field>
-void expect_bitwise_equal(const Field& got, const std::vector<double>& want,
-                          const std::string& what) {
-  ASSERT_EQ(static_cast<std::size_t>(got.size()), want.size()) << what;
-  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(double))) << what;
-}
-
-Vector row(const std::vector<double>& values, int state, int width) {
-  return Eigen::Map<const Vector>(values.data() + static_cast<std::size_t>(state) * width, width);
-}
-
-void append(std::vector<double>& out, const Eigen::Ref<const Eigen::MatrixXd>& x) {
-  out.insert(out.end(), x.data(), x.data() + x.size());
-}
 
 // The solver summary the server reports, per state, as the engine's enum order.
 struct Summary {

@@ -23,6 +23,7 @@
 #include "engine/algorithms/rnea_derivatives.hpp"
 #include "server/model_source.hpp"
 #include "server/repository.hpp"
+#include "tests/server/bitwise.hpp"
 #include "tests/server/server_process.hpp"
 
 namespace torqued::testing {
@@ -32,21 +33,6 @@ using Vector = Eigen::VectorXd;
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 constexpr int kStates = 37;  // not a multiple of the chunk count
-
-template <typename Field>
-void expect_bitwise_equal(const Field& got, const std::vector<double>& want,
-                          const std::string& what) {
-  ASSERT_EQ(static_cast<std::size_t>(got.size()), want.size()) << what;
-  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(double))) << what;
-}
-
-Vector row(const std::vector<double>& values, int state, int width) {
-  return Eigen::Map<const Vector>(values.data() + static_cast<std::size_t>(state) * width, width);
-}
-
-void append(std::vector<double>& out, const Eigen::Ref<const Eigen::VectorXd>& x) {
-  out.insert(out.end(), x.data(), x.data() + x.size());
-}
 
 // Appends a matrix row-major.
 template <typename Matrix>
