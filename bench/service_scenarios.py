@@ -7,8 +7,9 @@ times the engine in process with torqued_bench, and prints each measured ratio a
 
 Every ratio compares two measurements taken in the same run, alternated and repeated: the
 machine's other load moves both sides together. The spread of the per-repeat ratios is printed
-as the noise. Reports go to bench/results/ (JSON per run, summary.json, and with matplotlib a
-plot of latency and throughput against batch size).
+as the noise. Reports go to bench/results/: a JSON file per run (not versioned), summary.json
+and, with Debian's python3-matplotlib installed, batch_size.png (latency and throughput against
+batch size).
 """
 import argparse
 import json
@@ -110,6 +111,17 @@ class Runner:
         return json.loads(out)["benchmarks"][0]["items_per_second"]
 
 
+def idle_fraction(since=None):
+    """The machine's idle and busy jiffies now (/proc/stat), or the idle fraction of the CPU
+    time since an earlier reading."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    now = (fields[3] + fields[4], sum(fields))
+    if since is None:
+        return now
+    return (now[0] - since[0]) / max(1, now[1] - since[1])
+
+
 def paired(runner, repeats, first, second, measure):
     """Alternates two measurements `repeats` times; returns the per-repeat ratios
     measure(first) / measure(second) and the raw values."""
@@ -146,7 +158,7 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     runner = Runner(args)
     data_root = tempfile.mkdtemp(prefix="torqued-scenarios-")
-    verdicts, curves = [], []
+    verdicts, curves, efficiency = [], [], []
     print(f"model {runner.urdf}; {args.repeats} repeats of {args.seconds} s; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}", flush=True)
     try:
@@ -155,10 +167,14 @@ def main():
         p99 = lambda r: r["latency_us"]["p99"]
         rate = lambda r: r["calls_per_second"]
 
+        # One call or message at a time: the client waits on its own completion queue, so the
+        # thread its answer wakes sends the next request (the callback API adds a hand-off
+        # between gRPC's threads on every event, on the client's side of each ratio alike).
+        cq = "--completion-queue"
         print("unary InverseDynamics, 1 state, concurrency 1, against Echo of the same payload:",
               flush=True)
-        ratios, raw = paired(runner, args.repeats, lambda: runner.load_run(server),
-                             lambda: runner.load_run(server, "--echo"), p50)
+        ratios, raw = paired(runner, args.repeats, lambda: runner.load_run(server, cq),
+                             lambda: runner.load_run(server, cq, "--echo"), p50)
         verdicts.append(verdict("unary p50 / Echo p50", ratios, 1.3, True))
         verdicts.append(verdict("unary p99 / Echo p99", [p99(a) / p99(b) for a, b in raw],
                                 1.5, True))
@@ -166,15 +182,15 @@ def main():
 
         print("Session, 1 state per message, one stream:", flush=True)
         ratios, raw = paired(runner, args.repeats,
-                             lambda: runner.load_run(server, "--session"),
-                             lambda: runner.load_run(server, "--session", "--echo"), p50)
+                             lambda: runner.load_run(server, cq, "--session"),
+                             lambda: runner.load_run(server, cq, "--session", "--echo"), p50)
         verdicts.append(verdict("Session p50 / Session Echo p50 (ping-pong)", ratios, 1.3, True))
         verdicts.append(verdict("Session ping-pong rate / unary rate (concurrency 1)",
                                 [rate(a) / u for (a, _), u in zip(raw, unary_rates)], 2.0,
                                 False))
         ratios, _ = paired(runner, args.repeats,
-                           lambda: runner.load_run(server, "--session", "--pipeline", "4"),
-                           lambda: runner.load_run(server), rate)
+                           lambda: runner.load_run(server, cq, "--session", "--pipeline", "4"),
+                           lambda: runner.load_run(server, cq), rate)
         verdicts.append(verdict("Session rate, 4 messages in flight / unary rate (conc. 1)",
                                 ratios, 2.0, False))
 
@@ -201,12 +217,14 @@ def main():
         servers = {w: Server(args.build, w, data_root) for w in (1, 2)}
 
         def with_cpu(workers):
-            # The server's CPU cores used and its states per CPU-second, beside the throughput:
-            # on a shared machine the scheduler, not the server, decides how many cores it gets.
-            before, start = servers[workers].cpu_seconds(), time.time()
+            # The server's CPU cores used and its states per CPU-second, beside the throughput,
+            # and how much of the machine was left idle: on 2 cores shared with the load
+            # generator, the CPUs, not the server, decide how much a second worker can add.
+            before, idle, start = servers[workers].cpu_seconds(), idle_fraction(), time.time()
             r = runner.load_run(servers[workers], *batched, warmup=0)
             cores = (servers[workers].cpu_seconds() - before) / (time.time() - start)
             r["cores"], r["states_per_cpu_second"] = cores, r["states_per_second"] / cores
+            r["idle"] = idle_fraction(idle)
             return r
 
         ratios, raw = paired(runner, args.repeats, lambda: with_cpu(2), lambda: with_cpu(1),
@@ -215,7 +233,13 @@ def main():
         for a, b in raw:
             print(f"    server cores used {a['cores']:.2f} (2 workers) vs {b['cores']:.2f} "
                   f"(1 worker); states per CPU-second {a['states_per_cpu_second']:.0f} vs "
-                  f"{b['states_per_cpu_second']:.0f}", flush=True)
+                  f"{b['states_per_cpu_second']:.0f}; machine idle {a['idle']:.0%} vs "
+                  f"{b['idle']:.0%}", flush=True)
+        efficiency = [a["states_per_cpu_second"] / b["states_per_cpu_second"] for a, b in raw]
+        print(f"    states per server CPU-second, 2 workers / 1 worker: "
+              f"{statistics.median(efficiency):.2f} (repeats {min(efficiency):.2f}.."
+              f"{max(efficiency):.2f}): the scaling the server would show with a core per "
+              f"worker", flush=True)
         for s in servers.values():
             s.stop()
 
@@ -239,6 +263,7 @@ def main():
 
     with open(os.path.join(RESULTS, "summary.json"), "w") as f:
         json.dump({"verdicts": verdicts, "batch_curve": curves, "model": runner.urdf,
+                   "worker_scaling_per_cpu_second": efficiency,
                    "seconds": args.seconds, "repeats": args.repeats}, f, indent=1)
     plot(curves)
     failed = [v["scenario"] for v in verdicts if not v["pass"]]
@@ -265,7 +290,8 @@ def plot(curves):
     throughput.loglog(batches, [c["states_per_second"] for c in curves], "^-", color="C2",
                       label="states/s")
     throughput.set_ylabel("states per second")
-    fig.legend(loc="upper left")
+    lines = latency.get_lines() + throughput.get_lines()
+    latency.legend(lines, [line.get_label() for line in lines], loc="upper left")
     fig.suptitle("torqued InverseDynamics, unary, concurrency 2, loopback")
     fig.tight_layout()
     fig.savefig(os.path.join(RESULTS, "batch_size.png"), dpi=110)

@@ -85,6 +85,18 @@ class Control {
   Clock::time_point last_end_;
 };
 
+// Parses a unary response (as a real client would); returns the call's status code, INTERNAL
+// when the response does not parse.
+int parse_response(const grpc::Status& status, grpc::ByteBuffer& response,
+                   google::protobuf::Message& message) {
+  if (status.ok() && !grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(
+                          &response, &message)
+                          .ok()) {
+    return grpc::StatusCode::INTERNAL;
+  }
+  return status.error_code();
+}
+
 // One unary call in flight: its context, response and timing.
 struct UnaryCall {
   grpc::ClientContext context;
@@ -164,22 +176,21 @@ class UnaryDriver {
                     });
   }
 
-  // Parses the response (as a real client would) and records the call.
   void finish(UnaryCall& call, const grpc::Status& status, google::protobuf::Message& message) {
-    int code = status.error_code();
-    if (status.ok() &&
-        !grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(
-             &call.response, &message)
-             .ok()) {
-      code = grpc::StatusCode::INTERNAL;
-    }
-    control_.record(call.intended, Clock::now(), call.measured, code);
+    control_.record(call.intended, Clock::now(), call.measured,
+                    parse_response(status, call.response, message));
   }
 
   grpc::GenericStub stub_;
   const Workload& workload_;
   Control& control_;
   std::deque<Slot> slots_;
+};
+
+// A stream message sent or waiting to be: when it was intended, and whether it counts.
+struct Message {
+  Clock::time_point intended;
+  bool measured = false;
 };
 
 // One Session stream: messages wait in `pending_` (closed loop: refilled as answers come; open
@@ -270,11 +281,6 @@ class SessionStream final
   }
 
  private:
-  struct Message {
-    Clock::time_point intended;
-    bool measured = false;
-  };
-
   // Starts the next write, or the half-close, if due.
   void pump() {
     const v1::SessionRequest* write = nullptr;
@@ -318,6 +324,121 @@ class SessionStream final
   bool broken_ = false;
 };
 
+// Closed loop on the completion-queue API: each call (or stream) in flight has a thread of its
+// own that waits on its own completion queue. Waiting there polls the connection, so the thread
+// woken by an answer is the one that sends the next request.
+class QueueDriver {
+ public:
+  QueueDriver(const std::shared_ptr<grpc::Channel>& channel, const v1::Model& model,
+              const Workload& workload, Control& control)
+      : channel_(channel), model_(model), workload_(workload), control_(control) {}
+
+  void unary(std::size_t first) {
+    grpc::GenericStub stub(channel_);
+    grpc::CompletionQueue queue;
+    std::unique_ptr<google::protobuf::Message> message(workload_.response_prototype->New());
+    for (std::size_t k = first;; k = (k + 1) % workload_.unary_requests.size()) {
+      const Clock::time_point intended = Clock::now();
+      bool measured = false;
+      if (!control_.admit(intended, measured)) break;
+      grpc::ClientContext context;
+      grpc::ByteBuffer response;
+      grpc::Status status;
+      auto call =
+          stub.PrepareUnaryCall(&context, workload_.method, workload_.unary_requests[k], &queue);
+      call->StartCall();
+      call->Finish(&response, &status, this);
+      if (!next(queue)) break;
+      control_.record(intended, Clock::now(), measured, parse_response(status, response, *message));
+    }
+    queue.Shutdown();
+    drain(queue);
+  }
+
+  // Up to `pipeline` messages in flight on one stream: at most one write and one read are
+  // outstanding at a time (gRPC's rule), and both are started before waiting.
+  void session(int pipeline, std::size_t first) {
+    auto stub = v1::DynamicsService::NewStub(channel_);
+    grpc::CompletionQueue queue;
+    grpc::ClientContext context;
+    auto stream = stub->PrepareAsyncSession(&context, &queue);
+    stream->StartCall(&start_tag_);
+    std::deque<Message> in_flight;
+    v1::SessionRequest request = workload_.session_requests[first];
+    request.set_model_id(model_.id());
+    v1::SessionResponse response;
+    std::size_t k = first;
+    bool sent_first = false, writing = false, reading = false, admitting = true;
+    bool broken = !next(queue);
+    while (!broken) {
+      if (admitting && !writing && static_cast<int>(in_flight.size()) < pipeline) {
+        Message m{Clock::now(), false};
+        if (control_.admit(m.intended, m.measured)) {
+          stream->Write(sent_first ? workload_.session_requests[k] : request, &write_tag_);
+          sent_first = true;
+          k = (k + 1) % workload_.session_requests.size();
+          in_flight.push_back(m);
+          writing = true;
+        } else {
+          admitting = false;
+        }
+      }
+      if (!reading && !in_flight.empty()) {
+        stream->Read(&response, &read_tag_);
+        reading = true;
+      }
+      if (!writing && !reading) break;
+      void* tag = nullptr;
+      bool ok = false;
+      if (!queue.Next(&tag, &ok) || !ok) {
+        broken = true;
+      } else if (tag == &write_tag_) {
+        writing = false;
+      } else {
+        reading = false;
+        control_.record(in_flight.front().intended, Clock::now(), in_flight.front().measured,
+                        response.status().code());
+        in_flight.pop_front();
+      }
+    }
+    grpc::Status status;
+    if (!broken) {
+      stream->WritesDone(&write_tag_);
+      broken = !next(queue);
+    }
+    if (broken) context.TryCancel();
+    stream->Finish(&status, &finish_tag_);
+    queue.Shutdown();
+    drain(queue);
+    // Messages the stream never answered count with the stream's status.
+    for (const Message& m : in_flight) {
+      control_.record(m.intended, Clock::now(), m.measured,
+                      status.ok() ? grpc::StatusCode::INTERNAL : status.error_code());
+    }
+  }
+
+ private:
+  // Waits for the one operation outstanding; false when it failed.
+  static bool next(grpc::CompletionQueue& queue) {
+    void* tag = nullptr;
+    bool ok = false;
+    return queue.Next(&tag, &ok) && ok;
+  }
+  static void drain(grpc::CompletionQueue& queue) {
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue.Next(&tag, &ok)) {
+    }
+  }
+
+  const std::shared_ptr<grpc::Channel>& channel_;
+  const v1::Model& model_;
+  const Workload& workload_;
+  Control& control_;
+  // Their addresses tell a stream's completions apart (never written).
+  char start_tag_ = 0, write_tag_ = 0, read_tag_ = 0, finish_tag_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<Results> run_load(const std::shared_ptr<grpc::Channel>& channel,
@@ -333,7 +454,24 @@ std::unique_ptr<Results> run_load(const std::shared_ptr<grpc::Channel>& channel,
       control.stop();
     });
   }
-  if (!spec.session) {
+  if (spec.completion_queue) {
+    QueueDriver driver(channel, model, workload, control);
+    std::vector<std::thread> threads;
+    for (int s = 0; s < spec.concurrency; ++s) {
+      control.begin();
+      threads.emplace_back([&, s] {
+        if (spec.session) {
+          driver.session(spec.pipeline,
+                         static_cast<std::size_t>(s) % workload.session_requests.size());
+        } else {
+          driver.unary(static_cast<std::size_t>(s) % workload.unary_requests.size());
+        }
+        control.end();
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    control.wait_idle();
+  } else if (!spec.session) {
     UnaryDriver driver(channel, workload, control);
     if (open_loop) {
       driver.open_loop(spec.rate);

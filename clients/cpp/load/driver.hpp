@@ -1,7 +1,8 @@
-// The load drivers of torqued-load on gRPC's callback API: unary calls or Session streams, in a
-// closed loop (a fixed number of calls, or stream messages, in flight) or an open loop (calls
-// started at a fixed rate whatever the answers, latency measured from the intended start so that
-// a slow server cannot hide its queueing).
+// The load drivers of torqued-load on gRPC's callback API (or, closed loop only, on its
+// completion-queue API): unary calls or Session streams, in a closed loop (a fixed number of calls,
+// or stream messages, in flight) or an open loop (calls started at a fixed rate whatever the
+// answers, latency measured from the intended start so that a slow server cannot hide its
+// queueing).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -29,6 +30,11 @@ struct RunSpec {
   std::int64_t requests = 0;
   double warmup = 1.0;  // seconds run before measuring, excluded from the results
   bool session = false;
+  // Closed loop on the completion-queue API instead of the callback API: one thread per call or
+  // stream in flight, polling its own queue, so the thread the answer wakes sends the next
+  // request itself (one wake-up per answer, where the callback API hands each event from its
+  // poller to a callback thread).
+  bool completion_queue = false;
 };
 
 struct Results {

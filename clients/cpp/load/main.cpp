@@ -5,6 +5,7 @@
 //
 //   torqued-load [--target HOST:PORT] (--model ID|NAME | --urdf FILE [--floating-base])
 //                [--rpc NAME] [--batch B] [--session [--pipeline P]] [--echo]
+//                [--completion-queue]
 //                [--concurrency N | --rate R] [--duration S | --requests N] [--warmup S]
 //                [--pool K] [--seed N] [--json FILE]
 #include <cstdlib>
@@ -31,6 +32,8 @@ const char* const kUsage =
     "  --batch B            states per call (default 1)\n"
     "  --session            send the requests as messages of Session streams\n"
     "  --pipeline P         Session, closed loop: messages in flight per stream (default 1)\n"
+    "  --completion-queue   closed loop on the completion-queue API, a thread per call or\n"
+    "                       stream in flight (fewer thread wake-ups than the callback API)\n"
     "  --echo               send Echo with the same payload instead (the transport floor)\n"
     "  --concurrency N      closed loop: N calls (or N streams) in flight (default 1)\n"
     "  --rate R             open loop: R calls (or messages) per second\n"
@@ -100,6 +103,8 @@ Options parse(int argc, char** argv) {
       o.run.session = true;
     } else if (flag == "--pipeline") {
       o.run.pipeline = static_cast<int>(number(flag, value()));
+    } else if (flag == "--completion-queue") {
+      o.run.completion_queue = true;
     } else if (flag == "--echo") {
       o.workload.echo = true;
     } else if (flag == "--concurrency") {
@@ -125,6 +130,9 @@ Options parse(int argc, char** argv) {
   if (o.model.model.empty() == o.model.urdf.empty()) {
     throw std::runtime_error("give one of --model and --urdf (see --help)");
   }
+  if (o.run.completion_queue && o.run.rate > 0) {
+    throw std::runtime_error("--completion-queue drives a closed loop: it excludes --rate");
+  }
   if (o.workload.batch < 1 || o.workload.pool < 1 || o.run.concurrency < 1 || o.run.pipeline < 1) {
     throw std::runtime_error("--batch, --pool, --concurrency and --pipeline must be at least 1");
   }
@@ -139,7 +147,8 @@ std::string report_json(const Options& o, const v1::Model& model, const Workload
   j << "{\"rpc\": \"" << (o.workload.echo ? "Echo" : o.workload.rpc) << "\", \"payload_of\": \""
     << o.workload.rpc << "\", \"model\": \"" << model.name() << "\", \"model_id\": \"" << model.id()
     << "\", \"batch\": " << o.workload.batch << ", \"mode\": \""
-    << (o.run.session ? "session" : "unary") << "\", \"loop\": \""
+    << (o.run.session ? "session" : "unary") << "\", \"api\": \""
+    << (o.run.completion_queue ? "completion_queue" : "callback") << "\", \"loop\": \""
     << (o.run.rate > 0 ? "open" : "closed") << "\", \"concurrency\": " << o.run.concurrency
     << ", \"pipeline\": " << o.run.pipeline << ", \"rate\": " << o.run.rate
     << ", \"request_bytes\": " << w.request_bytes << ", \"calls\": " << r.calls

@@ -11,16 +11,22 @@ from torqued.client import (
     AccelerationsAndForces,
     Centroidal,
     Client,
+    ConstrainedDynamics,
+    ContactSolution,
     Derivatives,
     Error,
     Kinematics,
+    Simulation,
 )
 
 __all__ = [
     "AccelerationsAndForces",
     "Centroidal",
     "Client",
+    "ConstrainedDynamics",
+    "ContactSolution",
     "Derivatives",
     "Error",
     "Kinematics",
+    "Simulation",
 ]

@@ -28,6 +28,7 @@ from typing import (
     Optional,
     Sequence,
     TypeVar,
+    Union,
     overload,
 )
 
@@ -46,6 +47,12 @@ InverseDynamicsAlgorithm = Literal["rnea", "lagrange_homogeneous"]
 ForwardDynamicsAlgorithm = Literal["aba", "crba", "factorization", "auto"]
 MassMatrixAlgorithm = Literal["crba", "lagrange_homogeneous"]
 ReferenceFrame = Literal["local", "local_world_aligned", "world"]
+ConstrainedDynamicsMode = Literal["forward", "inverse"]
+Integrator = Literal["semi_implicit_euler", "rk4"]
+# A proto message, or a dict in its proto JSON form.
+Constraint = Union[dynamics_pb2.Constraint, Mapping[str, Any]]
+PointContact = Union[dynamics_pb2.PointContact, Mapping[str, Any]]
+ContactCandidate = Union[dynamics_pb2.ContactCandidate, Mapping[str, Any]]
 
 # Rounds of re-registration after a NOT_FOUND (see Client._on_model).
 _REREGISTER_ROUNDS = 3
@@ -84,6 +91,62 @@ class Derivatives(NamedTuple):
     d_dq: Array
     d_dv: Array
     d_du: Array
+
+
+class ConstrainedDynamics(NamedTuple):
+    """The result of constrained dynamics.
+
+    Attributes:
+        a: joint accelerations, (batch, nv).
+        multipliers: the constraint forces lambda, (batch, rows), laid out as `rows` says.
+        tau: with mode "inverse", the complete joint forces, (batch, nv); else None.
+        rows: the model's loop closures, then the call's constraints: each one's name, type,
+            offset and dimension in `multipliers`.
+    """
+
+    a: Array
+    multipliers: Array
+    tau: Optional[Array]
+    rows: list[model_pb2.ConstraintRows]
+
+
+class ContactSolution(NamedTuple):
+    """The result of contact dynamics (`result` = accelerations, `contact` = forces) or of an
+    impact (`result` = post-impact velocities, `contact` = impulses).
+
+    Attributes:
+        result: (batch, nv).
+        contact: on the bodies at the contact points, world frame, (batch, C, 3).
+        modes: dynamics_pb2.ContactMode values, (batch, C).
+        status: dynamics_pb2.ContactSolverStatus values, (batch,).
+        iterations: solver pivots or sweeps, (batch,).
+        residual: of the complementarity conditions, (batch,).
+    """
+
+    result: Array
+    contact: Array
+    modes: npt.NDArray[np.int32]
+    status: npt.NDArray[np.int32]
+    iterations: npt.NDArray[np.uint32]
+    residual: Array
+
+
+class Simulation(NamedTuple):
+    """Trajectories of a simulation, one per initial state, S steps each.
+
+    Attributes:
+        q: configurations after each step, (batch, S, nq).
+        v: velocities after each step, (batch, S, nv).
+        status: the worst dynamics_pb2.ContactSolverStatus of each trajectory, (batch,).
+        max_iterations, max_residual, max_contacts: the largest per step, (batch,).
+    """
+
+    q: Array
+    v: Array
+    status: npt.NDArray[np.int32]
+    max_iterations: npt.NDArray[np.uint32]
+    max_residual: Array
+    max_contacts: npt.NDArray[np.uint32]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +243,41 @@ def _enum(enum: Any, prefix: str, name: str) -> Any:
     except ValueError:
         names = [n[len(prefix) :].lower() for n in enum.keys() if not n.endswith("UNSPECIFIED")]
         raise ValueError(f"unknown {prefix.lower()}{name!r}: expected one of {names}") from None
+
+
+def _message(cls: Any, value: Message | Mapping[str, Any]) -> Any:
+    """A proto message from itself or from a dict in its proto JSON form."""
+    if isinstance(value, Mapping):
+        return json_format.ParseDict(value, cls())
+    return value
+
+
+def _solver_options(
+    tolerance: Optional[float], max_iterations: Optional[int], slip_velocity: Optional[float]
+) -> dynamics_pb2.ContactSolverOptions:
+    """Solver options with the given fields set; the others take the server's defaults."""
+    options = dynamics_pb2.ContactSolverOptions()
+    if tolerance is not None:
+        options.tolerance = tolerance
+    if max_iterations is not None:
+        options.max_iterations = max_iterations
+    if slip_velocity is not None:
+        options.slip_velocity = slip_velocity
+    return options
+
+
+def _contact_solution(
+    batch: _Batch, response: Any, result: Array, contact: Array
+) -> ContactSolution:
+    """The per-state arrays of a ContactDynamicsResponse or an ImpactResponse."""
+    return ContactSolution(
+        result=batch.unpack(result, -1),
+        contact=batch.unpack(contact, -1, 3),
+        modes=batch.unpack(np.array(response.modes, dtype=np.int32), -1),
+        status=batch.unpack(np.array(response.status, dtype=np.int32)),
+        iterations=batch.unpack(np.array(response.iterations, dtype=np.uint32)),
+        residual=batch.unpack(response.residual),
+    )
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -923,6 +1021,232 @@ class Client:
             com_jacobian=batch.unpack(response.com_jacobian, 3, -1),
             momentum=batch.unpack(response.momentum, 6),
             momentum_matrix=batch.unpack(response.momentum_matrix, 6, -1),
+        )
+
+    def constrained_dynamics(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        tau: npt.ArrayLike,
+        *,
+        mode: ConstrainedDynamicsMode = "forward",
+        a: Optional[npt.ArrayLike] = None,
+        acceleration_given: Optional[Sequence[bool] | npt.NDArray[np.bool_]] = None,
+        constraints: Sequence[Constraint] = (),
+        position_gain: float = 0.0,
+        velocity_gain: float = 0.0,
+        timeout: Optional[float] = None,
+    ) -> ConstrainedDynamics:
+        """Dynamics under the model's loop closures and the call's own bilateral constraints.
+
+        Args:
+            q, v, timeout: as in inverse_dynamics.
+            tau: joint forces, (batch, nv) or (nv,): every DOF's with mode "forward"; with
+                "inverse" read where acceleration_given is False, ignored (but finite) elsewhere.
+            mode: "forward" (a and lambda from tau) or "inverse" (closed-chain inverse dynamics:
+                the actuated DOFs' accelerations given, their forces computed).
+            a: "inverse" only: accelerations, like v, read where acceleration_given is True.
+            acceleration_given: "inverse" only: nv flags, True for an actuated DOF.
+            constraints: dynamics_pb2.Constraint messages or their proto JSON dicts, e.g.
+                {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": "tip"}}.
+            position_gain, velocity_gain: Baumgarte's K_p (1/s^2) and K_d (1/s).
+
+        Raises:
+            Error: FAILED_PRECONDITION when the constrained system is singular.
+        """
+        inverse = mode == "inverse"
+        if inverse != (a is not None) or inverse != (acceleration_given is not None):
+            raise ValueError(
+                'constrained_dynamics: a and acceleration_given go with mode="inverse" only'
+            )
+        batch = _Batch(q)
+        inputs = [
+            dynamics_pb2.DOF_INPUT_ACCELERATION if given else dynamics_pb2.DOF_INPUT_FORCE
+            for given in np.asarray(acceleration_given if inverse else [], dtype=bool).ravel()
+        ]
+        response = self._compute(
+            "ConstrainedDynamics",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            mode=_enum(dynamics_pb2.ConstrainedDynamicsMode, "CONSTRAINED_DYNAMICS_MODE_", mode),
+            tau=batch.rows("tau", tau),
+            a=batch.rows("a", a) if inverse else np.empty(0),
+            inputs=inputs,
+            constraints=[_message(dynamics_pb2.Constraint, c) for c in constraints],
+            gains=dynamics_pb2.BaumgarteGains(position=position_gain, velocity=velocity_gain),
+        )
+        return ConstrainedDynamics(
+            a=batch.unpack(response.a, -1),
+            multipliers=batch.unpack(response.multipliers, -1),
+            tau=batch.unpack(response.tau, -1) if inverse else None,
+            rows=list(response.rows),
+        )
+
+    def contact_dynamics(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        tau: npt.ArrayLike,
+        contacts: Sequence[PointContact],
+        *,
+        tolerance: Optional[float] = None,
+        max_iterations: Optional[int] = None,
+        slip_velocity: Optional[float] = None,
+        timeout: Optional[float] = None,
+    ) -> ContactSolution:
+        """Accelerations and contact forces with closed point contacts on static surfaces.
+
+        Args:
+            q, v, timeout: as in inverse_dynamics.
+            tau: joint forces, (batch, nv) or (nv,).
+            contacts: dynamics_pb2.PointContact messages or their proto JSON dicts, e.g.
+                {"frame": "FL_foot", "normal": [0, 0, 1], "friction": 0.8}; the same C contacts
+                for every state.
+            tolerance, max_iterations, slip_velocity: solver options; None: the server's default.
+
+        Returns:
+            ContactSolution with result = accelerations and contact = forces (N).
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "ContactDynamics",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            tau=batch.rows("tau", tau),
+            contacts=[_message(dynamics_pb2.PointContact, c) for c in contacts],
+            solver=_solver_options(tolerance, max_iterations, slip_velocity),
+        )
+        return _contact_solution(batch, response, response.a, response.forces)
+
+    def impact(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        contacts: Sequence[PointContact],
+        *,
+        restitution: float = 0.0,
+        tolerance: Optional[float] = None,
+        max_iterations: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> ContactSolution:
+        """Velocities just after the given contacts are hit, and the impulses.
+
+        Args:
+            q, timeout: as in inverse_dynamics.
+            v: velocities just before the impact, (batch, nv) or (nv,).
+            contacts: as in contact_dynamics.
+            restitution: Poisson's coefficient in [0, 1]: 0 plastic, 1 elastic.
+            tolerance, max_iterations: solver options; None: the server's default.
+
+        Returns:
+            ContactSolution with result = post-impact velocities and contact = impulses (N s).
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "Impact",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            contacts=[_message(dynamics_pb2.PointContact, c) for c in contacts],
+            restitution=restitution,
+            solver=_solver_options(tolerance, max_iterations, None),
+        )
+        return _contact_solution(batch, response, response.v, response.impulses)
+
+    def simulate(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        steps: int,
+        *,
+        time_step: Optional[float] = None,
+        integrator: Integrator = "semi_implicit_euler",
+        tau: Optional[npt.ArrayLike] = None,
+        candidates: Sequence[ContactCandidate] = (),
+        ground_height: float = 0.0,
+        friction: float = 0.0,
+        restitution: float = 0.0,
+        contact_margin: Optional[float] = None,
+        stabilization: Optional[float] = None,
+        restitution_velocity: Optional[float] = None,
+        tolerance: Optional[float] = None,
+        max_iterations: Optional[int] = None,
+        timeout: Optional[float] = None,
+    ) -> Simulation:
+        """Trajectories of `steps` steps from each initial state (q, v).
+
+        Args:
+            q, v: initial states, (batch, nq) and (batch, nv), or 1-D for one trajectory.
+            steps: 1 to 100,000.
+            time_step: seconds; None: the server's default (1e-3).
+            integrator: "semi_implicit_euler" or "rk4" (contact-free only).
+            tau: None (zero torque); one per state, held for every step ((batch, nv) or (nv,));
+                or one per step ((batch, steps, nv) or (steps, nv)).
+            candidates: dynamics_pb2.ContactCandidate messages or their proto JSON dicts, e.g.
+                {"frame": "FL_foot"}: the points that may touch the ground plane; none: no
+                contacts.
+            ground_height, friction, restitution: the plane z = ground_height and its contacts.
+            contact_margin, stabilization, restitution_velocity, tolerance, max_iterations:
+                None takes the server's default (proto/torqued/v1/dynamics.proto).
+        """
+        batch = _Batch(q)
+        torques = np.empty(0)
+        if tau is not None:
+            torques = np.asarray(tau, dtype=np.float64)
+            held = 1 if batch.single else 2
+            if torques.ndim not in (held, held + 1) or (
+                not batch.single and torques.shape[0] != batch.size
+            ):
+                raise ValueError(
+                    f"tau: expected one row per state, or per step, got {torques.shape}"
+                )
+            torques = torques.ravel()
+        optional = {
+            name: value
+            for name, value in (
+                ("time_step", time_step),
+                ("contact_margin", contact_margin),
+                ("stabilization", stabilization),
+                ("restitution_velocity", restitution_velocity),
+            )
+            if value is not None
+        }
+        response = self._compute(
+            "Simulate",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            steps=steps,
+            integrator=_enum(dynamics_pb2.Integrator, "INTEGRATOR_", integrator),
+            tau=torques,
+            ground=dynamics_pb2.GroundPlane(
+                height=ground_height, friction=friction, restitution=restitution
+            ),
+            candidates=[_message(dynamics_pb2.ContactCandidate, c) for c in candidates],
+            solver=_solver_options(tolerance, max_iterations, None),
+            **optional,
+        )
+        return Simulation(
+            q=batch.unpack(response.q, steps, -1),
+            v=batch.unpack(response.v, steps, -1),
+            status=batch.unpack(np.array(response.status, dtype=np.int32)),
+            max_iterations=batch.unpack(np.array(response.max_iterations, dtype=np.uint32)),
+            max_residual=batch.unpack(response.max_residual),
+            max_contacts=batch.unpack(np.array(response.max_contacts, dtype=np.uint32)),
         )
 
     def echo(

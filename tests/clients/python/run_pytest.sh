@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Python client into a fresh venv (offline, over Debian's python3-grpcio, numpy and
 # pytest) and runs its tests against a real torqued. CTest runs it (tests/CMakeLists.txt); by hand:
-#   TORQUED_BINARY=build/dev/server/torqued \
+#   TORQUED_BINARY=build/dev/server/torqued TORQUECTL_BINARY=build/dev/clients/cpp/torquectl \
 #     bash tests/clients/python/run_pytest.sh [WORK_DIR] [pytest args]
+# ($TORQUECTL_BINARY is optional: without it the comparison with the C++ client is skipped.)
 # WORK_DIR (default: a temporary directory) receives the venv and a copy of the package, so the
 # source tree gets no build output; the copy finds the protos through TORQUED_PROTO_DIR.
 set -euo pipefail
