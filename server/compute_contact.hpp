@@ -18,12 +18,12 @@ namespace torqued::server {
 
 // Output pointers of ContactDynamics and Impact, for C contacts.
 struct ContactOutput {
-  double* velocities;         // N × nv: a (ContactDynamics) or v⁺ (Impact)
-  double* forces;             // N × C × 3: forces or impulses, world frame
-  int* modes;                 // N × C, v1::ContactMode
-  int* status;                // N, v1::ContactSolverStatus
-  std::uint32_t* iterations;  // N
-  double* residual;           // N
+  double* velocities = nullptr;         // N × nv: a (ContactDynamics) or v⁺ (Impact)
+  double* forces = nullptr;             // N × C × 3: forces or impulses, world frame
+  int* modes = nullptr;                 // N × C, v1::ContactMode
+  int* status = nullptr;                // N, v1::ContactSolverStatus
+  std::uint32_t* iterations = nullptr;  // N
+  double* residual = nullptr;           // N
 };
 
 void contact_dynamics(const Model& model, ModelWorkspace& ws,

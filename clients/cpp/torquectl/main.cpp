@@ -378,10 +378,9 @@ std::vector<std::string> contact_labels(const std::vector<client::PointContact>&
 // One number per state.
 template <typename Values>
 OutputField per_state_field(const std::string& name, const Values& values) {
-  Matrix out(static_cast<Eigen::Index>(values.size()), 1);
-  for (std::size_t s = 0; s < values.size(); ++s) {
-    out(static_cast<Eigen::Index>(s), 0) = static_cast<double>(values[s]);
-  }
+  const auto states = static_cast<Eigen::Index>(values.size());
+  Matrix out(states, 1);
+  for (Eigen::Index s = 0; s < states; ++s) out(s, 0) = static_cast<double>(values[s]);
   return {name, {{name}}, std::move(out)};
 }
 

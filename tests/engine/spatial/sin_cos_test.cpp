@@ -38,8 +38,12 @@ TEST(SinCosTest, MatchesLibraryOnJointAngleRanges) {
       max_abs_error =
           std::max({max_abs_error, std::abs(s - std::sin(x)), std::abs(c - std::cos(x))});
       if (range <= 100.0) {
-        if (std::abs(std::sin(x)) > 0.1) EXPECT_LE(ulp_distance(s, std::sin(x)), 2) << x;
-        if (std::abs(std::cos(x)) > 0.1) EXPECT_LE(ulp_distance(c, std::cos(x)), 2) << x;
+        if (std::abs(std::sin(x)) > 0.1) {
+          EXPECT_LE(ulp_distance(s, std::sin(x)), 2) << x;
+        }
+        if (std::abs(std::cos(x)) > 0.1) {
+          EXPECT_LE(ulp_distance(c, std::cos(x)), 2) << x;
+        }
       }
     }
     EXPECT_LE(max_abs_error, 2.3e-16) << "range " << range;
