@@ -26,6 +26,24 @@ inline Force force_to_parent(const Model& model, const Data& data, int j, const 
   return transform.act(f);
 }
 
+// I^c S for a 1-DOF joint: revolutes about a coordinate axis (most joints) read it off the
+// inertia instead of multiplying by a unit vector.
+inline Force composite_times_subspace(const RigidInertia& composite, const Joint& joint) {
+  if (joint.type == JointType::kRevolute || joint.type == JointType::kContinuous) {
+    switch (joint.axis_kind) {
+      case AxisKind::kX:
+        return composite.times_unit_rotation<0>();
+      case AxisKind::kY:
+        return composite.times_unit_rotation<1>();
+      case AxisKind::kZ:
+        return composite.times_unit_rotation<2>();
+      case AxisKind::kGeneral:
+        break;
+    }
+  }
+  return composite * joint.subspace;
+}
+
 }  // namespace
 
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q) {
@@ -50,7 +68,7 @@ const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef
       double* column = m + static_cast<std::ptrdiff_t>(col) * nv;
       Force f;
       if (joint.nv == 1) {
-        f = composite * joint.subspace;
+        f = composite_times_subspace(composite, joint);
       } else {
         unit[k] = 1.0;
         f = composite * joint_motion(joint, unit);

@@ -54,6 +54,20 @@ struct RigidInertia {
             rotational * m.angular + first_moment.cross(m.linear)};
   }
 
+  // (*this) * m for m = e_axis in the angular part (a rotation about a coordinate axis at unit
+  // rate): a column of the rotational inertia and −first_moment × e_axis, no products.
+  template <int kAxis>
+  Force times_unit_rotation() const {
+    constexpr int b = (kAxis + 1) % 3;
+    constexpr int c = (kAxis + 2) % 3;
+    Force f;
+    f.linear[kAxis] = 0.0;
+    f.linear[b] = -first_moment[c];
+    f.linear[c] = first_moment[b];
+    f.angular = rotational.col(kAxis);
+    return f;
+  }
+
   // The same body expressed in frame a, given aMb (this inertia is expressed in b). Shifting the
   // origin by p: I_O' = R I_O Rᵀ − [Rh]×[p]× − [p]×[Rh]× − m [p]×².
   RigidInertia transformed_by(const Transform& aMb) const {

@@ -386,5 +386,19 @@ TEST_F(SpatialTest, ActAboutAxisEqualsActForRotationsAboutThatAxis) {
   }
 }
 
+TEST_F(SpatialTest, TimesUnitRotationEqualsProductWithUnitAngularMotion) {
+  for (int k = 0; k < kTrials; ++k) {
+    const RigidInertia y = random_rigid_inertia(rng_);
+    for (int axis = 0; axis < 3; ++axis) {
+      const Force expected = y * Motion{Vec3::Zero(), Vec3::Unit(axis)};
+      const Force actual = axis == 0   ? y.times_unit_rotation<0>()
+                           : axis == 1 ? y.times_unit_rotation<1>()
+                                       : y.times_unit_rotation<2>();
+      // The same numbers: the product only adds exact zeros to them (the sign of a zero aside).
+      EXPECT_EQ(actual.to_vector(), expected.to_vector()) << "axis " << axis;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace torqued
