@@ -44,11 +44,6 @@ using test_support::RandomTreeOptions;
 
 constexpr int kStatesPerTree = 3;
 
-void PrintTo(const TreeCase& c, std::ostream* os) {
-  *os << "seed " << c.seed << (c.floating_base ? ", floating base, " : ", fixed base, ")
-      << c.min_links << " to " << c.max_links << " links";
-}
-
 class RandomTreeTest : public ::testing::TestWithParam<TreeCase> {
  protected:
   void SetUp() override { build(GetParam().floating_base, Vec3(0.0, 0.0, -9.81)); }

@@ -240,4 +240,6 @@ std::string tree_case_name(const TreeCase& tree) {
          std::to_string(tree.min_links) + "to" + std::to_string(tree.max_links) + "links";
 }
 
+void PrintTo(const TreeCase& tree, std::ostream* os) { *os << tree_case_name(tree); }
+
 }  // namespace torqued::test_support

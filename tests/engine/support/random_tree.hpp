@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,5 +71,7 @@ struct TreeCase {
   int max_links;
 };
 std::string tree_case_name(const TreeCase& tree);
+// GoogleTest prints test parameters through this (found by argument-dependent lookup).
+void PrintTo(const TreeCase& tree, std::ostream* os);
 
 }  // namespace torqued::test_support
