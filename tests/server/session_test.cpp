@@ -114,6 +114,16 @@ class SessionTest : public ::testing::Test {
         status = call(&Stub::ConstrainedDynamics, message.constrained_dynamics(), model_id,
                       out.mutable_constrained_dynamics());
         break;
+      case v1::SessionRequest::kContactDynamics:
+        status = call(&Stub::ContactDynamics, message.contact_dynamics(), model_id,
+                      out.mutable_contact_dynamics());
+        break;
+      case v1::SessionRequest::kImpact:
+        status = call(&Stub::Impact, message.impact(), model_id, out.mutable_impact());
+        break;
+      case v1::SessionRequest::kSimulate:
+        status = call(&Stub::Simulate, message.simulate(), model_id, out.mutable_simulate());
+        break;
       case v1::SessionRequest::kEcho:
         status = call(&Stub::Echo, message.echo(), model_id, out.mutable_echo());
         break;
