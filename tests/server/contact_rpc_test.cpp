@@ -157,15 +157,7 @@ class ContactRpcTest : public ::testing::Test {
     return it == models_->end() ? nullptr : &it->second;
   }
 
-  static v1::Model layout(const LocalModel& local) {
-    grpc::ClientContext context;
-    context.set_deadline(deadline_in(30));
-    v1::GetModelRequest request;
-    request.set_model_id(local.id);
-    v1::Model model;
-    EXPECT_TRUE(server_->models()->GetModel(&context, request, &model).ok());
-    return model;
-  }
+  static v1::Model layout(const LocalModel& local) { return server_->model_layout(local.id); }
 
   template <typename Request, typename Response>
   static grpc::Status call(grpc::Status (v1::DynamicsService::Stub::*rpc)(grpc::ClientContext*,

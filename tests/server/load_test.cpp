@@ -144,14 +144,8 @@ TEST(LoadTest, FullQueueAnswersResourceExhaustedAtOnce) {
                         {"--workers=1", "--queue-capacity=2", "--split-min-states=1000000"}});
   const auto models = local_models();
   const auto& quadruped = models.at("quadruped");
-  v1::Model layout;
-  {
-    grpc::ClientContext context;
-    context.set_deadline(deadline_in(60));
-    v1::GetModelRequest request;
-    request.set_model_id(quadruped.id);
-    ASSERT_TRUE(server.models()->GetModel(&context, request, &layout).ok());
-  }
+  const v1::Model layout = server.model_layout(quadruped.id);
+  ASSERT_GT(layout.nv(), 0);
   v1::MassMatrixRequest request;
   request.set_model_id(quadruped.id);
   request.set_batch_size(2000);
@@ -200,14 +194,8 @@ TEST(LoadTest, SigtermUnderLoadFinishesInFlightCallsAndExitsZero) {
                         {"--workers=1", "--split-min-states=1000000", "--drain-seconds=120"}});
   const auto models = local_models();
   const auto& quadruped = models.at("quadruped");
-  v1::Model layout;
-  {
-    grpc::ClientContext context;
-    context.set_deadline(deadline_in(60));
-    v1::GetModelRequest request;
-    request.set_model_id(quadruped.id);
-    ASSERT_TRUE(server.models()->GetModel(&context, request, &layout).ok());
-  }
+  const v1::Model layout = server.model_layout(quadruped.id);
+  ASSERT_GT(layout.nv(), 0);
   // Three long batches on one worker: when SIGTERM comes, one runs and two wait in the queue.
   constexpr int kStates = 40000;
   v1::ForwardDynamicsRequest request;

@@ -213,6 +213,20 @@ std::unique_ptr<grpc::health::v1::Health::Stub> ServerProcess::health() const {
   return grpc::health::v1::Health::NewStub(channel_);
 }
 
+v1::Model ServerProcess::model_layout(const std::string& id) const {
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(60));
+  v1::GetModelRequest request;
+  request.set_model_id(id);
+  v1::Model layout;
+  const grpc::Status status = models()->GetModel(&context, request, &layout);
+  if (!status.ok()) {
+    ADD_FAILURE() << "GetModel " << id << ": " << status.error_message();
+    return {};
+  }
+  return layout;
+}
+
 void ServerProcess::signal(int signal_number) {
   if (pid_ > 0) ::kill(pid_, signal_number);
 }

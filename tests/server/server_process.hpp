@@ -79,6 +79,9 @@ class ServerProcess {
   std::unique_ptr<v1::ModelService::Stub> models() const;
   std::unique_ptr<v1::DynamicsService::Stub> dynamics() const;
   std::unique_ptr<grpc::health::v1::Health::Stub> health() const;
+  // The layout of model `id` (GetModel); fails the test (ADD_FAILURE) and returns an empty Model
+  // when the server does not answer it.
+  v1::Model model_layout(const std::string& id) const;
 
   // Sends a signal.
   void signal(int signal_number);

@@ -39,13 +39,7 @@ class SessionTest : public ::testing::Test {
     v1::ListModelsResponse list;
     EXPECT_TRUE(server_->models()->ListModels(&list_context, {}, &list).ok());
     for (const auto& summary : list.models()) {
-      if (summary.name() != name) continue;
-      grpc::ClientContext context;
-      v1::GetModelRequest request;
-      request.set_model_id(summary.id());
-      v1::Model model;
-      EXPECT_TRUE(server_->models()->GetModel(&context, request, &model).ok());
-      return model;
+      if (summary.name() == name) return server_->model_layout(summary.id());
     }
     ADD_FAILURE() << "no bundled model " << name;
     return {};
