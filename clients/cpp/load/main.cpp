@@ -8,6 +8,8 @@
 //                [--completion-queue]
 //                [--concurrency N | --rate R] [--duration S | --requests N] [--warmup S]
 //                [--pool K] [--seed N] [--json FILE]
+#include <malloc.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
@@ -202,6 +204,11 @@ void report_text(const Options& o, const v1::Model& model, const Workload& w, co
 
 int main(int argc, char** argv) {
   using namespace torqued::load;
+  // As in the server (server/main.cpp): large messages otherwise go to mmap and back on every
+  // call, and the TLB shootdowns of those munmaps interrupt the server's threads on the other
+  // core too (perf, 1,000-state calls: a third of the generator's kernel time).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   try {
     const Options options = parse(argc, argv);
     grpc::ChannelArguments args;
