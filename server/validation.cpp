@@ -2,6 +2,8 @@
 #include "server/validation.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 
 namespace torqued::server {
@@ -11,6 +13,22 @@ constexpr double kQuaternionTolerance = 1e-6;
 
 grpc::Status invalid(const std::string& message) {
   return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+// Whether every value is finite. A double is NaN or infinite exactly when its exponent bits are
+// all set, and adding one unit of exponent to the masked bits then carries into the sign bit: an
+// AND, an ADD and an OR per value, which the compiler vectorizes with SSE2, where an early-exit
+// std::isfinite loop runs a compare and a branch per value.
+bool all_finite(const double* values, int count) {
+  constexpr std::uint64_t kExponent = 0x7ff0000000000000;
+  constexpr std::uint64_t kExponentUnit = 0x0010000000000000;
+  std::uint64_t carries = 0;
+  for (int i = 0; i < count; ++i) {
+    std::uint64_t bits;
+    std::memcpy(&bits, values + i, sizeof bits);
+    carries |= (bits & kExponent) + kExponentUnit;
+  }
+  return (carries >> 63) == 0;
 }
 
 }  // namespace
@@ -35,6 +53,7 @@ grpc::Status check_array(const char* field, const DoubleArray& values, int state
     return invalid(s.str());
   }
   const double* data = values.data();
+  if (all_finite(data, values.size())) return grpc::Status::OK;
   for (int i = 0; i < values.size(); ++i) {
     if (!std::isfinite(data[i])) {
       std::ostringstream s;

@@ -119,6 +119,22 @@ TEST_F(ValidationTest, NonFiniteNumbersAreRejected) {
   r = id_request("puma560", 2);
   r.set_q(7, std::numeric_limits<double>::infinity());
   EXPECT_STATUS(call(r), INVALID_ARGUMENT, "q[7]", "infinite");
+  // The last value (the tail of the vectorized scan) and the negative encodings.
+  r = id_request("puma560", 3);
+  r.set_v(17, -std::numeric_limits<double>::infinity());
+  EXPECT_STATUS(call(r), INVALID_ARGUMENT, "v[17]", "infinite");
+  r = id_request("puma560", 3);
+  r.set_a(10, -std::numeric_limits<double>::quiet_NaN());
+  EXPECT_STATUS(call(r), INVALID_ARGUMENT, "a[10]", "NaN");
+}
+
+TEST_F(ValidationTest, ExtremeFiniteNumbersPass) {
+  auto r = id_request("puma560", 3);
+  r.set_v(0, std::numeric_limits<double>::denorm_min());
+  r.set_v(1, -0.0);
+  r.set_a(17, 1e300);
+  r.set_a(16, -1e300);
+  EXPECT_TRUE(call(r).ok());
 }
 
 TEST_F(ValidationTest, NonUnitQuaternionsAreRejected) {
