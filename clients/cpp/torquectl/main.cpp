@@ -381,7 +381,7 @@ OutputField per_state_field(const std::string& name, const Values& values) {
   const auto states = static_cast<Eigen::Index>(values.size());
   Matrix out(states, 1);
   for (Eigen::Index s = 0; s < states; ++s) out(s, 0) = static_cast<double>(values[s]);
-  return {name, {{name}}, std::move(out)};
+  return {name, {}, std::move(out)};
 }
 
 // The results of contact-dynamics and impact: `velocity` (a or v), forces, modes, solver.

@@ -236,6 +236,10 @@ std::vector<Matrix> json_states(const std::string& text, const std::vector<Input
 // Prints the array of one state starting at `data`, nested by dims[d..].
 void write_json_array(std::ostream& out, const double* data,
                       const std::vector<std::vector<std::string>>& dims, std::size_t d) {
+  if (dims.empty()) {  // one number per state
+    out << (std::isfinite(*data) ? format_number(*data) : "null");
+    return;
+  }
   std::size_t stride = 1;
   for (std::size_t k = d + 1; k < dims.size(); ++k) stride *= dims[k].size();
   out << '[';

@@ -46,7 +46,7 @@ struct InputField {
 std::vector<Matrix> read_states(const std::string& text, const std::vector<InputField>& fields);
 
 // A result: `values` holds one state per row, each the row-major flattening of an array whose
-// dimensions are labelled by `dims`.
+// dimensions are labelled by `dims`; no dims: one number per state.
 struct OutputField {
   std::string name;
   std::vector<std::vector<std::string>> dims;
