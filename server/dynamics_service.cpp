@@ -633,9 +633,28 @@ grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* con
                                                 const v1::EchoRequest* request,
                                                 v1::EchoResponse* response) {
   const Call call(context, Method::kEcho, metrics_);
-  response->set_payload(request->payload());
-  *response->mutable_values() = request->values();
-  return call.finish(grpc::Status::OK);
+  return call.finish(echo(*request, response));
+}
+
+grpc::Status DynamicsService::echo(const v1::EchoRequest& request,
+                                   v1::EchoResponse* response) const {
+  response->set_payload(request.payload());
+  if (request.response_values() == 0) {
+    *response->mutable_values() = request.values();
+    return grpc::Status::OK;
+  }
+  // Packed doubles, the payload and a little framing, as check_response_size counts.
+  const std::int64_t bytes = static_cast<std::int64_t>(request.response_values()) * 8 +
+                             static_cast<std::int64_t>(request.payload().size()) + 64;
+  if (bytes > limits_.max_message_bytes) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "response_values: " + std::to_string(request.response_values()) +
+                " values make a response of " + std::to_string(bytes) +
+                " bytes, more than the server's max message size of " +
+                std::to_string(limits_.max_message_bytes)};
+  }
+  response->mutable_values()->Resize(static_cast<int>(request.response_values()), 0.0);
+  return grpc::Status::OK;
 }
 
 }  // namespace torqued::server

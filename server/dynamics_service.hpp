@@ -82,6 +82,10 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* Session(
       grpc::CallbackServerContext* context) override;
 
+  // Echo's answer (unary and Session): RESOURCE_EXHAUSTED when response_values would exceed the
+  // largest message.
+  grpc::Status echo(const v1::EchoRequest& request, v1::EchoResponse* response) const;
+
   // Ends every open Session (UNAVAILABLE once its pending messages are answered) and refuses new
   // ones: the first step of a graceful shutdown, since open streams would otherwise hold the
   // drain until its deadline.

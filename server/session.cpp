@@ -133,10 +133,8 @@ void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
       return serve(Method::kSimulate, request_.simulate(), &R::mutable_simulate,
                    std::move(response));
     case v1::SessionRequest::kEcho: {
-      v1::EchoResponse* echo = response->mutable_echo();
-      echo->set_payload(request_.echo().payload());
-      *echo->mutable_values() = request_.echo().values();
-      return complete(std::move(response), grpc::Status::OK);
+      const grpc::Status status = service_.echo(request_.echo(), response->mutable_echo());
+      return complete(std::move(response), status);
     }
     case v1::SessionRequest::REQUEST_NOT_SET:
       break;

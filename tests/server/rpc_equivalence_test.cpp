@@ -666,5 +666,19 @@ TEST_F(RpcEquivalenceTest, EchoReturnsItsPayloadUntouched) {
   expect_bitwise_equal(response.values(), values, "values");
 }
 
+TEST_F(RpcEquivalenceTest, EchoAnswersWithResponseValuesZerosWhenAsked) {
+  v1::EchoRequest request;
+  request.set_payload("model");
+  const auto values = random_values(1000, 15);
+  request.mutable_values()->Add(values.begin(), values.end());
+  request.set_response_values(6);
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(30));
+  v1::EchoResponse response;
+  ASSERT_TRUE(server_->dynamics()->Echo(&context, request, &response).ok());
+  EXPECT_EQ(response.payload(), "model");
+  expect_bitwise_equal(response.values(), std::vector<double>(6, 0.0), "values");
+}
+
 }  // namespace
 }  // namespace torqued::testing

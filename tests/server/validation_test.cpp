@@ -175,6 +175,15 @@ TEST_F(ValidationTest, LimitsAreResourceExhausted) {
   EXPECT_STATUS(server_->dynamics()->MassMatrix(&context, mm, &response), RESOURCE_EXHAUSTED,
                 "max message size");
 
+  // 25,000 doubles are 200,000 bytes before framing.
+  v1::EchoRequest echo;
+  echo.set_response_values(25000);
+  grpc::ClientContext echo_context;
+  echo_context.set_deadline(deadline_in(30));
+  v1::EchoResponse echo_response;
+  EXPECT_STATUS(server_->dynamics()->Echo(&echo_context, echo, &echo_response), RESOURCE_EXHAUSTED,
+                "response_values", "25000", "max message size");
+
   v1::RegisterModelRequest big;
   big.set_urdf("<robot name=\"x\">" + std::string(30000, ' ') + "</robot>");
   EXPECT_STATUS(register_model(big), RESOURCE_EXHAUSTED, "urdf", "20000");

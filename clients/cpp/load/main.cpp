@@ -1,6 +1,7 @@
 // torqued-load: drives a torqued server with unary calls or Session streams and reports latency
 // percentiles, throughput and errors. Requests (random states, seeded) are built before the run;
-// --echo sends Echo requests with the same payload instead, giving the transport floor to
+// --echo sends Echo requests with the same payload instead, answered with as many numbers as the
+// real call answers with (one real call, before the run, counts them): the transport floor to
 // compare the real call with.
 //
 //   torqued-load [--target HOST:PORT] (--model ID|NAME | --urdf FILE [--floating-base])
@@ -36,7 +37,8 @@ const char* const kUsage =
     "  --pipeline P         Session, closed loop: messages in flight per stream (default 1)\n"
     "  --completion-queue   closed loop on the completion-queue API, a thread per call or\n"
     "                       stream in flight (fewer thread wake-ups than the callback API)\n"
-    "  --echo               send Echo with the same payload instead (the transport floor)\n"
+    "  --echo               send Echo with the same payload instead, answered with as many\n"
+    "                       numbers as the real call (the transport floor)\n"
     "  --concurrency N      closed loop: N calls (or N streams) in flight (default 1)\n"
     "  --rate R             open loop: R calls (or messages) per second\n"
     "  --duration S         measure for S seconds (default 10)\n"
@@ -153,9 +155,11 @@ std::string report_json(const Options& o, const v1::Model& model, const Workload
     << (o.run.completion_queue ? "completion_queue" : "callback") << "\", \"loop\": \""
     << (o.run.rate > 0 ? "open" : "closed") << "\", \"concurrency\": " << o.run.concurrency
     << ", \"pipeline\": " << o.run.pipeline << ", \"rate\": " << o.run.rate
-    << ", \"request_bytes\": " << w.request_bytes << ", \"calls\": " << r.calls
-    << ", \"seconds\": " << r.seconds << ", \"calls_per_second\": " << rate
-    << ", \"states_per_second\": " << rate * o.workload.batch << ", \"latency_us\": {";
+    << ", \"request_bytes\": " << w.request_bytes
+    << ", \"echo_response_values\": " << o.workload.echo_response_values
+    << ", \"calls\": " << r.calls << ", \"seconds\": " << r.seconds
+    << ", \"calls_per_second\": " << rate << ", \"states_per_second\": " << rate * o.workload.batch
+    << ", \"latency_us\": {";
   const std::pair<const char*, double> points[] = {
       {"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}};
   for (const auto& [name, p] : points) {
@@ -181,7 +185,12 @@ void report_text(const Options& o, const v1::Model& model, const Workload& w, co
             << (o.run.session ? "session" : "unary") << ", "
             << (o.run.rate > 0 ? "open loop " + std::to_string(o.run.rate) + "/s"
                                : "closed loop, concurrency " + std::to_string(o.run.concurrency))
-            << ", request " << w.request_bytes << " bytes\n";
+            << ", request " << w.request_bytes << " bytes"
+            << (o.workload.echo
+                    ? ", answered with " + std::to_string(o.workload.echo_response_values) +
+                          " numbers as the real call is"
+                    : std::string())
+            << "\n";
   std::cout << "calls " << r.calls << " in " << std::setprecision(3) << r.seconds
             << " s: " << std::setprecision(1) << rate << " calls/s, " << rate * o.workload.batch
             << " states/s\n";
@@ -210,13 +219,17 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   try {
-    const Options options = parse(argc, argv);
+    Options options = parse(argc, argv);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     args.SetMaxSendMessageSize(-1);
     auto channel =
         grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
     const torqued::v1::Model model = resolve_model(channel, options.model);
+    if (options.workload.echo) {
+      options.workload.echo_response_values =
+          real_response_values(channel, model, options.workload);
+    }
     const Workload workload = make_workload(model, options.workload);
     const auto results = run_load(channel, model, workload, options.run);
     report_text(options, model, workload, *results);

@@ -2,6 +2,8 @@
 #include "clients/cpp/load/workload.hpp"
 
 #include <google/protobuf/reflection.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/support/proto_buffer_writer.h>
 
 #include <cmath>
@@ -154,6 +156,28 @@ const google::protobuf::Message* response_prototype(const std::string& rpc) {
   return nullptr;
 }
 
+// The doubles in `message`'s repeated double fields, nested messages included.
+std::uint64_t count_doubles(const google::protobuf::Message& message) {
+  const google::protobuf::Descriptor* d = message.GetDescriptor();
+  const google::protobuf::Reflection* r = message.GetReflection();
+  std::uint64_t count = 0;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE && f->is_repeated()) {
+      count += static_cast<std::uint64_t>(r->FieldSize(message, f));
+    } else if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (f->is_repeated()) {
+        for (int k = 0; k < r->FieldSize(message, f); ++k) {
+          count += count_doubles(r->GetRepeatedMessage(message, f, k));
+        }
+      } else if (r->HasField(message, f)) {
+        count += count_doubles(r->GetMessage(message, f));
+      }
+    }
+  }
+  return count;
+}
+
 grpc::ByteBuffer serialize(const google::protobuf::Message& message) {
   grpc::ByteBuffer buffer;
   bool own = false;
@@ -242,6 +266,7 @@ Workload make_workload(const v1::Model& model, const WorkloadSpec& spec) {
     if (request == nullptr) throw std::runtime_error("unknown --rpc " + spec.rpc);
     if (spec.echo) {
       *message.mutable_echo() = echo_of(*request);
+      message.mutable_echo()->set_response_values(spec.echo_response_values);
       w.unary_requests.push_back(serialize(message.echo()));
       message.mutable_echo()->clear_payload();
     } else {
@@ -253,6 +278,36 @@ Workload make_workload(const v1::Model& model, const WorkloadSpec& spec) {
   }
   w.request_bytes = w.unary_requests.front().Length();
   return w;
+}
+
+std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel,
+                                   const v1::Model& model, WorkloadSpec spec) {
+  spec.echo = false;
+  spec.pool = 1;
+  Workload real = make_workload(model, spec);
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.set_deadline(in_seconds(60));
+  grpc::ByteBuffer answer;
+  grpc::Status status;
+  auto call = stub.PrepareUnaryCall(&context, real.method, real.unary_requests.front(), &queue);
+  call->StartCall();
+  call->Finish(&answer, &status, nullptr);
+  void* tag = nullptr;
+  bool ok = false;
+  queue.Next(&tag, &ok);
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+  if (!status.ok()) fail(spec.rpc + " (to size the Echo answers)", status);
+  std::unique_ptr<google::protobuf::Message> response(real.response_prototype->New());
+  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(&answer,
+                                                                                    response.get())
+           .ok()) {
+    throw std::runtime_error(spec.rpc + ": the answer does not parse");
+  }
+  return static_cast<std::uint32_t>(count_doubles(*response));
 }
 
 }  // namespace torqued::load

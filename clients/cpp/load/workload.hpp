@@ -6,6 +6,7 @@
 #include <google/protobuf/message.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -31,6 +32,10 @@ struct WorkloadSpec {
   int pool = 64;
   // Send Echo requests carrying the real requests' payload (model id and every number) instead.
   bool echo = false;
+  // With echo: how many numbers each Echo answers with (EchoRequest.response_values), the count
+  // of the real call's answer, so that Echo moves the real call's bytes both ways; 0: the
+  // request's own numbers come back.
+  std::uint32_t echo_response_values = 0;
   unsigned seed = 1;
 };
 
@@ -48,6 +53,12 @@ struct Workload {
 
 // Throws std::runtime_error for an unknown rpc.
 Workload make_workload(const v1::Model& model, const WorkloadSpec& spec);
+
+// The numbers in the answer to one real `spec.rpc` call of `spec.batch` states (every repeated
+// double field): what an Echo standing in for that call should answer with. Throws
+// std::runtime_error when the call fails.
+std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel,
+                                   const v1::Model& model, WorkloadSpec spec);
 
 // Appends `states` random configurations of `model` to `out`: every coordinate in [-1, 1], then
 // each spherical and free-flyer quaternion replaced by a random unit one.
