@@ -12,6 +12,7 @@
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/ltdl.hpp"
 #include "engine/algorithms/rnea.hpp"
+#include "engine/model/heap_bytes.hpp"
 
 namespace torqued {
 
@@ -50,6 +51,13 @@ ContactWorkspace::ContactWorkspace(const Model& model, int max_contacts_)
       normal_lambda(max_contacts_),
       lemke(max_contacts_),
       cone(max_contacts_) {}
+
+std::size_t ContactWorkspace::heap_bytes() const {
+  return total_heap_bytes(acceleration, velocity, forces, modes, lambda, axes, points, jacobian,
+                          minv_jacobian_t, delassus, bias, friction, slide_direction,
+                          normal_delassus, normal_bias, normal_lambda) +
+         lemke.heap_bytes() + cone.heap_bytes();
+}
 
 void factor_mass_and_place_bodies(const Model& model, Data& data, const ConstVectorRef& q) {
   ltdl_factorize(model, data, crba(model, data, q));
@@ -109,11 +117,12 @@ ComplementarityResult solve_contact_problem(ContactWorkspace& ws, int contacts,
   const auto a = ws.delassus.topLeftCorner(rows, rows);
   const auto b = ws.bias.head(rows);
   if (ws.rows_per_contact == 1) {
-    return ws.lemke.solve(a, b, ws.lambda.head(rows), options.max_iterations);
+    return ws.lemke.solve(a, b, ws.lambda.head(rows), options.max_iterations, options.interruption);
   }
   return ws.cone.solve(a, b, std::span<const double>(ws.friction.data(), contacts),
                        std::span<const Eigen::Vector2d>(ws.slide_direction.data(), contacts),
-                       ws.lambda.head(rows), options.tolerance, options.max_iterations);
+                       ws.lambda.head(rows), options.tolerance, options.max_iterations,
+                       options.interruption);
 }
 
 void classify_contacts(ContactWorkspace& ws, int contacts) {

@@ -41,11 +41,16 @@ struct ContactOptions {
   double tolerance = 1e-10;     // residual of the complementarity conditions, in the units of w
   int max_iterations = 1000;    // Lemke pivots or Gauss-Seidel sweeps
   double slip_velocity = 1e-6;  // m/s: a faster tangential velocity is an already sliding contact
+  // Polled by the solvers between iterations (and by simulate() between steps): when it asks,
+  // they throw Interrupted and the workspace's results are undefined.
+  Interruption interruption{};
 };
 
 // Preallocated buffers for up to max_contacts contacts on one Model; results of the last call.
 struct ContactWorkspace {
   ContactWorkspace(const Model& model, int max_contacts);
+
+  std::size_t heap_bytes() const;
 
   int max_contacts;
   Eigen::VectorXd acceleration;  // contact_dynamics: q̈

@@ -35,7 +35,8 @@ ComplementarityResult impact(const Model& model, Data& data, ContactWorkspace& w
       for (int k = 0; k < m; ++k) a_nn(i, k) = ws.delassus(r * i, r * k);
     }
     auto extra = ws.normal_lambda.head(m);
-    const ComplementarityResult correction = ws.lemke.solve(a_nn, g, extra, options.max_iterations);
+    const ComplementarityResult correction =
+        ws.lemke.solve(a_nn, g, extra, options.max_iterations, options.interruption);
     for (int c = 0; c < m; ++c) {
       ws.velocity += minv_jt.col(r * c) * extra[c];
       lambda[r * c] += extra[c];

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/model/heap_bytes.hpp"
+
 namespace torqued {
 
 namespace {
@@ -25,6 +27,8 @@ Eigen::Vector2d project_on_disc(const Eigen::Vector2d& x, double radius) {
 }  // namespace
 
 LemkeSolver::LemkeSolver(int capacity) : tableau_(capacity, 2 * capacity + 2), basis_(capacity) {}
+
+std::size_t LemkeSolver::heap_bytes() const { return total_heap_bytes(tableau_, basis_); }
 
 void LemkeSolver::pivot(int n, int row, int column) {
   const int columns = 2 * n + 2;
@@ -44,7 +48,8 @@ void LemkeSolver::pivot(int n, int row, int column) {
 
 ComplementarityResult LemkeSolver::solve(const Eigen::Ref<const Eigen::MatrixXd>& a,
                                          const Eigen::Ref<const Eigen::VectorXd>& b,
-                                         Eigen::Ref<Eigen::VectorXd> z, int max_pivots) {
+                                         Eigen::Ref<Eigen::VectorXd> z, int max_pivots,
+                                         const Interruption& interruption) {
   const int n = static_cast<int>(b.size());
   const int z0 = 2 * n;
   const int rhs = 2 * n + 1;
@@ -70,7 +75,9 @@ ComplementarityResult LemkeSolver::solve(const Eigen::Ref<const Eigen::MatrixXd>
     int entering = n + start;
     result.iterations = 1;
     result.status = ComplementarityStatus::kIterationLimit;
+    InterruptionPoll poll(interruption);
     while (result.iterations < max_pivots) {
+      poll.add(2.0 * n * (n + 1));
       const double column_max = t.col(entering).cwiseAbs().maxCoeff();
       const double eps = 1e-11 * std::max(scale, column_max);
       int leave = -1;
@@ -133,6 +140,11 @@ FrictionConeSolver::FrictionConeSolver(int max_contacts)
       tangent_invertible_(max_contacts),
       tangent_step_(max_contacts) {}
 
+std::size_t FrictionConeSolver::heap_bytes() const {
+  return total_heap_bytes(w_, block_inverse_, tangent_inverse_, tangent_step_) +
+         (block_invertible_.capacity() + tangent_invertible_.capacity()) / 8;
+}
+
 double FrictionConeSolver::residual(const Eigen::Ref<const Eigen::MatrixXd>& a,
                                     std::span<const double> friction,
                                     std::span<const Eigen::Vector2d> slide_direction,
@@ -156,7 +168,8 @@ ComplementarityResult FrictionConeSolver::solve(const Eigen::Ref<const Eigen::Ma
                                                 std::span<const double> friction,
                                                 std::span<const Eigen::Vector2d> slide_direction,
                                                 Eigen::Ref<Eigen::VectorXd> lambda,
-                                                double tolerance, int max_sweeps) {
+                                                double tolerance, int max_sweeps,
+                                                const Interruption& interruption) {
   const int n = static_cast<int>(b.size());
   const int m = n / 3;
   for (int c = 0; c < m; ++c) {
@@ -178,7 +191,9 @@ ComplementarityResult FrictionConeSolver::solve(const Eigen::Ref<const Eigen::Ma
   update_w();
   ComplementarityResult result;
   result.status = ComplementarityStatus::kIterationLimit;
+  InterruptionPoll poll(interruption);
   for (;;) {
+    poll.add(3.0 * n * n);
     result.residual = residual(a, friction, slide_direction, lambda);
     if (result.residual <= tolerance) {
       result.status = ComplementarityStatus::kSolved;

@@ -16,6 +16,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/algorithms/interruption.hpp"
+
 namespace torqued {
 
 enum class ComplementarityStatus {
@@ -35,11 +37,15 @@ class LemkeSolver {
  public:
   explicit LemkeSolver(int capacity);
 
+  std::size_t heap_bytes() const;
+
   // Solves the LCP for the n = b.size() unknowns. The residual is max_i |min(A_ii z_i, w_i)|:
-  // zero exactly when z ≥ 0, w ≥ 0 and zᵀw = 0, and in the units of w.
+  // zero exactly when z ≥ 0, w ≥ 0 and zᵀw = 0, and in the units of w. Polls `interruption`
+  // between pivots (throws Interrupted).
   ComplementarityResult solve(const Eigen::Ref<const Eigen::MatrixXd>& a,
                               const Eigen::Ref<const Eigen::VectorXd>& b,
-                              Eigen::Ref<Eigen::VectorXd> z, int max_pivots);
+                              Eigen::Ref<Eigen::VectorXd> z, int max_pivots,
+                              const Interruption& interruption = {});
 
  private:
   void pivot(int n, int row, int column);
@@ -54,6 +60,8 @@ class FrictionConeSolver {
  public:
   explicit FrictionConeSolver(int max_contacts);
 
+  std::size_t heap_bytes() const;
+
   // Solves for λ (3 per contact, [normal; tangent 1; tangent 2]) with w = A λ + b:
   //   λ_n ≥ 0,  w_n ≥ 0,  λ_n w_n = 0,
   //   ‖λ_t‖ ≤ μ λ_n,  and w_t = 0 inside the disc, w_t = −s λ_t (s ≥ 0) on its rim.
@@ -64,12 +72,14 @@ class FrictionConeSolver {
   // first tries the exact 3x3 block solve of a contact (exact for sticking contacts), and otherwise
   // a scalar normal step followed by a projected step on the tangential pair. The residual is the
   // largest violation of the conditions above, in the units of w: |min(A_nn λ_n, w_n)| and
-  // ‖λ_t − Π(λ_t − ρ w_t)‖ / ρ with ρ = 1 / λ_max(A_tt).
+  // ‖λ_t − Π(λ_t − ρ w_t)‖ / ρ with ρ = 1 / λ_max(A_tt). Polls `interruption` between sweeps
+  // (throws Interrupted).
   ComplementarityResult solve(const Eigen::Ref<const Eigen::MatrixXd>& a,
                               const Eigen::Ref<const Eigen::VectorXd>& b,
                               std::span<const double> friction,
                               std::span<const Eigen::Vector2d> slide_direction,
-                              Eigen::Ref<Eigen::VectorXd> lambda, double tolerance, int max_sweeps);
+                              Eigen::Ref<Eigen::VectorXd> lambda, double tolerance, int max_sweeps,
+                              const Interruption& interruption = {});
 
  private:
   double residual(const Eigen::Ref<const Eigen::MatrixXd>& a, std::span<const double> friction,

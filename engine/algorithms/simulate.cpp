@@ -9,6 +9,7 @@
 #include "engine/algorithms/ltdl.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/model/configuration.hpp"
+#include "engine/model/heap_bytes.hpp"
 
 namespace torqued {
 
@@ -129,6 +130,12 @@ SimulationWorkspace::SimulationWorkspace(const Model& model, int max_candidates)
       stage_velocity(model.nv, 4),
       stage_acceleration(model.nv, 4) {}
 
+std::size_t SimulationWorkspace::heap_bytes() const {
+  return contact.heap_bytes() + total_heap_bytes(contacts, contact_candidate, gap, impulses, q, v,
+                                                 tau_zero, scaled_v, q_stage, v_stage,
+                                                 stage_velocity, stage_acceleration);
+}
+
 SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& ws,
                           const ConstVectorRef& q0, const ConstVectorRef& v0,
                           const Eigen::Ref<const Eigen::MatrixXd>& torques,
@@ -143,7 +150,12 @@ SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& w
   ws.v = v0;
   ws.impulses.setZero();
   SimulationResult result;
+  // A step costs about a mass matrix and its factorization, plus the contact problem.
+  const double step_work =
+      4.0 * model.nv * (model.nv + model.nbodies()) + 9.0 * candidates.size() * candidates.size();
+  InterruptionPoll poll(options.solver.interruption);
   for (int k = 0; k < steps; ++k) {
+    poll.add(step_work);
     const ConstVectorRef tau = torques.cols() == 0   ? ConstVectorRef(ws.tau_zero)
                                : torques.cols() == 1 ? torques.col(0)
                                                      : torques.col(k);

@@ -57,6 +57,8 @@ struct SimulationResult {
 struct SimulationWorkspace {
   SimulationWorkspace(const Model& model, int max_candidates);
 
+  std::size_t heap_bytes() const;
+
   ContactWorkspace contact;
   std::vector<PointContact> contacts;  // this step's contacts
   std::vector<int> contact_candidate;  // their candidate indices
@@ -70,6 +72,8 @@ struct SimulationWorkspace {
 // q_out (nq x steps) and v_out (nv x steps). `torques` is nv x 0 (zero torque), nv x 1 (held) or
 // nv x steps (one column per step); column-major, so it is the row-major steps x nv layout.
 // Impulses of the last call are not reused: every call starts cold and is deterministic.
+// options.solver.interruption is polled between steps and inside the contact solver (throws
+// Interrupted; the columns of the steps not taken are left as they were).
 SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& ws,
                           const ConstVectorRef& q0, const ConstVectorRef& v0,
                           const Eigen::Ref<const Eigen::MatrixXd>& torques,

@@ -4,6 +4,7 @@
 // must only be used with the Model it was made for, by one thread at a time.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "engine/model/model.hpp"
@@ -17,6 +18,9 @@ struct Data {
   // the algorithms on bilateral constraints call it, so only a call with more rows than any
   // before allocates.
   void reserve_constraint_rows(int rows);
+
+  // Bytes held on the heap by the buffers below (what a cache of workspaces must budget for).
+  std::size_t heap_bytes() const;
 
   // Kinematics, per body (index 0 = world).
   std::vector<Transform> liMi;  // body i in its parent's frame, at the current q

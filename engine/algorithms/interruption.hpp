@@ -1,0 +1,52 @@
+// Stopping a long computation from outside. Featherstone's recursions are bounded by the model,
+// but the iterative contact solvers (lcp.hpp) and the simulation loop (simulate.hpp) run for as
+// many iterations and steps as they are given: a caller with a deadline needs them to stop. The
+// caller hands over a test; those loops count their work and poll the test about every
+// kWorkBetweenPolls floating-point operations (tens of microseconds), throwing Interrupted when
+// it says stop. The engine itself stays free of clocks and threads.
+#pragma once
+
+#include <stdexcept>
+
+namespace torqued {
+
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("the computation was interrupted by its caller") {}
+};
+
+struct Interruption {
+  // True when the computation must stop; null never stops it.
+  bool (*requested)(const void* state) = nullptr;
+  const void* state = nullptr;
+};
+
+// One loop's count of work since it last polled its Interruption.
+class InterruptionPoll {
+ public:
+  // About 50 µs of the solvers' inner loops on the machines measured.
+  static constexpr double kWorkBetweenPolls = 1e5;
+
+  explicit InterruptionPoll(const Interruption& interruption) : interruption_(interruption) {}
+
+  // Counts `work` (floating-point operations, roughly) and polls once enough has accumulated.
+  // Throws Interrupted.
+  void add(double work) {
+    pending_ += work;
+    if (pending_ >= kWorkBetweenPolls) poll();
+  }
+
+  // Polls now. Throws Interrupted.
+  void poll() {
+    pending_ = 0.0;
+    if (interruption_.requested != nullptr && interruption_.requested(interruption_.state)) {
+      throw Interrupted();
+    }
+  }
+
+ private:
+  const Interruption interruption_;
+  double pending_ = 0.0;
+};
+
+}  // namespace torqued
