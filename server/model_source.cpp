@@ -7,8 +7,10 @@
 
 #include "engine/io/dh.hpp"
 #include "engine/io/urdf.hpp"
+#include "engine/io/xml_guard.hpp"
 #include "engine/model/build.hpp"
 #include "server/model_id.hpp"
+#include "server/validation.hpp"
 
 namespace torqued::server {
 namespace {
@@ -149,12 +151,6 @@ grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
   return grpc::Status::OK;
 }
 
-grpc::Status too_many(const std::string& what, std::int64_t got, std::int64_t limit) {
-  return {grpc::StatusCode::RESOURCE_EXHAUSTED, what + ": " + std::to_string(got) +
-                                                    " exceeds the server's limit of " +
-                                                    std::to_string(limit)};
-}
-
 }  // namespace
 
 Transform to_transform(const v1::Placement& p) {
@@ -202,14 +198,18 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
     switch (request.source_case()) {
       case v1::RegisterModelRequest::kUrdf: {
         const std::int64_t size = static_cast<std::int64_t>(request.urdf().size());
-        if (size > limits.max_urdf_bytes)
-          return too_many("urdf bytes", size, limits.max_urdf_bytes);
-        spec = read_urdf_string(request.urdf(), UrdfOptions{floating, gravity});
+        if (size > limits.max_urdf_bytes) {
+          return over_limit("urdf bytes", size, limits.max_urdf_bytes, "--max-urdf-bytes");
+        }
+        spec = read_urdf_string(
+            request.urdf(),
+            UrdfOptions{floating, gravity, static_cast<std::size_t>(limits.max_bodies)});
         break;
       }
       case v1::RegisterModelRequest::kDh: {
         if (request.dh().links_size() > limits.max_bodies) {
-          return too_many("dh.links", request.dh().links_size(), limits.max_bodies);
+          return over_limit("dh.links", request.dh().links_size(), limits.max_bodies,
+                            "--max-bodies");
         }
         DhTable table;
         table.name = request.name().empty() ? "dh_model" : request.name();
@@ -221,7 +221,8 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       }
       case v1::RegisterModelRequest::kSpec: {
         if (request.spec().links_size() > limits.max_bodies) {
-          return too_many("spec.links", request.spec().links_size(), limits.max_bodies);
+          return over_limit("spec.links", request.spec().links_size(), limits.max_bodies,
+                            "--max-bodies");
         }
         if (grpc::Status s = spec_from_proto(request.spec(), spec); !s.ok()) return s;
         spec.name = "spec_model";
@@ -238,13 +239,18 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
     }
     if (!request.name().empty()) spec.name = request.name();
     if (static_cast<std::int64_t>(spec.links.size()) > limits.max_bodies) {
-      return too_many("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies);
+      return over_limit("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies,
+                        "--max-bodies");
     }
     ModelPtr model = build_model(spec);
-    if (model->nv > limits.max_dof)
-      return too_many("degrees of freedom (nv)", model->nv, limits.max_dof);
+    if (model->nv > limits.max_dof) {
+      return over_limit("degrees of freedom (nv)", model->nv, limits.max_dof, "--max-dof");
+    }
     out.id = model_id(*model);
     out.model = std::move(model);
+  } catch (const TooManyElementsError& e) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "urdf: " + std::string(e.what()) + " (--max-bodies)"};
   } catch (const ModelError& e) {
     return invalid(e.what());
   }

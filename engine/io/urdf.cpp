@@ -16,6 +16,8 @@
 #include <map>
 #include <sstream>
 
+#include "engine/io/xml_guard.hpp"
+
 namespace torqued {
 namespace {
 
@@ -180,6 +182,7 @@ ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& opt
 }  // namespace
 
 ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
+  check_xml_structure(xml, XmlLimits{kMaxUrdfDepth, "link", options.max_links});
   std::vector<std::string> messages;
   urdf::ModelInterfaceSharedPtr urdf_model;
   {

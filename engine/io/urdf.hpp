@@ -17,6 +17,7 @@
 // the joint's x, y, θ coordinates) differ from a literal reading; a warning says so.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -28,9 +29,17 @@ struct UrdfOptions {
   // Adds a free-flyer named "root_joint" between the world and the URDF's root link.
   bool floating_base = false;
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);
+  // Refuse, before urdfdom parses anything, documents with more <link> elements than this (0: no
+  // limit): a caller bounding the model's size need not wait for a huge tree to be built.
+  std::size_t max_links = 0;
 };
 
-// Throws ModelError when the XML is not a valid URDF (the message carries urdfdom's diagnostics).
+// Elements nest at most this deep in a URDF (robot, link, visual, geometry, mesh is 5; gazebo
+// plugin blocks add a few): urdfdom's XML parser recurses once per level (xml_guard.hpp).
+inline constexpr int kMaxUrdfDepth = 64;
+
+// Throws ModelError when the XML is not a valid URDF (the message carries urdfdom's diagnostics),
+// nests deeper than kMaxUrdfDepth, or has more <link> elements than options.max_links.
 // The result still has to go through build_model(), which does the full validation.
 ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options = {});
 // As read_urdf_string; also throws ModelError when the file cannot be read.
