@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -12,22 +13,53 @@
 namespace torqued::server {
 namespace {
 
+// A slice of a chunk's states doubles while it takes less than this: the deadline is checked
+// often enough, and rarely enough not to show in the cost of cheap states.
+constexpr std::chrono::microseconds kSliceTarget(1000);
+
 grpc::Status queue_full(const Executor& executor) {
   return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is overloaded: its work queue (" +
                                                     std::to_string(executor.queue_capacity()) +
                                                     " tasks) is full; retry with backoff"};
 }
 
-// Runs one chunk and maps what the engine throws to a status.
+// The engine's Interruption for a call: stop once the client is gone or the deadline has passed.
+bool call_should_stop(const void* state) {
+  return !check_alive(*static_cast<const grpc::CallbackServerContext*>(state)).ok();
+}
+
+// Runs states [begin, end) in slices, checking the call between them, and maps what the engine
+// throws to a status.
 grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& metrics,
-                       WorkerContext& worker, int begin, int end) {
+                       WorkspacePool& workspaces, const grpc::CallbackServerContext& context,
+                       int begin, int end) {
   try {
+    WorkerContext worker(workspaces, Interruption{&call_should_stop, &context});
     const Clock::time_point start = metrics.start();
-    kernel(worker, begin, end);
+    int slice = 1;
+    for (int first = begin; first < end;) {
+      const int last = first + std::min(slice, end - first);
+      const auto slice_start = std::chrono::steady_clock::now();
+      kernel(worker, first, last);
+      first = last;
+      if (first == end) break;
+      if (grpc::Status alive = check_alive(context); !alive.ok()) return alive;
+      if (std::chrono::steady_clock::now() - slice_start < kSliceTarget && slice < (1 << 20)) {
+        slice *= 2;
+      }
+    }
     metrics.compute(algorithm, start);
     return grpc::Status::OK;
   } catch (const SingularSystemError& e) {
     return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+  } catch (const Interrupted&) {
+    const grpc::Status alive = check_alive(context);
+    return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled") : alive;
+  } catch (const WorkspaceLimitError& e) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()};
+  } catch (const std::bad_alloc&) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "the server could not allocate the memory this call needs"};
   } catch (const std::exception& e) {
     return {grpc::StatusCode::INTERNAL, e.what()};
   }
@@ -35,10 +67,11 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
 
 // Shared by the chunks of one call; the last chunk to end reports the outcome.
 struct BatchJob {
-  BatchJob(grpc::CallbackServerContext* c, Metrics& m, Algorithm a, ChunkKernel k, BatchDone d,
-           int chunks)
+  BatchJob(grpc::CallbackServerContext* c, Metrics& m, WorkspacePool& w, Algorithm a, ChunkKernel k,
+           BatchDone d, int chunks)
       : context(c),
         metrics(m),
+        workspaces(w),
         algorithm(a),
         kernel(std::move(k)),
         done(std::move(d)),
@@ -49,10 +82,10 @@ struct BatchJob {
     if (!failed.exchange(true)) status = std::move(s);
   }
 
-  void run(WorkerContext& worker, int begin, int end) {
+  void run(int begin, int end) {
     if (!failed.load(std::memory_order_relaxed)) {
       grpc::Status s = check_alive(*context);
-      if (s.ok()) s = run_chunk(kernel, algorithm, metrics, worker, begin, end);
+      if (s.ok()) s = run_chunk(kernel, algorithm, metrics, workspaces, *context, begin, end);
       if (!s.ok()) fail(std::move(s));
     }
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -63,6 +96,7 @@ struct BatchJob {
 
   grpc::CallbackServerContext* const context;
   Metrics& metrics;
+  WorkspacePool& workspaces;
   const Algorithm algorithm;
   const ChunkKernel kernel;
   const BatchDone done;
@@ -75,42 +109,42 @@ struct BatchJob {
 }  // namespace
 
 void BatchRunner::run(const Call& call, int states, Algorithm algorithm, ChunkKernel kernel,
-                      int cost) {
+                      std::int64_t cost) {
   run(
       call.context(), states, algorithm, std::move(kernel),
       [call](const grpc::Status& status) { call.finish(status); }, cost);
 }
 
 void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorithm algorithm,
-                      ChunkKernel kernel, BatchDone done, int cost) {
+                      ChunkKernel kernel, BatchDone done, std::int64_t cost) {
   metrics_.batch_states(states);
   const std::int64_t work = static_cast<std::int64_t>(states) * cost;
   if (work <= inline_max_states_) {
     grpc::Status status = check_alive(*context);
     if (status.ok()) {
-      status = run_chunk(kernel, algorithm, metrics_, WorkerContext::this_thread(), 0, states);
+      status = run_chunk(kernel, algorithm, metrics_, workspaces_, *context, 0, states);
     }
     done(status);
     return;
   }
   const int chunks = static_cast<int>(
       std::clamp<std::int64_t>(work / split_min_states_, 1, std::min(states, executor_.workers())));
-  auto job = std::make_shared<BatchJob>(context, metrics_, algorithm, std::move(kernel),
-                                        std::move(done), chunks);
+  auto job = std::make_shared<BatchJob>(context, metrics_, workspaces_, algorithm,
+                                        std::move(kernel), std::move(done), chunks);
   std::vector<Executor::Task> tasks;
   tasks.reserve(chunks);
   for (int c = 0; c < chunks; ++c) {
     // Even split: chunk c covers [c·states/chunks, (c+1)·states/chunks).
     const int begin = static_cast<int>(static_cast<std::int64_t>(states) * c / chunks);
     const int end = static_cast<int>(static_cast<std::int64_t>(states) * (c + 1) / chunks);
-    tasks.emplace_back([job, begin, end](WorkerContext& w) { job->run(w, begin, end); });
+    tasks.emplace_back([job, begin, end] { job->run(begin, end); });
   }
   if (!executor_.try_submit(tasks)) job->done(queue_full(executor_));
 }
 
 void BatchRunner::run(const Call& call, CallTask task) {
   std::vector<Executor::Task> tasks;
-  tasks.emplace_back([call, task = std::move(task)](WorkerContext&) {
+  tasks.emplace_back([call, task = std::move(task)] {
     grpc::Status status;
     if (status = call.check_alive(); status.ok()) {
       try {

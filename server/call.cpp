@@ -24,7 +24,16 @@ grpc::Status check_alive(const grpc::CallbackServerContext& context) {
   return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* Call::finish(const grpc::Status& status) const {
+grpc::Status bounded(const grpc::Status& status) {
+  constexpr std::size_t kMaxMessageBytes = 1024;
+  if (status.error_message().size() <= kMaxMessageBytes) return status;
+  return {status.error_code(), status.error_message().substr(0, kMaxMessageBytes) +
+                                   "... (message cut at " + std::to_string(kMaxMessageBytes) +
+                                   " bytes)"};
+}
+
+grpc::ServerUnaryReactor* Call::finish(const grpc::Status& full_status) const {
+  const grpc::Status status = bounded(full_status);
   metrics_->rpc_handled(method_, status.error_code(), start_);
   if (!status.ok()) {
     spdlog::warn("{} from {}: {} ({})", method_name(method_), context_->peer(),

@@ -13,6 +13,11 @@ namespace torqued::server {
 // start (or go on); else OK.
 grpc::Status check_alive(const grpc::CallbackServerContext& context);
 
+// `status` with its message cut to 1 KB: statuses travel in HTTP/2 trailers, which gRPC bounds,
+// and a message that quotes a client's huge input would otherwise turn the answer into a
+// transport error.
+grpc::Status bounded(const grpc::Status& status);
+
 class Call {
  public:
   // Counts the call as started.

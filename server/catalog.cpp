@@ -3,39 +3,84 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <system_error>
 
 #include "server/layout.hpp"
 #include "server/repository.hpp"
+#include "server/validation.hpp"
 
 namespace torqued::server {
 
-Catalog::Catalog(Store& store, const ModelLimits& limits, Metrics& metrics)
-    : store_(store), limits_(limits), metrics_(metrics) {}
+namespace {
+
+// A store failure as the client sees it: a full disk is RESOURCE_EXHAUSTED (retrying at once
+// cannot help), anything else INTERNAL; the path and the error go to the log only.
+grpc::Status store_failure(const std::system_error& e, const char* action) {
+  const int error = e.code().value();
+  if (e.code().category() == std::generic_category() && (error == ENOSPC || error == EDQUOT)) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            std::string("the server's model store is full: cannot ") + action + " the model"};
+  }
+  return {grpc::StatusCode::INTERNAL,
+          std::string("the server's model store failed: cannot ") + action + " the model"};
+}
+
+}  // namespace
+
+Catalog::Catalog(Store& store, const ModelLimits& limits, Metrics& metrics,
+                 WorkspacePool& workspaces)
+    : store_(store), limits_(limits), metrics_(metrics), workspaces_(workspaces) {}
 
 grpc::Status Catalog::add(BuiltModel built, const v1::RegisterModelRequest& request,
-                          v1::ModelOrigin origin, bool persist, RegisteredModelPtr& out,
-                          bool& created) {
+                          v1::ModelOrigin origin, bool persist, bool stored,
+                          RegisteredModelPtr& out, bool& created) {
+  if (RegisteredModelPtr existing = registry_.find(built.id)) {
+    out = std::move(existing);
+    created = false;
+    return grpc::Status::OK;
+  }
+  // The model's first workspace, built here to learn what every later one costs; it becomes the
+  // pool's first idle workspace for the model.
+  auto workspace = std::make_unique<ModelWorkspace>(*built.model);
+  const std::size_t workspace_bytes = workspace->heap_bytes();
+  if (static_cast<std::int64_t>(workspace_bytes) > limits_.max_workspace_bytes) {
+    return over_limit("the model's workspace bytes", static_cast<std::int64_t>(workspace_bytes),
+                      limits_.max_workspace_bytes, "--max-workspace-bytes");
+  }
+  const std::size_t stored_bytes = stored ? request.ByteSizeLong() : 0;
   std::lock_guard lock(write_mutex_);
   if (RegisteredModelPtr existing = registry_.find(built.id)) {
     out = std::move(existing);
     created = false;
     return grpc::Status::OK;
   }
+  if (static_cast<std::int64_t>(registry_.size()) >= limits_.max_models) {
+    return over_limit("models held", static_cast<std::int64_t>(registry_.size()) + 1,
+                      limits_.max_models, "--max-models");
+  }
+  if (persist && store_bytes_ + static_cast<std::int64_t>(stored_bytes) > limits_.max_store_bytes) {
+    return over_limit("model store bytes", store_bytes_ + static_cast<std::int64_t>(stored_bytes),
+                      limits_.max_store_bytes, "--max-store-bytes");
+  }
   if (persist) {
     try {
       store_.save(built.id, request);
     } catch (const std::system_error& e) {
       spdlog::error("store: cannot save model {}: {}", built.id, e.what());
-      return {grpc::StatusCode::UNAVAILABLE, std::string("cannot store the model: ") + e.what()};
+      return store_failure(e, "save");
     }
   }
+  store_bytes_ += static_cast<std::int64_t>(stored_bytes);
   auto entry = std::make_shared<RegisteredModel>();
   entry->id = built.id;
   entry->layout = make_layout(*built.model, built.id, origin);
   entry->model = std::move(built.model);
+  entry->workspace_bytes = workspace_bytes;
+  entry->stored_bytes = stored_bytes;
   out = registry_.insert(std::move(entry));
   created = true;
+  workspaces_.release(*out, std::move(workspace));
   metrics_.set_models_registered(registry_.size());
   return grpc::Status::OK;
 }
@@ -44,24 +89,28 @@ grpc::Status Catalog::register_model(const v1::RegisterModelRequest& request,
                                      RegisteredModelPtr& out, bool& created) {
   BuiltModel built;
   if (grpc::Status s = build_from_request(request, limits_, built); !s.ok()) return s;
-  return add(std::move(built), request, v1::MODEL_ORIGIN_REGISTERED, true, out, created);
+  return add(std::move(built), request, v1::MODEL_ORIGIN_REGISTERED, true, true, out, created);
 }
 
 grpc::Status Catalog::delete_model(const std::string& id) {
   std::lock_guard lock(write_mutex_);
   const RegisteredModelPtr model = registry_.find(id);
-  if (!model) return {grpc::StatusCode::NOT_FOUND, "model_id: no model \"" + id + "\""};
+  if (!model) return {grpc::StatusCode::NOT_FOUND, "model_id: no model " + quote_input(id)};
   if (model->layout.origin() == v1::MODEL_ORIGIN_REPOSITORY) {
     return {grpc::StatusCode::FAILED_PRECONDITION,
-            "model_id: \"" + id + "\" comes from the model repository; remove its file instead"};
+            "model_id: " + quote_input(id) +
+                " comes from the model repository; remove its file instead"};
   }
   try {
     store_.remove(id);
   } catch (const std::system_error& e) {
     spdlog::error("store: cannot remove model {}: {}", id, e.what());
-    return {grpc::StatusCode::UNAVAILABLE, std::string("cannot remove the model: ") + e.what()};
+    return store_failure(e, "remove");
   }
   registry_.erase(id);
+  store_bytes_ -= static_cast<std::int64_t>(model->stored_bytes);
+  model->deleted.store(true, std::memory_order_release);
+  workspaces_.forget(*model);
   metrics_.set_models_registered(registry_.size());
   return grpc::Status::OK;
 }
@@ -77,7 +126,8 @@ int Catalog::load_repository(const std::string& directory) {
     BuiltModel built;
     grpc::Status s = build_from_request(entry.request, limits_, built);
     if (s.ok()) {
-      s = add(std::move(built), entry.request, v1::MODEL_ORIGIN_REPOSITORY, false, model, created);
+      s = add(std::move(built), entry.request, v1::MODEL_ORIGIN_REPOSITORY, false, false, model,
+              created);
     }
     if (!s.ok()) {
       spdlog::warn("repository: {}: {}", entry.path, s.error_message());
@@ -109,12 +159,13 @@ int Catalog::load_store() {
     // A changed canonical form (a new engine version) keeps the model under its new id.
     const bool renamed = built.id != s.id;
     if (renamed) spdlog::warn("store: model {} now hashes to {}; renaming", s.id, built.id);
-    if (grpc::Status status =
-            add(std::move(built), s.request, v1::MODEL_ORIGIN_REGISTERED, renamed, model, created);
+    if (grpc::Status status = add(std::move(built), s.request, v1::MODEL_ORIGIN_REGISTERED, renamed,
+                                  true, model, created);
         !status.ok()) {
       spdlog::warn("store: model {}: {}", s.id, status.error_message());
       continue;
     }
+
     if (renamed) {
       try {
         store_.remove(s.id);

@@ -12,14 +12,19 @@
 #include "server/model_source.hpp"
 #include "server/registry.hpp"
 #include "server/store.hpp"
+#include "server/workspace.hpp"
 
 namespace torqued::server {
 
 class Catalog {
  public:
-  Catalog(Store& store, const ModelLimits& limits, Metrics& metrics);
+  // New models' first workspaces go to `workspaces` (they are built at registration to learn
+  // their size), and deleted models' workspaces are freed there.
+  Catalog(Store& store, const ModelLimits& limits, Metrics& metrics, WorkspacePool& workspaces);
 
   // Registers (idempotently) and returns the entry; `created` tells whether it is new.
+  // RESOURCE_EXHAUSTED when the model's workspace, the store or the model count passes a limit
+  // (or the disk is full); store failures never show a path or an errno (they are logged).
   grpc::Status register_model(const v1::RegisterModelRequest& request, RegisteredModelPtr& out,
                               bool& created);
   // NOT_FOUND for an unknown id, FAILED_PRECONDITION for a repository model.
@@ -33,14 +38,18 @@ class Catalog {
   int load_store();
 
  private:
-  // Inserts a built model unless its id is registered; `persist` writes its store file first.
+  // Inserts a built model unless its id is registered; `persist` writes its store file first,
+  // `stored` says that the model has a store file (written now or earlier).
   grpc::Status add(BuiltModel built, const v1::RegisterModelRequest& request,
-                   v1::ModelOrigin origin, bool persist, RegisteredModelPtr& out, bool& created);
+                   v1::ModelOrigin origin, bool persist, bool stored, RegisteredModelPtr& out,
+                   bool& created);
 
   Store& store_;
   const ModelLimits limits_;
   Metrics& metrics_;
+  WorkspacePool& workspaces_;
   Registry registry_;
+  std::int64_t store_bytes_ = 0;  // under write_mutex_
   // Serializes changes (store file + registry entry) so that a register and a delete of the
   // same id cannot interleave.
   std::mutex write_mutex_;

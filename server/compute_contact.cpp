@@ -60,6 +60,13 @@ void write_contacts(const ContactWorkspace& cw, int contacts, const Complementar
 
 }  // namespace
 
+std::size_t contact_workspace_bytes(int nv, int contacts) {
+  const auto rows = static_cast<std::size_t>(3 * contacts);
+  const auto c = static_cast<std::size_t>(contacts);
+  return sizeof(double) *
+         (2 * rows * static_cast<std::size_t>(nv) + rows * rows + c * (2 * c + 2) + c * c);
+}
+
 void contact_dynamics(const Model& model, ModelWorkspace& ws,
                       const v1::ContactDynamicsRequest& request,
                       std::span<const PointContact> contacts, const ContactOptions& options,

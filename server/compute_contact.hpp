@@ -16,6 +16,11 @@
 
 namespace torqued::server {
 
+// Heap bytes of the contact workspace for `contacts` contacts on a model of `nv` DOFs (its
+// dominant buffers, with friction: J and M⁻¹Jᵀ, the Delassus matrix, Lemke's tableau), to check
+// a call against --max-workspace-bytes before the workspace is made.
+std::size_t contact_workspace_bytes(int nv, int contacts);
+
 // Output pointers of ContactDynamics and Impact, for C contacts.
 struct ContactOutput {
   double* velocities = nullptr;         // N × nv: a (ContactDynamics) or v⁺ (Impact)

@@ -34,9 +34,22 @@ struct Config {
   // Limits.
   std::int64_t max_message_bytes = 256LL << 20;
   int max_batch_states = 100000;
+  std::int64_t max_model_bytes = 8LL << 20;
   std::int64_t max_urdf_bytes = 4LL << 20;
   int max_bodies = 1024;
   int max_dof = 1024;
+  int max_models = 4096;
+  std::int64_t max_store_bytes = 1LL << 30;
+  // One model's workspace (the engine's buffers for one thread), and what the pool keeps idle.
+  std::int64_t max_workspace_bytes = 256LL << 20;
+  std::int64_t workspace_cache_bytes = 512LL << 20;
+  int max_constraint_rows = 512;
+  int max_contacts = 256;
+  int max_kinematics_frames = 4096;
+  int max_solver_iterations = 10000;
+  int max_simulation_steps = 100000;
+  // Session answers waiting to be written before the stream stops reading (back-pressure).
+  int max_session_queued = 8;
   // Graceful shutdown: how long in-flight calls may take to finish after SIGTERM / SIGINT.
   double drain_seconds = 30.0;
   // Logging: "text" or "json"; spdlog level name.

@@ -105,8 +105,8 @@ grpc::Status locate_frame(const Model& m, const v1::ConstraintFrame& in, const s
     placement = to_transform(in.placement());
     return grpc::Status::OK;
   }
-  return invalid(field + ".frame: no frame named \"" + in.frame() + "\" in model \"" + m.name +
-                 "\" (see Model.frames)");
+  return invalid(field + ".frame: no frame named " + quote_input(in.frame()) + " in model \"" +
+                 m.name + "\" (see Model.frames)");
 }
 
 // The request's constraints in engine form, each named (by default "constraints[i]") uniquely
@@ -121,7 +121,7 @@ grpc::Status to_constraints(const Model& m,
     const std::string field = "constraints[" + std::to_string(i) + "]";
     BilateralConstraint constraint;
     constraint.name = c.name().empty() ? field : c.name();
-    const std::string what = field + " (\"" + constraint.name + "\")";
+    const std::string what = field + " (" + quote_input(constraint.name) + ")";
     if (!names.insert(constraint.name).second) {
       return invalid(what + ": name already used by a loop closure or an earlier constraint");
     }
@@ -175,7 +175,7 @@ grpc::Status DynamicsService::prepare(const std::string& model_id, std::uint32_t
   model = catalog_.find(model_id);
   if (!model) {
     return {grpc::StatusCode::NOT_FOUND,
-            "model_id: no model \"" + model_id + "\" on this server (register it first)"};
+            "model_id: no model " + quote_input(model_id) + " on this server (register it first)"};
   }
   if (grpc::Status s = check_batch_size(batch_size, limits_.max_batch_states, states); !s.ok()) {
     return s;
@@ -211,8 +211,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   double* tau = resize(response->mutable_tau(), out_size);
   job = {lagrange ? Algorithm::kLagrangeHomogeneous : Algorithm::kRnea,
          [entry, request, tau](WorkerContext& w, int b, int e) {
-           inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
-                            tau);
+           inverse_dynamics(*entry->model, w.workspace(*entry), *request, b, e, tau);
          }};
   return grpc::Status::OK;
 }
@@ -246,8 +245,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   response->set_algorithm(to_proto(algorithm));
   double* a = resize(response->mutable_a(), out_size);
   job = {metric_label(algorithm), [entry, request, algorithm, a](WorkerContext& w, int b, int e) {
-           forward_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
-                            algorithm, b, e, a);
+           forward_dynamics(*entry->model, w.workspace(*entry), *request, algorithm, b, e, a);
          }};
   return grpc::Status::OK;
 }
@@ -270,8 +268,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   double* mass = resize(response->mutable_mass_matrix(), out_size);
   double* inverse = request->inverse() ? resize(response->mutable_inverse(), out_size) : nullptr;
   job = {metric_label(*request), [entry, request, mass, inverse](WorkerContext& w, int b, int e) {
-           mass_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, mass,
-                       inverse);
+           mass_matrix(*entry->model, w.workspace(*entry), *request, b, e, mass, inverse);
          }};
   return grpc::Status::OK;
 }
@@ -287,8 +284,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
   job = {Algorithm::kNonlinearEffects, [entry, request, tau](WorkerContext& w, int b, int e) {
-           nonlinear_effects(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
-                             tau);
+           nonlinear_effects(*entry->model, w.workspace(*entry), *request, b, e, tau);
          }};
   return grpc::Status::OK;
 }
@@ -302,7 +298,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
   job = {Algorithm::kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
-           gravity(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, tau);
+           gravity(*entry->model, w.workspace(*entry), *request, b, e, tau);
          }};
   return grpc::Status::OK;
 }
@@ -318,6 +314,10 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "reference: unknown ReferenceFrame " + std::to_string(request->reference())};
   }
+  if (request->frames_size() > limits_.max_kinematics_frames) {
+    return over_limit("frames", request->frames_size(), limits_.max_kinematics_frames,
+                      "--max-kinematics-frames");
+  }
   std::vector<int> frames;
   if (request->frames().empty()) {
     for (int f = 0; f < static_cast<int>(m.frames.size()); ++f) frames.push_back(f);
@@ -326,11 +326,16 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       const int f = m.find_frame(request->frames(k));
       if (f < 0) {
         return {grpc::StatusCode::INVALID_ARGUMENT,
-                "frames[" + std::to_string(k) + "]: no frame named \"" + request->frames(k) +
-                    "\" in model \"" + m.name + "\" (see Model.frames)"};
+                "frames[" + std::to_string(k) + "]: no frame named " +
+                    quote_input(request->frames(k)) + " in model \"" + m.name +
+                    "\" (see Model.frames)"};
       }
       frames.push_back(f);
     }
+  }
+  if (static_cast<std::int64_t>(frames.size()) > limits_.max_kinematics_frames) {
+    return over_limit("frames", static_cast<std::int64_t>(frames.size()),
+                      limits_.max_kinematics_frames, "--max-kinematics-frames");
   }
   const std::int64_t slots =
       static_cast<std::int64_t>(n) * static_cast<std::int64_t>(frames.size());
@@ -348,8 +353,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       request->jacobians() ? resize(response->mutable_jacobians(), 6 * m.nv * slots) : nullptr};
   job = {Algorithm::kKinematics,
          [entry, request, frames = std::move(frames), out](WorkerContext& w, int b, int e) {
-           kinematics(*entry->model, w.workspace(entry->id, *entry->model), *request, frames, b, e,
-                      out);
+           kinematics(*entry->model, w.workspace(*entry), *request, frames, b, e, out);
          }};
   return grpc::Status::OK;
 }
@@ -378,8 +382,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   double* tau = resize(response->mutable_tau(), out_size);
   job = {Algorithm::kHybridDynamics,
          [entry, request, inputs = std::move(inputs), a, tau](WorkerContext& w, int b, int e) {
-           hybrid_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request, inputs,
-                           b, e, a, tau);
+           hybrid_dynamics(*entry->model, w.workspace(*entry), *request, inputs, b, e, a, tau);
          }};
   return grpc::Status::OK;
 }
@@ -408,8 +411,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   double* tau = resize(response->mutable_tau(), out_size);
   job = {Algorithm::kFloatingBaseInverseDynamics,
          [entry, request, a, tau](WorkerContext& w, int b, int e) {
-           floating_base_inverse_dynamics(*entry->model, w.workspace(entry->id, *entry->model),
-                                          *request, b, e, a, tau);
+           floating_base_inverse_dynamics(*entry->model, w.workspace(*entry), *request, b, e, a,
+                                          tau);
          }};
   return grpc::Status::OK;
 }
@@ -445,7 +448,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                               resize(response->mutable_d_du(), out_size)};
   job = {forward ? Algorithm::kAbaDerivatives : Algorithm::kRneaDerivatives,
          [entry, request, out](WorkerContext& w, int b, int e) {
-           derivatives(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, out);
+           derivatives(*entry->model, w.workspace(*entry), *request, b, e, out);
          }};
   return grpc::Status::OK;
 }
@@ -461,8 +464,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   response->set_batch_size(n);
   double* coriolis = resize(response->mutable_coriolis_matrix(), out_size);
   job = {Algorithm::kCoriolisMatrix, [entry, request, coriolis](WorkerContext& w, int b, int e) {
-           coriolis_matrix(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e,
-                           coriolis);
+           coriolis_matrix(*entry->model, w.workspace(*entry), *request, b, e, coriolis);
          }};
   return grpc::Status::OK;
 }
@@ -484,7 +486,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                              resize(response->mutable_momentum(), 6 * states),
                              resize(response->mutable_momentum_matrix(), 6 * m.nv * states)};
   job = {Algorithm::kCentroidal, [entry, request, out](WorkerContext& w, int b, int e) {
-           centroidal(*entry->model, w.workspace(entry->id, *entry->model), *request, b, e, out);
+           centroidal(*entry->model, w.workspace(*entry), *request, b, e, out);
          }};
   return grpc::Status::OK;
 }
@@ -515,13 +517,18 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   std::vector<BilateralConstraint> constraints;
   if (s = to_constraints(m, request->constraints(), constraints); !s.ok()) return s;
   const int rows = constraint_rows(m, constraints);
-  // Each row costs the worker's workspace O(rows · (rows + nv)) memory: a weld per body is the
-  // most that can be independent, with room to spare for redundant ones.
+  // Each row costs the worker's workspace O(rows · (rows + nv)) memory and the solve O(rows³)
+  // time. A weld per body is the most that can be independent, with room to spare for redundant
+  // ones, and the server's limit bounds the rest.
   const int max_rows = 12 * m.nbodies();
   if (rows > max_rows) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "constraints: " + std::to_string(rows) + " constraint rows exceed the limit of " +
                 std::to_string(max_rows) + " (12 per body) for model \"" + m.name + "\""};
+  }
+  if (rows > limits_.max_constraint_rows) {
+    return over_limit("constraints: constraint rows", rows, limits_.max_constraint_rows,
+                      "--max-constraint-rows");
   }
   const std::int64_t states = n;
   if (s = check_response_size(states * ((inverse ? 2 : 1) * m.nv + rows),
@@ -551,89 +558,107 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   job = {inverse ? Algorithm::kClosedChainInverseDynamics : Algorithm::kConstrainedDynamics,
          [entry, request, constraints = std::move(constraints), gains, inputs = std::move(inputs),
           rows, out](WorkerContext& w, int b, int e) {
-           constrained_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
-                                constraints, gains, inputs, rows, b, e, out);
+           constrained_dynamics(*entry->model, w.workspace(*entry), *request, constraints, gains,
+                                inputs, rows, b, e, out);
          }};
   return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* DynamicsService::InverseDynamics(
-    grpc::CallbackServerContext* context, const v1::InverseDynamicsRequest* request,
-    v1::InverseDynamicsResponse* response) {
-  return serve_batch(context, Method::kInverseDynamics, *request, response);
+grpc::ServerUnaryReactor* DynamicsService::InverseDynamics(grpc::CallbackServerContext* context,
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  return serve_batch<v1::InverseDynamicsRequest, v1::InverseDynamicsResponse>(
+      context, Method::kInverseDynamics, request, response);
 }
 
-grpc::ServerUnaryReactor* DynamicsService::ForwardDynamics(
-    grpc::CallbackServerContext* context, const v1::ForwardDynamicsRequest* request,
-    v1::ForwardDynamicsResponse* response) {
-  return serve_batch(context, Method::kForwardDynamics, *request, response);
+grpc::ServerUnaryReactor* DynamicsService::ForwardDynamics(grpc::CallbackServerContext* context,
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  return serve_batch<v1::ForwardDynamicsRequest, v1::ForwardDynamicsResponse>(
+      context, Method::kForwardDynamics, request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::MassMatrix(grpc::CallbackServerContext* context,
-                                                      const v1::MassMatrixRequest* request,
-                                                      v1::MassMatrixResponse* response) {
-  return serve_batch(context, Method::kMassMatrix, *request, response);
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  return serve_batch<v1::MassMatrixRequest, v1::MassMatrixResponse>(context, Method::kMassMatrix,
+                                                                    request, response);
 }
 
-grpc::ServerUnaryReactor* DynamicsService::NonlinearEffects(
-    grpc::CallbackServerContext* context, const v1::NonlinearEffectsRequest* request,
-    v1::NonlinearEffectsResponse* response) {
-  return serve_batch(context, Method::kNonlinearEffects, *request, response);
+grpc::ServerUnaryReactor* DynamicsService::NonlinearEffects(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  return serve_batch<v1::NonlinearEffectsRequest, v1::NonlinearEffectsResponse>(
+      context, Method::kNonlinearEffects, request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Gravity(grpc::CallbackServerContext* context,
-                                                   const v1::GravityRequest* request,
-                                                   v1::GravityResponse* response) {
-  return serve_batch(context, Method::kGravity, *request, response);
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
+  return serve_batch<v1::GravityRequest, v1::GravityResponse>(context, Method::kGravity, request,
+                                                              response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Kinematics(grpc::CallbackServerContext* context,
-                                                      const v1::KinematicsRequest* request,
-                                                      v1::KinematicsResponse* response) {
-  return serve_batch(context, Method::kKinematics, *request, response);
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  return serve_batch<v1::KinematicsRequest, v1::KinematicsResponse>(context, Method::kKinematics,
+                                                                    request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::HybridDynamics(grpc::CallbackServerContext* context,
-                                                          const v1::HybridDynamicsRequest* request,
-                                                          v1::HybridDynamicsResponse* response) {
-  return serve_batch(context, Method::kHybridDynamics, *request, response);
+                                                          const grpc::ByteBuffer* request,
+                                                          grpc::ByteBuffer* response) {
+  return serve_batch<v1::HybridDynamicsRequest, v1::HybridDynamicsResponse>(
+      context, Method::kHybridDynamics, request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::FloatingBaseInverseDynamics(
-    grpc::CallbackServerContext* context, const v1::FloatingBaseInverseDynamicsRequest* request,
-    v1::FloatingBaseInverseDynamicsResponse* response) {
-  return serve_batch(context, Method::kFloatingBaseInverseDynamics, *request, response);
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  return serve_batch<v1::FloatingBaseInverseDynamicsRequest,
+                     v1::FloatingBaseInverseDynamicsResponse>(
+      context, Method::kFloatingBaseInverseDynamics, request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Derivatives(grpc::CallbackServerContext* context,
-                                                       const v1::DerivativesRequest* request,
-                                                       v1::DerivativesResponse* response) {
-  return serve_batch(context, Method::kDerivatives, *request, response);
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
+  return serve_batch<v1::DerivativesRequest, v1::DerivativesResponse>(context, Method::kDerivatives,
+                                                                      request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::CoriolisMatrix(grpc::CallbackServerContext* context,
-                                                          const v1::CoriolisMatrixRequest* request,
-                                                          v1::CoriolisMatrixResponse* response) {
-  return serve_batch(context, Method::kCoriolisMatrix, *request, response);
+                                                          const grpc::ByteBuffer* request,
+                                                          grpc::ByteBuffer* response) {
+  return serve_batch<v1::CoriolisMatrixRequest, v1::CoriolisMatrixResponse>(
+      context, Method::kCoriolisMatrix, request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Centroidal(grpc::CallbackServerContext* context,
-                                                      const v1::CentroidalRequest* request,
-                                                      v1::CentroidalResponse* response) {
-  return serve_batch(context, Method::kCentroidal, *request, response);
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  return serve_batch<v1::CentroidalRequest, v1::CentroidalResponse>(context, Method::kCentroidal,
+                                                                    request, response);
 }
 
-grpc::ServerUnaryReactor* DynamicsService::ConstrainedDynamics(
-    grpc::CallbackServerContext* context, const v1::ConstrainedDynamicsRequest* request,
-    v1::ConstrainedDynamicsResponse* response) {
-  return serve_batch(context, Method::kConstrainedDynamics, *request, response);
+grpc::ServerUnaryReactor* DynamicsService::ConstrainedDynamics(grpc::CallbackServerContext* context,
+                                                               const grpc::ByteBuffer* request,
+                                                               grpc::ByteBuffer* response) {
+  return serve_batch<v1::ConstrainedDynamicsRequest, v1::ConstrainedDynamicsResponse>(
+      context, Method::kConstrainedDynamics, request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* context,
-                                                const v1::EchoRequest* request,
-                                                v1::EchoResponse* response) {
+                                                const grpc::ByteBuffer* request_bytes,
+                                                grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kEcho, metrics_);
-  return call.finish(echo(*request, response));
+  v1::EchoRequest request;
+  grpc::Status status = decode(*request_bytes, "request", request);
+  if (!status.ok()) return call.finish(status);
+  v1::EchoResponse response;
+  status = echo(request, &response);
+  return call.finish(status.ok() ? encode(response, response_bytes) : status);
 }
 
 grpc::Status DynamicsService::echo(const v1::EchoRequest& request,

@@ -11,6 +11,7 @@
 
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
+#include "server/raw_call.hpp"
 #include "server/validation.hpp"
 #include "torqued/v1/dynamics.grpc.pb.h"
 
@@ -18,68 +19,94 @@ namespace torqued::server {
 
 class SessionReactor;
 
+// The per-call limits (config.hpp documents each; every one has a flag named in its error).
 struct RequestLimits {
   int max_batch_states = 100000;
   std::int64_t max_message_bytes = 256LL << 20;
+  std::int64_t max_workspace_bytes = 256LL << 20;
+  int max_constraint_rows = 512;
+  int max_contacts = 256;
+  int max_kinematics_frames = 4096;
+  int max_solver_iterations = 10000;
+  int max_simulation_steps = 100000;
+  int max_session_queued = 8;
 };
 
-class DynamicsService final : public v1::DynamicsService::CallbackService {
+// Every method raw, so that requests are decoded here (raw_call.hpp).
+using DynamicsGrpc = v1::DynamicsService;
+using RawDynamicsService = RawMethods<
+    DynamicsGrpc::Service, DynamicsGrpc::WithRawCallbackMethod_InverseDynamics,
+    DynamicsGrpc::WithRawCallbackMethod_ForwardDynamics,
+    DynamicsGrpc::WithRawCallbackMethod_MassMatrix,
+    DynamicsGrpc::WithRawCallbackMethod_HybridDynamics,
+    DynamicsGrpc::WithRawCallbackMethod_FloatingBaseInverseDynamics,
+    DynamicsGrpc::WithRawCallbackMethod_ConstrainedDynamics,
+    DynamicsGrpc::WithRawCallbackMethod_Derivatives,
+    DynamicsGrpc::WithRawCallbackMethod_CoriolisMatrix,
+    DynamicsGrpc::WithRawCallbackMethod_Centroidal,
+    DynamicsGrpc::WithRawCallbackMethod_NonlinearEffects,
+    DynamicsGrpc::WithRawCallbackMethod_Gravity, DynamicsGrpc::WithRawCallbackMethod_Kinematics,
+    DynamicsGrpc::WithRawCallbackMethod_Echo, DynamicsGrpc::WithRawCallbackMethod_ContactDynamics,
+    DynamicsGrpc::WithRawCallbackMethod_Impact, DynamicsGrpc::WithRawCallbackMethod_Simulate,
+    DynamicsGrpc::WithRawCallbackMethod_Session>;
+
+class DynamicsService final : public RawDynamicsService {
  public:
   DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
                   const RequestLimits& limits, const std::atomic<bool>& ready);
 
   grpc::ServerUnaryReactor* InverseDynamics(grpc::CallbackServerContext* context,
-                                            const v1::InverseDynamicsRequest* request,
-                                            v1::InverseDynamicsResponse* response) override;
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ForwardDynamics(grpc::CallbackServerContext* context,
-                                            const v1::ForwardDynamicsRequest* request,
-                                            v1::ForwardDynamicsResponse* response) override;
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* MassMatrix(grpc::CallbackServerContext* context,
-                                       const v1::MassMatrixRequest* request,
-                                       v1::MassMatrixResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* NonlinearEffects(grpc::CallbackServerContext* context,
-                                             const v1::NonlinearEffectsRequest* request,
-                                             v1::NonlinearEffectsResponse* response) override;
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Gravity(grpc::CallbackServerContext* context,
-                                    const v1::GravityRequest* request,
-                                    v1::GravityResponse* response) override;
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Kinematics(grpc::CallbackServerContext* context,
-                                       const v1::KinematicsRequest* request,
-                                       v1::KinematicsResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* HybridDynamics(grpc::CallbackServerContext* context,
-                                           const v1::HybridDynamicsRequest* request,
-                                           v1::HybridDynamicsResponse* response) override;
-  grpc::ServerUnaryReactor* FloatingBaseInverseDynamics(
-      grpc::CallbackServerContext* context, const v1::FloatingBaseInverseDynamicsRequest* request,
-      v1::FloatingBaseInverseDynamicsResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* FloatingBaseInverseDynamics(grpc::CallbackServerContext* context,
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Derivatives(grpc::CallbackServerContext* context,
-                                        const v1::DerivativesRequest* request,
-                                        v1::DerivativesResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* CoriolisMatrix(grpc::CallbackServerContext* context,
-                                           const v1::CoriolisMatrixRequest* request,
-                                           v1::CoriolisMatrixResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Centroidal(grpc::CallbackServerContext* context,
-                                       const v1::CentroidalRequest* request,
-                                       v1::CentroidalResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ConstrainedDynamics(grpc::CallbackServerContext* context,
-                                                const v1::ConstrainedDynamicsRequest* request,
-                                                v1::ConstrainedDynamicsResponse* response) override;
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Echo(grpc::CallbackServerContext* context,
-                                 const v1::EchoRequest* request,
-                                 v1::EchoResponse* response) override;
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
 
   // Contacts (dynamics_service_contact.cpp).
   grpc::ServerUnaryReactor* ContactDynamics(grpc::CallbackServerContext* context,
-                                            const v1::ContactDynamicsRequest* request,
-                                            v1::ContactDynamicsResponse* response) override;
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Impact(grpc::CallbackServerContext* context,
-                                   const v1::ImpactRequest* request,
-                                   v1::ImpactResponse* response) override;
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Simulate(grpc::CallbackServerContext* context,
-                                     const v1::SimulateRequest* request,
-                                     v1::SimulateResponse* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
 
-  grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* Session(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Session(
       grpc::CallbackServerContext* context) override;
 
   // Echo's answer (unary and Session): RESOURCE_EXHAUSTED when response_values would exceed the
@@ -97,7 +124,7 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   struct BatchJob {
     Algorithm algorithm;
     ChunkKernel kernel;
-    int cost = 1;
+    std::int64_t cost = 1;
   };
 
   // Every check of a batched request against the model `model_id` (the request's own model_id
@@ -164,17 +191,36 @@ class DynamicsService final : public v1::DynamicsService::CallbackService {
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::SimulateRequest* request,
                     v1::SimulateResponse* response, BatchJob& job) const;
 
-  // A unary batched call: prepare_batch(), then its work runs (inline or across the workers);
-  // any non-OK status finishes the call with it.
+  // A unary batched call: the request decoded, prepare_batch(), then its work runs (inline or
+  // across the workers) and the response is encoded; any non-OK status finishes the call with it.
   template <typename Request, typename Response>
   grpc::ServerUnaryReactor* serve_batch(grpc::CallbackServerContext* context, Method method,
-                                        const Request& request, Response* response) {
+                                        const grpc::ByteBuffer* request_bytes,
+                                        grpc::ByteBuffer* response_bytes) {
     const Call call(context, method, metrics_);
+    // Owned by the completion below, which the runner always calls once; the work reads the
+    // request and writes the response in place until then.
+    struct Exchange {
+      Request request;
+      Response response;
+    };
+    auto exchange = std::make_shared<Exchange>();
+    grpc::Status status = decode(*request_bytes, "request", exchange->request);
     int states = 0;
     BatchJob job;
-    const grpc::Status status = prepare_batch(request.model_id(), request, response, states, job);
+    if (status.ok()) {
+      status = prepare_batch(exchange->request.model_id(), exchange->request, &exchange->response,
+                             states, job);
+    }
     if (!status.ok()) return call.finish(status);
-    runner_.run(call, states, job.algorithm, std::move(job.kernel), job.cost);
+    runner_.run(
+        context, states, job.algorithm, std::move(job.kernel),
+        [call, exchange, response_bytes, states](grpc::Status s) {
+          if (s.ok()) s = check_results_finite(exchange->response, states);
+          if (s.ok()) s = encode(exchange->response, response_bytes);
+          call.finish(s);
+        },
+        job.cost);
     return call.reactor();
   }
 

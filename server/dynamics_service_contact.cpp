@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "server/compute_contact.hpp"
 #include "server/dynamics_service.hpp"
@@ -12,13 +13,30 @@
 namespace torqued::server {
 namespace {
 
-// Most contacts or candidates in one request: the Delassus matrix and Lemke's tableau grow with
-// the square of their number in every worker's workspace.
-constexpr int kMaxContacts = 256;
-// Most steps of one Simulate trajectory.
-constexpr std::uint32_t kMaxSimulationSteps = 100000;
-constexpr std::uint32_t kMaxSolverIterations = 1000000;
 constexpr double kNormalTolerance = 1e-6;
+
+// The work of one state of a contact problem of `rows` rows in units of one dynamics call (about
+// a thousand floating-point operations), at the solver's worst: every iteration a pass over the
+// rows² Delassus matrix. For the runner's inline and split decisions, so that a problem that may
+// take long never runs on a gRPC thread.
+std::int64_t contact_cost(int rows, int max_iterations) {
+  return 1 + 3 * static_cast<std::int64_t>(rows) * rows * max_iterations / 1000;
+}
+
+int contact_rows(std::span<const PointContact> contacts) {
+  return static_cast<int>(contacts.size()) * (has_friction(contacts) ? 3 : 1);
+}
+
+// The options a chunk runs with: the call's, and the chunk's way to stop them.
+template <typename Options>
+Options interruptible(Options options, const WorkerContext& worker) {
+  if constexpr (std::is_same_v<Options, SimulationOptions>) {
+    options.solver.interruption = worker.interruption();
+  } else {
+    options.interruption = worker.interruption();
+  }
+  return options;
+}
 
 grpc::Status invalid(const std::string& message) {
   return {grpc::StatusCode::INVALID_ARGUMENT, message};
@@ -54,8 +72,8 @@ grpc::Status resolve_point(const Model& m, const std::string& field, const std::
   } else if (const int b = m.find_body(name); b >= 0) {
     body = b;
   } else {
-    return invalid(field + ".frame: no frame or link named \"" + name + "\" in model \"" + m.name +
-                   "\" (see Model.frames)");
+    return invalid(field + ".frame: no frame or link named " + quote_input(name) + " in model \"" +
+                   m.name + "\" (see Model.frames)");
   }
   if (body == 0) {
     return invalid(field + ".frame: \"" + name +
@@ -79,19 +97,29 @@ grpc::Status resolve_point(const Model& m, const std::string& field, const std::
   return grpc::Status::OK;
 }
 
-grpc::Status check_contact_count(const char* field, int count) {
-  if (count > kMaxContacts) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            std::string(field) + ": " + std::to_string(count) + " exceeds the limit of " +
-                std::to_string(kMaxContacts) + " per request"};
+// The Delassus matrix and the solvers' buffers grow with the square of the contacts, in the
+// workspace of every thread that runs the call.
+grpc::Status check_contact_count(const char* field, int count, const RequestLimits& limits,
+                                 const RegisteredModel& entry) {
+  if (count > limits.max_contacts) {
+    return over_limit(field, count, limits.max_contacts, "--max-contacts");
+  }
+  const std::int64_t bytes = static_cast<std::int64_t>(
+      entry.workspace_bytes + contact_workspace_bytes(entry.model->nv, count));
+  if (bytes > limits.max_workspace_bytes) {
+    return over_limit(std::string(field) + ": the workspace bytes for " + std::to_string(count),
+                      bytes, limits.max_workspace_bytes, "--max-workspace-bytes");
   }
   return grpc::Status::OK;
 }
 
-grpc::Status resolve_contacts(const Model& m,
+grpc::Status resolve_contacts(const RegisteredModel& entry, const RequestLimits& limits,
                               const google::protobuf::RepeatedPtrField<v1::PointContact>& in,
                               std::vector<PointContact>& out) {
-  if (grpc::Status s = check_contact_count("contacts", in.size()); !s.ok()) return s;
+  const Model& m = *entry.model;
+  if (grpc::Status s = check_contact_count("contacts", in.size(), limits, entry); !s.ok()) {
+    return s;
+  }
   out.resize(in.size());
   for (int k = 0; k < in.size(); ++k) {
     const v1::PointContact& c = in[k];
@@ -126,7 +154,8 @@ grpc::Status resolve_contacts(const Model& m,
 }
 
 // The solver options: `out` keeps its defaults where a field is unset.
-grpc::Status resolve_solver(const v1::ContactSolverOptions& in, ContactOptions& out) {
+grpc::Status resolve_solver(const v1::ContactSolverOptions& in, const RequestLimits& limits,
+                            ContactOptions& out) {
   grpc::Status s;
   if (in.has_tolerance()) {
     if (s = check_range("solver.tolerance", in.tolerance(), 0.0, INFINITY, "≥ 0"); !s.ok()) {
@@ -135,9 +164,10 @@ grpc::Status resolve_solver(const v1::ContactSolverOptions& in, ContactOptions& 
     out.tolerance = in.tolerance();
   }
   if (in.has_max_iterations()) {
-    if (in.max_iterations() < 1 || in.max_iterations() > kMaxSolverIterations) {
-      return invalid("solver.max_iterations: " + std::to_string(in.max_iterations()) +
-                     " is out of range; it must be 1 to " + std::to_string(kMaxSolverIterations));
+    if (in.max_iterations() < 1) return invalid("solver.max_iterations: must be at least 1");
+    if (in.max_iterations() > static_cast<std::uint32_t>(limits.max_solver_iterations)) {
+      return over_limit("solver.max_iterations", in.max_iterations(), limits.max_solver_iterations,
+                        "--max-solver-iterations");
     }
     out.max_iterations = static_cast<int>(in.max_iterations());
   }
@@ -197,9 +227,9 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
   if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
   std::vector<PointContact> contacts;
-  if (s = resolve_contacts(m, request->contacts(), contacts); !s.ok()) return s;
+  if (s = resolve_contacts(*entry, limits_, request->contacts(), contacts); !s.ok()) return s;
   ContactOptions options;
-  if (s = resolve_solver(request->solver(), options); !s.ok()) return s;
+  if (s = resolve_solver(request->solver(), limits_, options); !s.ok()) return s;
   ContactOutput out;
   if (s = size_contact_output(response, n, m.nv, static_cast<int>(contacts.size()),
                               limits_.max_message_bytes, response->mutable_a(),
@@ -207,11 +237,14 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       !s.ok()) {
     return s;
   }
-  job = {Algorithm::kContactDynamics, [entry, request, contacts = std::move(contacts), options,
-                                       out](WorkerContext& w, int b, int e) {
-           contact_dynamics(*entry->model, w.workspace(entry->id, *entry->model), *request,
-                            contacts, options, b, e, out);
-         }};
+  const std::int64_t cost = contact_cost(contact_rows(contacts), options.max_iterations);
+  job = {Algorithm::kContactDynamics,
+         [entry, request, contacts = std::move(contacts), options, out](WorkerContext& w, int b,
+                                                                        int e) {
+           contact_dynamics(*entry->model, w.workspace(*entry), *request, contacts,
+                            interruptible(options, w), b, e, out);
+         },
+         cost};
   return grpc::Status::OK;
 }
 
@@ -222,12 +255,12 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
   std::vector<PointContact> contacts;
-  if (s = resolve_contacts(m, request->contacts(), contacts); !s.ok()) return s;
+  if (s = resolve_contacts(*entry, limits_, request->contacts(), contacts); !s.ok()) return s;
   if (s = check_range("restitution", request->restitution(), 0.0, 1.0, "in [0, 1]"); !s.ok()) {
     return s;
   }
   ContactOptions options;
-  if (s = resolve_solver(request->solver(), options); !s.ok()) return s;
+  if (s = resolve_solver(request->solver(), limits_, options); !s.ok()) return s;
   ContactOutput out;
   if (s = size_contact_output(response, n, m.nv, static_cast<int>(contacts.size()),
                               limits_.max_message_bytes, response->mutable_v(),
@@ -235,11 +268,14 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       !s.ok()) {
     return s;
   }
-  job = {Algorithm::kImpact, [entry, request, contacts = std::move(contacts), options, out](
-                                 WorkerContext& w, int b, int e) {
-           impact(*entry->model, w.workspace(entry->id, *entry->model), *request, contacts, options,
+  const std::int64_t cost = 2 * contact_cost(contact_rows(contacts), options.max_iterations);
+  job = {Algorithm::kImpact,
+         [entry, request, contacts = std::move(contacts), options, out](WorkerContext& w, int b,
+                                                                        int e) {
+           impact(*entry->model, w.workspace(*entry), *request, contacts, interruptible(options, w),
                   b, e, out);
-         }};
+         },
+         cost};
   return grpc::Status::OK;
 }
 
@@ -251,11 +287,11 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
   const std::uint32_t steps = request->steps();
   if (steps == 0) return invalid("steps: must be at least 1");
-  if (steps > kMaxSimulationSteps) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "steps: " + std::to_string(steps) + " exceeds the server's limit of " +
-                std::to_string(kMaxSimulationSteps) +
-                " steps per call; continue from the last state in another call"};
+  if (steps > static_cast<std::uint32_t>(limits_.max_simulation_steps)) {
+    const grpc::Status over =
+        over_limit("steps", steps, limits_.max_simulation_steps, "--max-simulation-steps");
+    return {over.error_code(),
+            over.error_message() + "; continue from the last state in another call"};
   }
   const int s_steps = static_cast<int>(steps);
   const std::int64_t held = static_cast<std::int64_t>(n) * m.nv;
@@ -317,9 +353,11 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       !s.ok()) {
     return s;
   }
-  if (s = resolve_solver(request->solver(), options.solver); !s.ok()) return s;
+  if (s = resolve_solver(request->solver(), limits_, options.solver); !s.ok()) return s;
 
-  if (s = check_contact_count("candidates", request->candidates_size()); !s.ok()) return s;
+  if (s = check_contact_count("candidates", request->candidates_size(), limits_, *entry); !s.ok()) {
+    return s;
+  }
   std::vector<ContactCandidate> candidates(request->candidates_size());
   for (int k = 0; k < request->candidates_size(); ++k) {
     const v1::ContactCandidate& c = request->candidates(k);
@@ -343,32 +381,38 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                              resize(response->mutable_max_iterations(), states),
                              resize(response->mutable_max_residual(), states),
                              resize(response->mutable_max_contacts(), states)};
+  const int candidate_rows = static_cast<int>(candidates.size()) * (options.friction > 0.0 ? 3 : 1);
+  const std::int64_t step_cost =
+      candidates.empty() ? 1 : contact_cost(candidate_rows, options.solver.max_iterations);
   job = {Algorithm::kSimulate,
          [entry, request, candidates = std::move(candidates), options, s_steps, torque_columns,
           out](WorkerContext& w, int b, int e) {
-           simulate(*entry->model, w.workspace(entry->id, *entry->model), *request, candidates,
-                    options, s_steps, torque_columns, b, e, out);
+           simulate(*entry->model, w.workspace(*entry), *request, candidates,
+                    interruptible(options, w), s_steps, torque_columns, b, e, out);
          },
-         s_steps};
+         s_steps * step_cost};
   return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* DynamicsService::ContactDynamics(
-    grpc::CallbackServerContext* context, const v1::ContactDynamicsRequest* request,
-    v1::ContactDynamicsResponse* response) {
-  return serve_batch(context, Method::kContactDynamics, *request, response);
+grpc::ServerUnaryReactor* DynamicsService::ContactDynamics(grpc::CallbackServerContext* context,
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  return serve_batch<v1::ContactDynamicsRequest, v1::ContactDynamicsResponse>(
+      context, Method::kContactDynamics, request, response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Impact(grpc::CallbackServerContext* context,
-                                                  const v1::ImpactRequest* request,
-                                                  v1::ImpactResponse* response) {
-  return serve_batch(context, Method::kImpact, *request, response);
+                                                  const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
+  return serve_batch<v1::ImpactRequest, v1::ImpactResponse>(context, Method::kImpact, request,
+                                                            response);
 }
 
 grpc::ServerUnaryReactor* DynamicsService::Simulate(grpc::CallbackServerContext* context,
-                                                    const v1::SimulateRequest* request,
-                                                    v1::SimulateResponse* response) {
-  return serve_batch(context, Method::kSimulate, *request, response);
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return serve_batch<v1::SimulateRequest, v1::SimulateResponse>(context, Method::kSimulate, request,
+                                                                response);
 }
 
 }  // namespace torqued::server

@@ -3,18 +3,6 @@
 
 namespace torqued::server {
 
-WorkerContext& WorkerContext::this_thread() {
-  thread_local WorkerContext context;
-  return context;
-}
-
-ModelWorkspace& WorkerContext::workspace(const std::string& model_id, const Model& model) {
-  auto it = cache_.find(model_id);
-  if (it != cache_.end()) return *it->second;
-  if (cache_.size() >= kMaxCachedModels) cache_.erase(cache_.begin());
-  return *cache_.emplace(model_id, std::make_unique<ModelWorkspace>(model)).first->second;
-}
-
 Executor::Executor(int workers, int queue_capacity, prometheus::Gauge* queue_depth,
                    prometheus::Gauge* busy_workers)
     : capacity_(queue_capacity), queue_depth_(queue_depth), busy_workers_(busy_workers) {
@@ -53,7 +41,6 @@ void Executor::stop() {
 }
 
 void Executor::run() {
-  WorkerContext& context = WorkerContext::this_thread();
   for (;;) {
     Task task;
     {
@@ -65,7 +52,7 @@ void Executor::run() {
       if (queue_depth_ != nullptr) queue_depth_->Set(static_cast<double>(queue_.size()));
     }
     if (busy_workers_ != nullptr) busy_workers_->Increment();
-    task(context);
+    task();
     if (busy_workers_ != nullptr) busy_workers_->Decrement();
   }
 }

@@ -1,7 +1,7 @@
 // The executor: a fixed pool of worker threads fed by one bounded queue. Submitting never
 // blocks: when the queue cannot take every task of a request, none is queued and the caller
-// answers RESOURCE_EXHAUSTED. Each worker keeps a ModelWorkspace per model id, so requests run
-// without allocating once a worker has seen a model.
+// answers RESOURCE_EXHAUSTED. Tasks lease their models' workspaces from the WorkspacePool
+// (workspace.hpp), so requests run without allocating once a model has been computed.
 #pragma once
 
 #include <prometheus/gauge.h>
@@ -11,34 +11,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
-
-#include "server/workspace.hpp"
 
 namespace torqued::server {
 
-// A worker's private state, handed to every task it runs.
-class WorkerContext {
- public:
-  // The calling thread's context: a worker's, or that of a gRPC thread running small requests
-  // inline.
-  static WorkerContext& this_thread();
-
-  // The workspace for the model with this id (same id = same model, so any cached workspace
-  // fits). Created on first use; the cache is bounded.
-  ModelWorkspace& workspace(const std::string& model_id, const Model& model);
-
- private:
-  static constexpr std::size_t kMaxCachedModels = 64;
-  std::unordered_map<std::string, std::unique_ptr<ModelWorkspace>> cache_;
-};
-
 class Executor {
  public:
-  using Task = std::function<void(WorkerContext&)>;
+  using Task = std::function<void()>;
 
   // `queue_depth` and `busy_workers` may be null (metrics off).
   Executor(int workers, int queue_capacity, prometheus::Gauge* queue_depth,

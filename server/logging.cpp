@@ -6,46 +6,58 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <string_view>
 
 namespace torqued::server {
 namespace {
 
-// %* : the log message escaped for a JSON string.
-class JsonMessageFlag : public spdlog::custom_flag_formatter {
+// Log lines carry names and ids that clients chose, so a message is written with its control
+// characters escaped (no forged lines, no terminal escape sequences) and cut at
+// kMaxLoggedMessageBytes.
+constexpr std::size_t kMaxLoggedMessageBytes = 4096;
+
+// Appends `payload` escaped: for JSON strings (`json`) or for a text line (control bytes as
+// \xNN, backslashes doubled).
+void append_escaped(std::string_view payload, bool json, spdlog::memory_buf_t& dest) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::size_t shown = std::min(payload.size(), kMaxLoggedMessageBytes);
+  for (const char c : payload.substr(0, shown)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      dest.append(std::string_view("\\\\"));
+    } else if (json && c == '"') {
+      dest.append(std::string_view("\\\""));
+    } else if (json && c == '\n') {
+      dest.append(std::string_view("\\n"));
+    } else if (json && c == '\t') {
+      dest.append(std::string_view("\\t"));
+    } else if (byte < 0x20 || byte == 0x7f) {
+      dest.append(std::string_view(json ? "\\u00" : "\\x"));
+      dest.push_back(kHex[byte >> 4]);
+      dest.push_back(kHex[byte & 0xf]);
+    } else {
+      dest.push_back(c);
+    }
+  }
+  if (shown < payload.size()) {
+    const std::string cut = "... (" + std::to_string(payload.size()) + " bytes)";
+    dest.append(cut.data(), cut.data() + cut.size());
+  }
+}
+
+// %* : the log message, escaped for a JSON string or for a text line.
+template <bool kJson>
+class EscapedMessageFlag : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (const char c : msg.payload) {
-      switch (c) {
-        case '"':
-          dest.append(std::string_view("\\\""));
-          break;
-        case '\\':
-          dest.append(std::string_view("\\\\"));
-          break;
-        case '\n':
-          dest.append(std::string_view("\\n"));
-          break;
-        case '\t':
-          dest.append(std::string_view("\\t"));
-          break;
-        case '\r':
-          dest.append(std::string_view("\\r"));
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            const char escaped[] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xf], kHex[c & 0xf]};
-            dest.append(escaped, escaped + sizeof(escaped));
-          } else {
-            dest.push_back(c);
-          }
-      }
-    }
+    append_escaped(std::string_view(msg.payload.data(), msg.payload.size()), kJson, dest);
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<JsonMessageFlag>();
+    return std::make_unique<EscapedMessageFlag>();
   }
 };
 
@@ -56,11 +68,14 @@ void setup_logging(const std::string& format, const std::string& level) {
                                                  std::make_shared<spdlog::sinks::stdout_sink_mt>());
   if (format == "json") {
     auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
-    formatter->add_flag<JsonMessageFlag>('*').set_pattern(
+    formatter->add_flag<EscapedMessageFlag<true>>('*').set_pattern(
         R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","thread":%t,"msg":"%*"})");
     logger->set_formatter(std::move(formatter));
   } else {
-    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %v");
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<EscapedMessageFlag<false>>('*').set_pattern(
+        "%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %*");
+    logger->set_formatter(std::move(formatter));
   }
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::info);

@@ -4,12 +4,21 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <thread>
 
 #include "server/config.hpp"
 #include "server/logging.hpp"
 #include "server/server.hpp"
+
+namespace {
+
+constexpr double kDrainGraceSeconds = 10.0;
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace torqued::server;
@@ -46,6 +55,15 @@ int main(int argc, char** argv) {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     spdlog::info("received {}", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+    // Every call stops at the drain deadline (calls are cancelled then, and the engine's long
+    // loops poll cancellation); should one not, the process still ends, a little after it.
+    std::thread([seconds = config.drain_seconds + kDrainGraceSeconds] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      spdlog::critical("the drain did not end {} s after its deadline; exiting",
+                       kDrainGraceSeconds);
+      spdlog::default_logger()->flush();
+      std::_Exit(1);
+    }).detach();
     server.shut_down();
   } catch (const std::exception& e) {
     spdlog::critical("torqued cannot run: {}", e.what());

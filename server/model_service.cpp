@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/layout.hpp"
+#include "server/validation.hpp"
 
 namespace torqued::server {
 namespace {
@@ -13,21 +14,36 @@ const grpc::Status kStarting(grpc::StatusCode::UNAVAILABLE,
 
 grpc::Status model_not_found(const std::string& id) {
   return {grpc::StatusCode::NOT_FOUND,
-          "model_id: no model \"" + id + "\" on this server (register it first)"};
+          "model_id: no model " + quote_input(id) + " on this server (register it first)"};
 }
 
 }  // namespace
 
 ModelService::ModelService(Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-                           const std::atomic<bool>& ready)
-    : catalog_(catalog), runner_(runner), metrics_(metrics), ready_(ready) {}
+                           const std::atomic<bool>& ready, std::int64_t max_model_bytes)
+    : catalog_(catalog),
+      runner_(runner),
+      metrics_(metrics),
+      ready_(ready),
+      max_model_bytes_(max_model_bytes) {}
 
 grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContext* context,
-                                                      const v1::RegisterModelRequest* request,
-                                                      v1::RegisterModelResponse* response) {
+                                                      const grpc::ByteBuffer* request_bytes,
+                                                      grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kRegisterModel, metrics_);
   if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
-  runner_.run(call, [this, request, response] {
+  const auto size = static_cast<std::int64_t>(request_bytes->Length());
+  if (size > max_model_bytes_) {
+    return call.finish({grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "request: a registration of " + std::to_string(size) +
+                            " bytes exceeds the server's limit of " +
+                            std::to_string(max_model_bytes_) + " (--max-model-bytes)"});
+  }
+  auto request = std::make_shared<v1::RegisterModelRequest>();
+  if (grpc::Status s = decode(*request_bytes, "request", *request); !s.ok()) {
+    return call.finish(s);
+  }
+  runner_.run(call, [this, request, response_bytes] {
     RegisteredModelPtr model;
     bool created = false;
     grpc::Status status = catalog_.register_model(*request, model, created);
@@ -36,44 +52,54 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
       spdlog::info("registered model {} \"{}\" (nq {}, nv {})", model->id, model->layout.name(),
                    model->layout.nq(), model->layout.nv());
     }
-    *response->mutable_model() = model->layout;
-    response->set_created(created);
-    return grpc::Status::OK;
+    v1::RegisterModelResponse response;
+    *response.mutable_model() = model->layout;
+    response.set_created(created);
+    return encode(response, response_bytes);
   });
   return call.reactor();
 }
 
 grpc::ServerUnaryReactor* ModelService::GetModel(grpc::CallbackServerContext* context,
-                                                 const v1::GetModelRequest* request,
-                                                 v1::Model* response) {
+                                                 const grpc::ByteBuffer* request_bytes,
+                                                 grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kGetModel, metrics_);
   if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
-  const RegisteredModelPtr model = catalog_.find(request->model_id());
-  if (!model) return call.finish(model_not_found(request->model_id()));
-  *response = model->layout;
-  return call.finish(grpc::Status::OK);
+  v1::GetModelRequest request;
+  if (grpc::Status s = decode(*request_bytes, "request", request); !s.ok()) return call.finish(s);
+  const RegisteredModelPtr model = catalog_.find(request.model_id());
+  if (!model) return call.finish(model_not_found(request.model_id()));
+  return call.finish(encode(model->layout, response_bytes));
 }
 
 grpc::ServerUnaryReactor* ModelService::ListModels(grpc::CallbackServerContext* context,
-                                                   const v1::ListModelsRequest*,
-                                                   v1::ListModelsResponse* response) {
+                                                   const grpc::ByteBuffer* request_bytes,
+                                                   grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kListModels, metrics_);
   if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
+  v1::ListModelsRequest request;
+  if (grpc::Status s = decode(*request_bytes, "request", request); !s.ok()) return call.finish(s);
+  v1::ListModelsResponse response;
   for (const RegisteredModelPtr& model : catalog_.list()) {
-    *response->add_models() = make_summary(model->layout);
+    *response.add_models() = make_summary(model->layout);
   }
-  return call.finish(grpc::Status::OK);
+  return call.finish(encode(response, response_bytes));
 }
 
 grpc::ServerUnaryReactor* ModelService::DeleteModel(grpc::CallbackServerContext* context,
-                                                    const v1::DeleteModelRequest* request,
-                                                    v1::DeleteModelResponse*) {
+                                                    const grpc::ByteBuffer* request_bytes,
+                                                    grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kDeleteModel, metrics_);
   if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
-  runner_.run(call, [this, request] {
+  auto request = std::make_shared<v1::DeleteModelRequest>();
+  if (grpc::Status s = decode(*request_bytes, "request", *request); !s.ok()) {
+    return call.finish(s);
+  }
+  runner_.run(call, [this, request, response_bytes] {
     grpc::Status status = catalog_.delete_model(request->model_id());
-    if (status.ok()) spdlog::info("deleted model {}", request->model_id());
-    return status;
+    if (!status.ok()) return status;
+    spdlog::info("deleted model {}", request->model_id());
+    return encode(v1::DeleteModelResponse(), response_bytes);
   });
   return call.reactor();
 }

@@ -1,39 +1,51 @@
 // torqued.v1.ModelService on the callback API: registration and deletion run on the executor
-// (they build models and fsync files), lookups answer inline.
+// (they build models and fsync files), lookups answer inline. Methods are raw (raw_call.hpp):
+// a registration's size is checked against --max-model-bytes before a byte of it is decoded,
+// since a decoded message (a DH table of millions of rows) takes several times its wire size.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
+#include "server/raw_call.hpp"
 #include "torqued/v1/model.grpc.pb.h"
 
 namespace torqued::server {
 
-class ModelService final : public v1::ModelService::CallbackService {
+using ModelGrpc = v1::ModelService;
+using RawModelService =
+    RawMethods<ModelGrpc::Service, ModelGrpc::WithRawCallbackMethod_RegisterModel,
+               ModelGrpc::WithRawCallbackMethod_GetModel,
+               ModelGrpc::WithRawCallbackMethod_ListModels,
+               ModelGrpc::WithRawCallbackMethod_DeleteModel>;
+
+class ModelService final : public RawModelService {
  public:
   // `ready` is false while the server loads its models (calls answer UNAVAILABLE).
   ModelService(Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-               const std::atomic<bool>& ready);
+               const std::atomic<bool>& ready, std::int64_t max_model_bytes);
 
   grpc::ServerUnaryReactor* RegisterModel(grpc::CallbackServerContext* context,
-                                          const v1::RegisterModelRequest* request,
-                                          v1::RegisterModelResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
-                                     const v1::GetModelRequest* request,
-                                     v1::Model* response) override;
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
-                                       const v1::ListModelsRequest* request,
-                                       v1::ListModelsResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* DeleteModel(grpc::CallbackServerContext* context,
-                                        const v1::DeleteModelRequest* request,
-                                        v1::DeleteModelResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
 
  private:
   Catalog& catalog_;
   BatchRunner& runner_;
   Metrics& metrics_;
   const std::atomic<bool>& ready_;
+  const std::int64_t max_model_bytes_;
 };
 
 }  // namespace torqued::server

@@ -17,6 +17,11 @@ struct ModelLimits {
   std::int64_t max_urdf_bytes = 4LL << 20;
   int max_bodies = 1024;
   int max_dof = 1024;
+  // Checked by the catalog: models held (repository included), bytes of the model store, and
+  // the workspace one model needs on one thread.
+  int max_models = 4096;
+  std::int64_t max_store_bytes = 1LL << 30;
+  std::int64_t max_workspace_bytes = 256LL << 20;
 };
 
 struct BuiltModel {

@@ -17,12 +17,20 @@ Server::Server(const Config& config)
       store_(config.data_dir),
       executor_(config.workers, config.queue_capacity, metrics_.queue_depth(),
                 metrics_.busy_workers()),
-      runner_(executor_, metrics_, config.split_min_states, config.inline_max_states),
-      catalog_(store_, ModelLimits{config.max_urdf_bytes, config.max_bodies, config.max_dof},
-               metrics_),
-      model_service_(catalog_, runner_, metrics_, ready_),
-      dynamics_service_(catalog_, runner_, metrics_,
-                        RequestLimits{config.max_batch_states, config.max_message_bytes}, ready_) {}
+      workspaces_(static_cast<std::size_t>(config.workspace_cache_bytes)),
+      runner_(executor_, workspaces_, metrics_, config.split_min_states, config.inline_max_states),
+      catalog_(store_,
+               ModelLimits{config.max_urdf_bytes, config.max_bodies, config.max_dof,
+                           config.max_models, config.max_store_bytes, config.max_workspace_bytes},
+               metrics_, workspaces_),
+      model_service_(catalog_, runner_, metrics_, ready_, config.max_model_bytes),
+      dynamics_service_(
+          catalog_, runner_, metrics_,
+          RequestLimits{config.max_batch_states, config.max_message_bytes,
+                        config.max_workspace_bytes, config.max_constraint_rows, config.max_contacts,
+                        config.max_kinematics_frames, config.max_solver_iterations,
+                        config.max_simulation_steps, config.max_session_queued},
+          ready_) {}
 
 Server::~Server() = default;
 

@@ -14,9 +14,11 @@
 #include "server/dynamics_service.hpp"
 #include "server/executor.hpp"
 #include "server/health_service.hpp"
+#include "server/heap_trimmer.hpp"
 #include "server/metrics.hpp"
 #include "server/model_service.hpp"
 #include "server/store.hpp"
+#include "server/workspace.hpp"
 
 namespace torqued::server {
 
@@ -46,9 +48,11 @@ class Server {
   Metrics metrics_;
   Store store_;
   Executor executor_;
+  WorkspacePool workspaces_;
   BatchRunner runner_;
   Catalog catalog_;
   std::atomic<bool> ready_{false};
+  HeapTrimmer heap_trimmer_{64 << 20};
   HealthService health_;
   ModelService model_service_;
   DynamicsService dynamics_service_;

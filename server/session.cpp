@@ -5,11 +5,15 @@
 
 namespace torqued::server {
 
-SessionReactor::SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context)
-    : service_(service), context_(context), start_(service.metrics().start()) {
+SessionReactor::SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context,
+                               int max_queued_responses)
+    : service_(service),
+      context_(context),
+      start_(service.metrics().start()),
+      max_queued_responses_(static_cast<std::size_t>(max_queued_responses)) {
   service.metrics().rpc_started(Method::kSession);
   reading_ = true;
-  StartRead(&request_);
+  StartRead(&read_buffer_);
 }
 
 void SessionReactor::OnReadDone(bool ok) {
@@ -64,7 +68,13 @@ void SessionReactor::OnDone() {
     std::lock_guard lock(service_.sessions_mutex_);
     service_.sessions_.erase(this);
   }
-  delete this;
+  bool last = false;
+  {
+    std::lock_guard lock(mutex_);
+    done_ = true;
+    last = holds_ == 0;
+  }
+  if (last) delete this;
 }
 
 void SessionReactor::drain() {
@@ -73,8 +83,19 @@ void SessionReactor::drain() {
     std::lock_guard lock(mutex_);
     draining_ = true;
     plan_next(actions);
+    ++holds_;
   }
+  apply_held(actions);
+}
+
+void SessionReactor::apply_held(Actions& actions) {
   apply(actions);
+  bool last = false;
+  {
+    std::lock_guard lock(mutex_);
+    last = --holds_ == 0 && done_;
+  }
+  if (last) delete this;
 }
 
 std::unique_ptr<v1::SessionResponse> SessionReactor::take_spare() {
@@ -85,6 +106,13 @@ std::unique_ptr<v1::SessionResponse> SessionReactor::take_spare() {
 }
 
 void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
+  ++messages_read_;
+  if (grpc::Status decoded =
+          decode(read_buffer_, "message " + std::to_string(messages_read_), request_);
+      !decoded.ok()) {
+    spdlog::warn("Session message from {}: {}", context_->peer(), decoded.error_message());
+    return complete(std::move(response), decoded);
+  }
   if (!request_.model_id().empty()) model_id_ = request_.model_id();
   response->set_sequence(request_.sequence());
   using R = v1::SessionResponse;
@@ -162,16 +190,19 @@ void SessionReactor::serve(Method method, const Request& request,
   }
   // Owned by the runner's callback until the batch ends; the callback always runs.
   v1::SessionResponse* pending = response.release();
+  const Response* result = ((*pending).*inner)();
   service_.runner().run(
       context_, states, job.algorithm, std::move(job.kernel),
-      [this, pending](const grpc::Status& s) {
+      [this, pending, result, states](grpc::Status s) {
+        if (s.ok()) s = check_results_finite(*result, states);
         complete(std::unique_ptr<v1::SessionResponse>(pending), s);
       },
       job.cost);
 }
 
 void SessionReactor::complete(std::unique_ptr<v1::SessionResponse> response,
-                              const grpc::Status& status) {
+                              const grpc::Status& full_status) {
+  const grpc::Status status = bounded(full_status);
   if (!status.ok()) {
     response->clear_response();
     v1::CallStatus* s = response->mutable_status();
@@ -189,8 +220,10 @@ void SessionReactor::complete(std::unique_ptr<v1::SessionResponse> response,
       ready_.push_back(std::move(response));
     }
     plan_next(actions);
+    ++holds_;
   }
-  apply(actions);
+  // complete() runs on a worker, or inline inside OnReadDone: either way under a hold.
+  apply_held(actions);
 }
 
 void SessionReactor::plan_next(Actions& actions) {
@@ -200,7 +233,7 @@ void SessionReactor::plan_next(Actions& actions) {
     actions.write = ready_.front().get();
   }
   if (!reading_ && !computing_ && !read_closed_ && !draining_ &&
-      ready_.size() < kMaxQueuedResponses) {
+      ready_.size() < max_queued_responses_) {
     reading_ = true;
     actions.read = true;
   }
@@ -217,8 +250,18 @@ void SessionReactor::plan_next(Actions& actions) {
 }
 
 void SessionReactor::apply(Actions& actions) {
-  if (actions.write != nullptr) StartWrite(actions.write);
-  if (actions.read) StartRead(&request_);
+  if (actions.write != nullptr) {
+    // Only this thread touches write_buffer_ until OnWriteDone: writing_ was set under the lock.
+    if (!encode(*actions.write, &write_buffer_).ok()) {
+      v1::SessionResponse failed;
+      failed.set_sequence(actions.write->sequence());
+      failed.mutable_status()->set_code(grpc::StatusCode::INTERNAL);
+      failed.mutable_status()->set_message("the response could not be encoded");
+      encode(failed, &write_buffer_);
+    }
+    StartWrite(&write_buffer_);
+  }
+  if (actions.read) StartRead(&read_buffer_);
   if (actions.finish) {
     service_.metrics().rpc_handled(Method::kSession, actions.status.error_code(), start_);
     if (spdlog::should_log(spdlog::level::debug)) {
@@ -229,10 +272,10 @@ void SessionReactor::apply(Actions& actions) {
   }
 }
 
-grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse>* DynamicsService::Session(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* DynamicsService::Session(
     grpc::CallbackServerContext* context) {
   std::lock_guard lock(sessions_mutex_);
-  auto* session = new SessionReactor(*this, context);
+  auto* session = new SessionReactor(*this, context, limits_.max_session_queued);
   sessions_.insert(session);
   if (draining_) session->drain();
   return session;

@@ -5,10 +5,18 @@
 // executor's workers like unary calls. Responses queue for writing while the next message is read
 // and computed; at most kMaxQueuedResponses wait before reading pauses (back-pressure on a client
 // that does not read). A failing message is answered with its status and the stream goes on.
+//
+// Lifetime: gRPC calls OnDone once Finish has completed and every reaction (OnReadDone,
+// OnWriteDone) has returned, so a reaction may always touch the reactor. A thread outside
+// gRPC's reactions (an executor worker completing a message, the main thread draining) holds
+// the reactor while it starts operations outside the lock: a write it starts may complete, and
+// the stream finish and OnDone run, on another thread before it returns. The last of OnDone and
+// the holders deletes the reactor.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -19,11 +27,14 @@
 
 namespace torqued::server {
 
-class SessionReactor final
-    : public grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionResponse> {
+// Messages arrive and leave as bytes (raw_call.hpp): a message that does not decode is answered
+// with INVALID_ARGUMENT, in its place in the order, and the stream goes on.
+class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Starts reading. `service` outlives the stream (the server waits for open streams to end).
-  SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context);
+  // At most `max_queued_responses` answers wait to be written before reading pauses.
+  SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context,
+                 int max_queued_responses);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -33,8 +44,6 @@ class SessionReactor final
   void drain();
 
  private:
-  static constexpr std::size_t kMaxQueuedResponses = 8;
-
   // What the reactor must start once its lock is released (a StartRead, StartWrite or Finish
   // never runs under the lock).
   struct Actions {
@@ -55,11 +64,18 @@ class SessionReactor final
   // Under the lock: the next read, the next write, or the end of the stream.
   void plan_next(Actions& actions);
   void apply(Actions& actions);
+  // For threads outside gRPC's reactions: apply() under a hold taken with the lock, then the
+  // hold released (deleting the reactor when OnDone has run meanwhile).
+  void apply_held(Actions& actions);
   std::unique_ptr<v1::SessionResponse> take_spare();
 
   DynamicsService& service_;
   grpc::CallbackServerContext* const context_;
   const Clock::time_point start_;
+  const std::size_t max_queued_responses_;
+  grpc::ByteBuffer read_buffer_;
+  grpc::ByteBuffer write_buffer_;  // the encoding of ready_.front() while it is written
+  std::uint64_t messages_read_ = 0;
   v1::SessionRequest request_;
   std::string model_id_;  // the stream's current model (SessionRequest.model_id)
 
@@ -71,6 +87,8 @@ class SessionReactor final
   bool write_failed_ = false;
   bool draining_ = false;
   bool finished_ = false;
+  bool done_ = false;  // OnDone has run
+  int holds_ = 0;      // threads outside gRPC's reactions between plan_next() and apply()
   std::deque<std::unique_ptr<v1::SessionResponse>> ready_;
   std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
 };

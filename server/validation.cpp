@@ -1,12 +1,14 @@
 // Request validation (see validation.hpp).
 #include "server/validation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
 
 namespace torqued::server {
+
 namespace {
 
 constexpr double kQuaternionTolerance = 1e-6;
@@ -32,6 +34,48 @@ bool all_finite(const double* values, int count) {
 }
 
 }  // namespace
+
+grpc::Status check_results_finite(const google::protobuf::Message& response, int states) {
+  const google::protobuf::Descriptor* descriptor = response.GetDescriptor();
+  const google::protobuf::Reflection* reflection = response.GetReflection();
+  for (int f = 0; f < descriptor->field_count(); ++f) {
+    const google::protobuf::FieldDescriptor* field = descriptor->field(f);
+    if (!field->is_repeated() ||
+        field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) {
+      continue;
+    }
+    // GetRepeatedFieldRef, the recommended accessor, reads one value per virtual call; the
+    // deprecated GetRepeatedField gives the contiguous array that the SSE2 scan needs.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    const DoubleArray& array = reflection->GetRepeatedField<double>(response, field);
+#pragma GCC diagnostic pop
+    if (all_finite(array.data(), array.size())) continue;
+    const int per_state = std::max(1, array.size() / std::max(1, states));
+    for (int i = 0; i < array.size(); ++i) {
+      if (!std::isfinite(array[i])) {
+        return {grpc::StatusCode::FAILED_PRECONDITION,
+                "state " + std::to_string(i / per_state) + ": the result " + field->name() +
+                    " is not finite (inf or NaN): the inputs overflow the dynamics of the model"};
+      }
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status over_limit(const std::string& what, std::int64_t value, std::int64_t limit,
+                        const char* flag) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, what + ": " + std::to_string(value) +
+                                                    " exceeds the server's limit of " +
+                                                    std::to_string(limit) + " (" + flag + ")"};
+}
+
+std::string quote_input(std::string_view text) {
+  constexpr std::size_t kShown = 64;
+  if (text.size() <= kShown) return "\"" + std::string(text) + "\"";
+  return "\"" + std::string(text.substr(0, kShown)) + "...\" (" + std::to_string(text.size()) +
+         " bytes)";
+}
 
 grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& states) {
   if (batch_size > static_cast<std::uint32_t>(max_states)) {

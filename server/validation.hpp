@@ -3,10 +3,13 @@
 // first bad value.
 #pragma once
 
+#include <google/protobuf/message.h>
 #include <google/protobuf/repeated_field.h>
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "engine/model/model.hpp"
 #include "torqued/v1/dynamics.pb.h"
@@ -14,6 +17,22 @@
 namespace torqued::server {
 
 using DoubleArray = google::protobuf::RepeatedField<double>;
+
+// Every repeated double field of a computed response must be finite: inputs within range can
+// still overflow the dynamics (huge velocities squared, a nearly singular mass matrix), and a
+// planner must not take inf or NaN for an answer. FAILED_PRECONDITION naming the field and the
+// state, of the `states` the response holds.
+grpc::Status check_results_finite(const google::protobuf::Message& response, int states);
+
+// RESOURCE_EXHAUSTED for a request past a server limit, naming the limit's flag:
+// "contacts: 300 exceeds the server's limit of 256 (--max-contacts)".
+grpc::Status over_limit(const std::string& what, std::int64_t value, std::int64_t limit,
+                        const char* flag);
+
+// A name or id that a client chose, for a status message: quoted, with at most 64 of its bytes
+// (a longer one ends with "..." and gives its length), so that a 1 MB id cannot make a status
+// too large to send.
+std::string quote_input(std::string_view text);
 
 // batch_size 0 is read as 1; more than `max_states` is RESOURCE_EXHAUSTED.
 grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& states);

@@ -1,0 +1,34 @@
+// Gives freed heap memory back to the kernel after a spike. main() tells glibc to keep freed
+// memory (mallopt), because returning each batched request's buffers costs more than the
+// dynamics; but then one large request or a burst of large workspaces would hold its memory for
+// the life of the process. Once a second, when more than `keep_bytes` lie free in the heap, this
+// thread trims it (malloc_trim): steady traffic reuses its free memory and never crosses the
+// threshold, a spike is returned within a second.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <thread>
+
+namespace torqued::server {
+
+class HeapTrimmer {
+ public:
+  explicit HeapTrimmer(std::size_t keep_bytes);
+  ~HeapTrimmer();
+
+  HeapTrimmer(const HeapTrimmer&) = delete;
+  HeapTrimmer& operator=(const HeapTrimmer&) = delete;
+
+ private:
+  void run();
+
+  const std::size_t keep_bytes_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace torqued::server
