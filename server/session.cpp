@@ -68,13 +68,7 @@ void SessionReactor::OnDone() {
     std::lock_guard lock(service_.sessions_mutex_);
     service_.sessions_.erase(this);
   }
-  bool last = false;
-  {
-    std::lock_guard lock(mutex_);
-    done_ = true;
-    last = holds_ == 0;
-  }
-  if (last) delete this;
+  delete this;
 }
 
 void SessionReactor::drain() {
@@ -83,19 +77,8 @@ void SessionReactor::drain() {
     std::lock_guard lock(mutex_);
     draining_ = true;
     plan_next(actions);
-    ++holds_;
   }
-  apply_held(actions);
-}
-
-void SessionReactor::apply_held(Actions& actions) {
   apply(actions);
-  bool last = false;
-  {
-    std::lock_guard lock(mutex_);
-    last = --holds_ == 0 && done_;
-  }
-  if (last) delete this;
 }
 
 std::unique_ptr<v1::SessionResponse> SessionReactor::take_spare() {
@@ -220,10 +203,8 @@ void SessionReactor::complete(std::unique_ptr<v1::SessionResponse> response,
       ready_.push_back(std::move(response));
     }
     plan_next(actions);
-    ++holds_;
   }
-  // complete() runs on a worker, or inline inside OnReadDone: either way under a hold.
-  apply_held(actions);
+  apply(actions);
 }
 
 void SessionReactor::plan_next(Actions& actions) {
@@ -231,13 +212,15 @@ void SessionReactor::plan_next(Actions& actions) {
   if (!writing_ && !ready_.empty()) {
     writing_ = true;
     actions.write = ready_.front().get();
+    ++starting_;
   }
   if (!reading_ && !computing_ && !read_closed_ && !draining_ &&
       ready_.size() < max_queued_responses_) {
     reading_ = true;
     actions.read = true;
+    ++starting_;
   }
-  if (!computing_ && !writing_ && ready_.empty() && (read_closed_ || draining_)) {
+  if (starting_ == 0 && !computing_ && !writing_ && ready_.empty() && (read_closed_ || draining_)) {
     finished_ = true;
     actions.finish = true;
     if (context_->IsCancelled() || write_failed_) {
@@ -249,26 +232,37 @@ void SessionReactor::plan_next(Actions& actions) {
   }
 }
 
-void SessionReactor::apply(Actions& actions) {
-  if (actions.write != nullptr) {
-    // Only this thread touches write_buffer_ until OnWriteDone: writing_ was set under the lock.
-    if (!encode(*actions.write, &write_buffer_).ok()) {
-      v1::SessionResponse failed;
-      failed.set_sequence(actions.write->sequence());
-      failed.mutable_status()->set_code(grpc::StatusCode::INTERNAL);
-      failed.mutable_status()->set_message("the response could not be encoded");
-      encode(failed, &write_buffer_);
+void SessionReactor::apply(Actions actions) {
+  for (;;) {
+    if (actions.write != nullptr) {
+      // Only this thread touches write_buffer_ until OnWriteDone: writing_ was set under the lock.
+      if (!encode(*actions.write, &write_buffer_).ok()) {
+        v1::SessionResponse failed;
+        failed.set_sequence(actions.write->sequence());
+        failed.mutable_status()->set_code(grpc::StatusCode::INTERNAL);
+        failed.mutable_status()->set_message("the response could not be encoded");
+        encode(failed, &write_buffer_);
+      }
+      StartWrite(&write_buffer_);
     }
-    StartWrite(&write_buffer_);
-  }
-  if (actions.read) StartRead(&read_buffer_);
-  if (actions.finish) {
-    service_.metrics().rpc_handled(Method::kSession, actions.status.error_code(), start_);
-    if (spdlog::should_log(spdlog::level::debug)) {
-      spdlog::debug("Session from {}: {}", context_->peer(),
-                    status_code_name(actions.status.error_code()));
+    if (actions.read) StartRead(&read_buffer_);
+    if (actions.finish) {
+      service_.metrics().rpc_handled(Method::kSession, actions.status.error_code(), start_);
+      if (spdlog::should_log(spdlog::level::debug)) {
+        spdlog::debug("Session from {}: {}", context_->peer(),
+                      status_code_name(actions.status.error_code()));
+      }
+      Finish(actions.status);  // the reactor may be deleted from here on
+      return;
     }
-    Finish(actions.status);
+    const int started = (actions.write != nullptr ? 1 : 0) + (actions.read ? 1 : 0);
+    if (started == 0) return;
+    actions = Actions();
+    {
+      std::lock_guard lock(mutex_);
+      starting_ -= started;
+      plan_next(actions);
+    }
   }
 }
 

@@ -6,12 +6,15 @@
 // and computed; at most kMaxQueuedResponses wait before reading pauses (back-pressure on a client
 // that does not read). A failing message is answered with its status and the stream goes on.
 //
-// Lifetime: gRPC calls OnDone once Finish has completed and every reaction (OnReadDone,
-// OnWriteDone) has returned, so a reaction may always touch the reactor. A thread outside
-// gRPC's reactions (an executor worker completing a message, the main thread draining) holds
-// the reactor while it starts operations outside the lock: a write it starts may complete, and
-// the stream finish and OnDone run, on another thread before it returns. The last of OnDone and
-// the holders deletes the reactor.
+// Lifetime. gRPC runs OnDone (which deletes the reactor) and then destroys its own stream once
+// Finish has completed and every reaction has returned, on whichever thread gets there last.
+// Reads, writes and Finish are decided under the lock and started outside it, by reactions and by
+// other threads (an executor worker completing a message, the main thread draining). Two rules
+// keep every thread off a deleted reactor or stream:
+// - Finish is never decided while a read or write that was decided is not yet started
+//   (`starting_`): a StartRead issued after Finish could reach a stream gRPC has destroyed. The
+//   thread that starts the last such operation decides again, and may then finish.
+// - Finish is the last thing a thread does with the reactor.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -63,10 +66,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void complete(std::unique_ptr<v1::SessionResponse> response, const grpc::Status& status);
   // Under the lock: the next read, the next write, or the end of the stream.
   void plan_next(Actions& actions);
-  void apply(Actions& actions);
-  // For threads outside gRPC's reactions: apply() under a hold taken with the lock, then the
-  // hold released (deleting the reactor when OnDone has run meanwhile).
-  void apply_held(Actions& actions);
+  // Starts what was decided, then decides again until nothing is left to start; may Finish.
+  void apply(Actions actions);
   std::unique_ptr<v1::SessionResponse> take_spare();
 
   DynamicsService& service_;
@@ -87,8 +88,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   bool write_failed_ = false;
   bool draining_ = false;
   bool finished_ = false;
-  bool done_ = false;  // OnDone has run
-  int holds_ = 0;      // threads outside gRPC's reactions between plan_next() and apply()
+  int starting_ = 0;  // reads and writes decided by plan_next() and not yet started
   std::deque<std::unique_ptr<v1::SessionResponse>> ready_;
   std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
 };
