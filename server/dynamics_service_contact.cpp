@@ -76,8 +76,8 @@ grpc::Status resolve_point(const Model& m, const std::string& field, const std::
                    m.name + "\" (see Model.frames)");
   }
   if (body == 0) {
-    return invalid(field + ".frame: \"" + name +
-                   "\" is on the fixed base, which no contact can move; name a frame of a "
+    return invalid(field + ".frame: " + quote_input(name) +
+                   " is on the fixed base, which no contact can move; name a frame of a "
                    "moving body");
   }
   if (!point.empty() && point.size() != 3) {

@@ -1,6 +1,8 @@
 // The health service and its Watch streams (see health_service.hpp).
 #include "server/health_service.hpp"
 
+#include "server/validation.hpp"
+
 namespace torqued::server {
 
 using grpc::health::v1::HealthCheckRequest;
@@ -106,8 +108,8 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* cont
                                                HealthCheckResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (!known(request->service())) {
-    reactor->Finish(
-        {grpc::StatusCode::NOT_FOUND, "unknown service \"" + request->service() + "\""});
+    reactor->Finish({grpc::StatusCode::NOT_FOUND,
+                     "service: unknown service " + quote_input(request->service())});
     return reactor;
   }
   {
