@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <sstream>
 
 namespace torqued::server {
 
@@ -20,6 +21,17 @@ grpc::Status check_alive(const grpc::CallbackServerContext& context) {
   if (context.IsCancelled()) return {grpc::StatusCode::CANCELLED, "the call was cancelled"};
   if (std::chrono::system_clock::now() >= context.deadline()) {
     return {grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline passed before the work was done"};
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status check_alive(const CallLimit& limit) {
+  if (grpc::Status alive = check_alive(*limit.context); !alive.ok()) return alive;
+  if (std::chrono::system_clock::now() >= limit.server_deadline) {
+    std::ostringstream message;
+    message << "the call ran past the server's limit of " << limit.server_seconds
+            << " s of work per call (--max-call-seconds)";
+    return {grpc::StatusCode::DEADLINE_EXCEEDED, message.str()};
   }
   return grpc::Status::OK;
 }

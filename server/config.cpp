@@ -148,6 +148,12 @@ const std::vector<Option>& options() {
       number_option("max-session-queued", "TORQUED_MAX_SESSION_QUEUED",
                     "Session answers waiting to be written before the stream stops reading",
                     &Config::max_session_queued, 1, 1 << 16),
+      {"max-call-seconds", "TORQUED_MAX_CALL_SECONDS",
+       "most seconds of work for one call or Session message, whatever its deadline (0: none)",
+       [](Config& c, const std::string& v) {
+         return parse_double(v, 0.0, 86400.0 * 365, c.max_call_seconds);
+       },
+       [](const Config& c) { return std::to_string(c.max_call_seconds); }},
       {"drain-seconds", "TORQUED_DRAIN_SECONDS",
        "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled",
        [](Config& c, const std::string& v) {

@@ -52,6 +52,8 @@ struct Config {
   int max_session_queued = 8;
   // Graceful shutdown: how long in-flight calls may take to finish after SIGTERM / SIGINT.
   double drain_seconds = 30.0;
+  // The server's own bound on one call's work (one Session message's), beside its deadline.
+  double max_call_seconds = 600.0;
   // Logging: "text" or "json"; spdlog level name.
   std::string log_format = "text";
   std::string log_level = "info";

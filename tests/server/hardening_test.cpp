@@ -381,6 +381,42 @@ TEST_F(HardeningTest, SigtermDuringPathologicalCallsExitsZeroWithinTheDrainTime)
   EXPECT_LT(took, 2.0 + 1.0) << "the drain time is 2 s";
 }
 
+// Finding 3. A client that sets no deadline cannot pin a worker either: the server bounds each
+// call's work (--max-call-seconds), and each Session message's, whose stream has no deadline.
+TEST_F(HardeningTest, TheServerBoundsTheWorkOfCallsWithoutDeadlines) {
+  start({"--workers=2", "--max-call-seconds=0.5"});
+  const v1::Model quadruped = bundled("quadruped");
+  grpc::ClientContext context;
+  v1::ContactDynamicsResponse response;
+  const auto started = Clock::now();
+  const grpc::Status status =
+      dynamics_->ContactDynamics(&context, pathological_contacts(quadruped, 2), &response);
+  EXPECT_LT(seconds_since(started), 1.5);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_NE(status.error_message().find("limit of 0.5 s of work per call (--max-call-seconds)"),
+            std::string::npos)
+      << status.error_message();
+
+  grpc::ClientContext stream_context;
+  auto stream = dynamics_->Session(&stream_context);
+  v1::SessionRequest message;
+  *message.mutable_contact_dynamics() = pathological_contacts(quadruped, 1);
+  message.set_sequence(7);
+  ASSERT_TRUE(stream->Write(message));
+  message.mutable_echo()->add_values(1.0);
+  message.set_sequence(8);
+  ASSERT_TRUE(stream->Write(message));
+  ASSERT_TRUE(stream->WritesDone());
+  v1::SessionResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.sequence(), 7u);
+  EXPECT_EQ(answer.status().code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.sequence(), 8u);
+  EXPECT_EQ(answer.status().code(), 0);
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 // Finding 3. Solver iterations have a server-side cap, named in the refusal.
 TEST_F(HardeningTest, SolverIterationsAboveTheServerCapAreResourceExhausted) {
   start({"--max-solver-iterations=500"});
