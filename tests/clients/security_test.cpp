@@ -198,7 +198,7 @@ TEST_F(SecurityTest, TorquectlTakesFlagsAndEnvironment) {
       << unpaired.err;
 }
 
-TEST_F(SecurityTest, LoadGeneratorOverMutualTlsWithATokenOnUnaryCallsAndSessions) {
+TEST_F(SecurityTest, LoadGeneratorOverTlsAndMutualTlsWithAToken) {
   const std::string load = std::string(TORQUED_LOAD_BINARY) + " --target " + guarded_->address() +
                            " --tls-ca " + pki_->ca.string() + " --tls-cert " +
                            pki_->client_cert.string() + " --tls-key " + pki_->client_key.string() +
@@ -208,6 +208,10 @@ TEST_F(SecurityTest, LoadGeneratorOverMutualTlsWithATokenOnUnaryCallsAndSessions
     EXPECT_EQ(served.exit_code, 0) << served.out << served.err;
     EXPECT_NE(served.out.find("errors: none"), std::string::npos) << served.out;
   }
+  const Outcome tls =
+      run(std::string(TORQUED_LOAD_BINARY) + " --target " + tls_->address() + " --tls-ca " +
+          pki_->ca.string() + " --model double_pendulum --requests 20 --warmup 0");
+  EXPECT_EQ(tls.exit_code, 0) << tls.out << tls.err;
   const Outcome anonymous = run(load);
   EXPECT_NE(anonymous.exit_code, 0);
   EXPECT_NE(anonymous.err.find("needs a token (--token-file)"), std::string::npos) << anonymous.err;
