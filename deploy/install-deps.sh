@@ -11,7 +11,8 @@ packages=(
   libbenchmark-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(libgtest-dev libgmock-dev prometheus)
+  # openssl: the TLS tests make their certificates with it at run time.
+  packages+=(libgtest-dev libgmock-dev prometheus openssl)
   # The Python client's tests: a venv over Debian's python3 with its gRPC, numpy and pytest.
   packages+=(python3-venv python3-pip python3-setuptools python3-wheel python3-grpcio
     python3-numpy python3-pytest)

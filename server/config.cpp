@@ -2,10 +2,14 @@
 // parser, the environment names and --help cannot drift apart.
 #include "server/config.hpp"
 
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace torqued::server {
@@ -170,6 +174,22 @@ const std::vector<Option>& options() {
          return one_of(v, {"trace", "debug", "info", "warn", "error", "off"}, c.log_level);
        },
        [](const Config& c) { return c.log_level; }},
+      string_option("tls-cert", "TORQUED_TLS_CERT",
+                    "PEM certificate chain of the gRPC port; with --tls-key the port serves TLS",
+                    &Config::tls_cert),
+      string_option("tls-key", "TORQUED_TLS_KEY", "PEM private key of --tls-cert (unencrypted)",
+                    &Config::tls_key),
+      string_option("tls-client-ca", "TORQUED_TLS_CLIENT_CA",
+                    "PEM CA certificates: clients must present a certificate one of them signed "
+                    "(mutual TLS; needs --tls-cert)",
+                    &Config::tls_client_ca),
+      string_option("admin-token-file", "TORQUED_ADMIN_TOKEN_FILE",
+                    "file holding the bearer token RegisterModel and DeleteModel need",
+                    &Config::admin_token_file),
+      string_option("token-file", "TORQUED_TOKEN_FILE",
+                    "file holding the bearer token every other call needs (the admin token "
+                    "serves too; health stays open, reflection is off)",
+                    &Config::token_file),
   };
   return table;
 }
@@ -227,7 +247,35 @@ ParseResult parse_config(const std::vector<std::string>& args) {
   if (config.workers == 0) {
     config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return {std::nullopt, "--tls-cert and --tls-key go together: give both or neither", 2};
+  }
+  if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
+    return {std::nullopt, "--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)", 2};
+  }
   return {config, "", 0};
+}
+
+std::string read_flag_file(const std::string& flag, const std::string& path) {
+  // Certificates, keys and tokens are a few kilobytes; the bound stops a flag naming a device or
+  // a huge file by mistake from hanging the start.
+  constexpr std::size_t kMaxBytes = 1 << 20;
+  const auto failure = [&](const std::string& why) {
+    return std::runtime_error("--" + flag + " " + path + ": cannot be read (" + why + ")");
+  };
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw failure(std::strerror(errno));
+  std::string content;
+  char buffer[4096];
+  std::size_t n = 0;
+  while (content.size() <= kMaxBytes && (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    content.append(buffer, n);
+  }
+  const int error = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (error != 0) throw failure(std::strerror(error));
+  if (content.size() > kMaxBytes) throw failure("larger than 1 MiB");
+  return content;
 }
 
 }  // namespace torqued::server

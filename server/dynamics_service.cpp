@@ -163,8 +163,14 @@ grpc::Status check_gains(const v1::BaumgarteGains& gains) {
 }  // namespace
 
 DynamicsService::DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-                                 const RequestLimits& limits, const std::atomic<bool>& ready)
-    : catalog_(catalog), runner_(runner), metrics_(metrics), limits_(limits), ready_(ready) {}
+                                 const AccessControl& access, const RequestLimits& limits,
+                                 const std::atomic<bool>& ready)
+    : catalog_(catalog),
+      runner_(runner),
+      metrics_(metrics),
+      access_(access),
+      limits_(limits),
+      ready_(ready) {}
 
 grpc::Status DynamicsService::prepare(const std::string& model_id, std::uint32_t batch_size,
                                       const DoubleArray& q, RegisteredModelPtr& model,
@@ -654,7 +660,8 @@ grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* con
                                                 grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kEcho, metrics_);
   v1::EchoRequest request;
-  grpc::Status status = decode(*request_bytes, "request", request);
+  grpc::Status status = access_.check(*context, Method::kEcho);
+  if (status.ok()) status = decode(*request_bytes, "request", request);
   if (!status.ok()) return call.finish(status);
   v1::EchoResponse response;
   status = echo(request, &response);

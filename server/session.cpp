@@ -6,12 +6,21 @@
 namespace torqued::server {
 
 SessionReactor::SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context,
-                               int max_queued_responses)
+                               int max_queued_responses, const grpc::Status& admission)
     : service_(service),
       context_(context),
       start_(service.metrics().start()),
       max_queued_responses_(static_cast<std::size_t>(max_queued_responses)) {
   service.metrics().rpc_started(Method::kSession);
+  if (!admission.ok()) {
+    spdlog::warn("Session from {}: {} ({})", context->peer(),
+                 status_code_name(admission.error_code()), admission.error_message());
+    Actions refused;
+    refused.finish = finished_ = true;
+    refused.status = admission;
+    apply(refused);
+    return;
+  }
   reading_ = true;
   StartRead(&read_buffer_);
 }
@@ -269,7 +278,8 @@ void SessionReactor::apply(Actions actions) {
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* DynamicsService::Session(
     grpc::CallbackServerContext* context) {
   std::lock_guard lock(sessions_mutex_);
-  auto* session = new SessionReactor(*this, context, limits_.max_session_queued);
+  auto* session = new SessionReactor(*this, context, limits_.max_session_queued,
+                                     access_.check(*context, Method::kSession));
   sessions_.insert(session);
   if (draining_) session->drain();
   return session;

@@ -34,10 +34,12 @@ namespace torqued::server {
 // with INVALID_ARGUMENT, in its place in the order, and the stream goes on.
 class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  // Starts reading. `service` outlives the stream (the server waits for open streams to end).
-  // At most `max_queued_responses` answers wait to be written before reading pauses.
+  // Starts reading, or ends the stream at once with `admission` when it is not OK (a missing or
+  // wrong token: checked once, for the whole stream). `service` outlives the stream (the server
+  // waits for open streams to end). At most `max_queued_responses` answers wait to be written
+  // before reading pauses.
   SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context,
-                 int max_queued_responses);
+                 int max_queued_responses, const grpc::Status& admission);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;

@@ -161,11 +161,12 @@ bool ServerProcess::wait_listening(double timeout_seconds) {
     ::close(fd);
     if (connected) {
       // Only now the channel: one made earlier would sit in reconnect backoff for seconds.
-      grpc::ChannelArguments channel_args;
-      channel_args.SetMaxReceiveMessageSize(-1);
-      channel_args.SetMaxSendMessageSize(-1);
-      channel_ =
-          grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), channel_args);
+      client::ClientOptions channel_options;
+      channel_options.target = address();
+      channel_options.load_balancing_policy = "pick_first";
+      channel_options.tls = options_.client_tls;
+      channel_options.token = options_.client_token;
+      channel_ = client::make_channel(channel_options);
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -1,5 +1,6 @@
 // Test support: runs the real torqued binary as a child process on free loopback ports with its
-// own data directory, and talks to it over gRPC with the generated stubs.
+// own data directory, and talks to it over gRPC with the generated stubs (over TLS and with a
+// token when the server wants them).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -8,10 +9,12 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "torqued/client.hpp"
 #include "torqued/v1/dynamics.grpc.pb.h"
 #include "torqued/v1/model.grpc.pb.h"
 
@@ -58,6 +61,10 @@ class ServerProcess {
     std::vector<std::string> extra_args = {};
     // gRPC port; 0: a free one (for a client that must reach the server before it starts).
     int port = 0;
+    // What the test's own channel (channel(), the health probes) brings: TLS (a server started
+    // with --tls-cert in extra_args needs it) and a bearer token.
+    std::optional<client::TlsOptions> client_tls = std::nullopt;
+    std::string client_token = "";
   };
 
   // Starts torqued and waits (up to 60 s) until its health service says SERVING. Retries with

@@ -1,6 +1,8 @@
 // torqued's C++ client (see client.hpp).
 #include "torqued/client.hpp"
 
+#include <grpcpp/support/client_interceptor.h>
+
 #include <cmath>
 #include <random>
 #include <thread>
@@ -132,15 +134,58 @@ std::string status_code_name(grpc::StatusCode code) {
 
 namespace {
 
+// Adds "authorization: Bearer <token>" to every call of a channel. An interceptor rather than
+// call credentials: gRPC sends call credentials only over TLS, and a token may also travel over
+// plaintext to a server behind a TLS-terminating proxy.
+class BearerToken final : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerToken(std::string header) : header_(std::move(header)) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace("authorization", header_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::string header_;
+};
+
+class BearerTokenFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerTokenFactory(const std::string& token) : header_("Bearer " + token) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerToken(header_);
+  }
+
+ private:
+  std::string header_;
+};
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> make_channel(const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetLoadBalancingPolicyName(options.load_balancing_policy);
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls) {
+    credentials = grpc::SslCredentials(
+        {options.tls->root_certificates, options.tls->private_key, options.tls->certificate_chain});
+    if (!options.tls->server_name_override.empty()) {
+      args.SetSslTargetNameOverride(options.tls->server_name_override);
+    }
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  if (!options.token.empty()) {
+    interceptors.push_back(std::make_unique<BearerTokenFactory>(options.token));
+  }
+  return grpc::experimental::CreateCustomChannelWithInterceptors(options.target, credentials, args,
+                                                                 std::move(interceptors));
 }
-
-}  // namespace
 
 Client::Client(ClientOptions options) : Client(make_channel(options), options) {}
 

@@ -55,6 +55,19 @@ class Error : public std::runtime_error {
 // "UNAVAILABLE", "NOT_FOUND", ... for a status code.
 std::string status_code_name(grpc::StatusCode code);
 
+// TLS for the channel: PEM text, not file names (credentials.hpp reads files).
+struct TlsOptions {
+  // The CA certificates that sign the servers' certificates; empty: the system's roots.
+  std::string root_certificates;
+  // A client certificate chain and its private key, for servers that require mutual TLS
+  // (--tls-client-ca); both or neither.
+  std::string certificate_chain;
+  std::string private_key;
+  // The name the server's certificate is checked against instead of the target's host: for a
+  // server reached by an address its certificate does not name (tests, port forwarding).
+  std::string server_name_override;
+};
+
 struct ClientOptions {
   // A gRPC target: "host:port", "dns:///host:port" (every address the name resolves to) or
   // "ipv4:10.0.0.1:50051,10.0.0.2:50051"; calls are spread over the addresses by the
@@ -78,7 +91,16 @@ struct ClientOptions {
   bool reregister = true;
   // Largest message sent or received; -1: no limit (the server has its own).
   int max_message_bytes = -1;
+  // TLS; unset: plaintext.
+  std::optional<TlsOptions> tls;
+  // A bearer token sent with every call as metadata "authorization: Bearer <token>" (servers
+  // started with --token-file or --admin-token-file ask for one); empty: none.
+  std::string token;
 };
+
+// The channel Client(options) makes: to options.target, TLS when options.tls is set, the token
+// on every call, with the options' load-balancing and message-size settings.
+std::shared_ptr<grpc::Channel> make_channel(const ClientOptions& options);
 
 // Per-call settings; unset fields take the client's.
 struct CallOptions {
@@ -225,10 +247,10 @@ struct SimulateResult {
 
 class Client {
  public:
-  // A channel to options.target with the options' load-balancing, reconnection and message-size
-  // settings.
+  // Over make_channel(options).
   explicit Client(ClientOptions options = {});
-  // Over an existing channel (options.target and the channel settings are then unused).
+  // Over an existing channel (options.target, the channel settings, tls and token are then
+  // unused: the channel carries its own).
   Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
 
   const ClientOptions& options() const { return options_; }

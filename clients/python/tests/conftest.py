@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 import pytest
 
@@ -29,9 +29,19 @@ def free_port() -> int:
 
 
 class TorquedProcess:
-    """torqued as a child process with its own data directory and port."""
+    """torqued as a child process with its own data directory and port.
 
-    def __init__(self, data_dir: Path, port: Optional[int] = None) -> None:
+    `args` are more torqued flags; `client_kwargs` are the torqued.Client arguments its health
+    probes need (the TLS material of a server started with --tls-cert).
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        port: Optional[int] = None,
+        args: Sequence[str] = (),
+        client_kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
         binary = os.environ.get("TORQUED_BINARY")
         if not binary:
             pytest.skip("TORQUED_BINARY is not set: no torqued binary to test against")
@@ -39,6 +49,8 @@ class TorquedProcess:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.log_path = data_dir.parent / f"{data_dir.name}-torqued.log"
+        self.args = list(args)
+        self.client_kwargs = client_kwargs or {}
         self.process: Optional[subprocess.Popen[bytes]] = None
 
     @property
@@ -56,6 +68,7 @@ class TorquedProcess:
                     "--metrics-port=0",
                     f"--data-dir={self.data_dir}",
                     f"--model-repository={REPOSITORY}",
+                    *self.args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -64,7 +77,9 @@ class TorquedProcess:
     def wait_serving(self, timeout: float = 60.0) -> bool:
         """Polls health until SERVING; False if the process exited or the time ran out."""
         end = time.monotonic() + timeout
-        with torqued.Client(self.address, retries=0, initial_backoff=0.02) as probe:
+        with torqued.Client(
+            self.address, retries=0, initial_backoff=0.02, **self.client_kwargs
+        ) as probe:
             while time.monotonic() < end:
                 if self.process is None or self.process.poll() is not None:
                     return False
@@ -106,8 +121,13 @@ def launch(scratch: Path) -> Iterator[type[TorquedProcess]]:
     started: list[TorquedProcess] = []
 
     class Launched(TorquedProcess):
-        def __init__(self, port: Optional[int] = None) -> None:
-            super().__init__(Path(tempfile.mkdtemp(dir=scratch)), port)
+        def __init__(
+            self,
+            port: Optional[int] = None,
+            args: Sequence[str] = (),
+            client_kwargs: Optional[dict[str, Any]] = None,
+        ) -> None:
+            super().__init__(Path(tempfile.mkdtemp(dir=scratch)), port, args, client_kwargs)
             started.append(self)
 
     yield Launched

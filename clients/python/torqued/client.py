@@ -5,6 +5,10 @@ and returns (batch, nv) vectors and (batch, nv, nv) matrices. A single state may
 arrays; the results then drop the batch axis too. Arrays are sent as float64, row-major, exactly
 as the proto describes (proto/torqued/v1/dynamics.proto documents every field).
 
+Security. TLS takes the PEM bytes grpc.ssl_channel_credentials takes (root_certificates,
+certificate_chain, private_key), or any grpc.ChannelCredentials; `token` is sent with every call
+as metadata "authorization: Bearer <token>".
+
 Reliability. Every call has a deadline (the client's `timeout`, or the call's own) covering its
 retries: a call answered UNAVAILABLE is retried with exponential backoff, up to `retries` times.
 A model registered through this client is remembered: when a call on its id answers NOT_FOUND
@@ -381,6 +385,11 @@ class _PackedCall:
         return _Reply(self.response_class.FromString(bytes(rest)), arrays)
 
 
+def _pem(value: Optional[bytes | str]) -> Optional[bytes]:
+    """PEM text as the bytes grpc.ssl_channel_credentials takes."""
+    return value.encode("ascii") if isinstance(value, str) else value
+
+
 def _repeated_doubles(message: Any) -> list[Any]:
     return [f for f in message.fields if f.type == f.TYPE_DOUBLE and f.label == f.LABEL_REPEATED]
 
@@ -404,6 +413,10 @@ class Client:
         max_backoff: float = 5.0,
         round_robin: bool = True,
         credentials: Optional[grpc.ChannelCredentials] = None,
+        root_certificates: Optional[bytes | str] = None,
+        certificate_chain: Optional[bytes | str] = None,
+        private_key: Optional[bytes | str] = None,
+        token: Optional[str] = None,
         channel_options: Sequence[tuple[str, Any]] = (),
     ) -> None:
         """Opens a channel; connecting happens on the first call.
@@ -417,9 +430,32 @@ class Client:
             max_backoff: longest wait between two attempts, seconds.
             round_robin: spread calls over every address the target resolves to (gRPC's
                 round_robin policy) rather than sticking to the first that connects.
-            credentials: TLS credentials (grpc.ssl_channel_credentials(...)); None: plaintext.
-            channel_options: extra gRPC channel arguments, applied last.
+            credentials: TLS credentials (grpc.ssl_channel_credentials(...)); None: plaintext,
+                unless root_certificates or certificate_chain is given.
+            root_certificates: TLS, the PEM certificates of the CAs that sign the server's
+                certificate, e.g. open("ca.pem", "rb").read(); None with a certificate_chain:
+                the system's roots.
+            certificate_chain: mutual TLS: this client's PEM certificate chain.
+            private_key: the PEM private key of certificate_chain.
+            token: a bearer token for servers started with --token-file or
+                --admin-token-file; None: no token.
+            channel_options: extra gRPC channel arguments, applied last (for example
+                ("grpc.ssl_target_name_override", "torqued.internal") to check the server's
+                certificate against another name than the target's host).
+
+        Raises:
+            ValueError: credentials given together with PEM bytes, or a certificate chain
+                without its private key (or a key without its chain).
         """
+        if (certificate_chain is None) != (private_key is None):
+            raise ValueError("certificate_chain and private_key go together: give both or neither")
+        if root_certificates is not None or certificate_chain is not None:
+            if credentials is not None:
+                raise ValueError("give credentials or PEM certificates, not both")
+            credentials = grpc.ssl_channel_credentials(
+                _pem(root_certificates), _pem(private_key), _pem(certificate_chain)
+            )
+        self._metadata = None if not token else (("authorization", f"Bearer {token}"),)
         options: list[tuple[str, Any]] = [
             ("grpc.max_send_message_length", -1),
             ("grpc.max_receive_message_length", -1),
@@ -478,7 +514,7 @@ class Client:
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                return rpc(request, timeout=remaining)
+                return rpc(request, timeout=remaining, metadata=self._metadata)
             except grpc.RpcError as error:
                 code, details = error.code(), error.details() or ""
             wait = min(backoff, self._max_backoff) * random.uniform(0.8, 1.2)
