@@ -75,8 +75,8 @@ grpc::Status loops_from_proto(const google::protobuf::RepeatedPtrField<v1::LoopC
     LoopClosureSpec loop;
     loop.name = l.name();
     if (!to_constraint_type(l.type(), loop.type)) {
-      return invalid(field + "[" + std::to_string(i) + "] (\"" + l.name() +
-                     "\"): type must be set to a CONSTRAINT_TYPE_* value");
+      return invalid(field + "[" + std::to_string(i) + "] (" + quote_input(l.name()) +
+                     "): type must be set to a CONSTRAINT_TYPE_* value");
     }
     loop.link1 = l.link1();
     loop.origin1 = to_transform(l.origin1());
@@ -102,8 +102,8 @@ grpc::Status spec_from_proto(const v1::ModelSpec& in, ModelSpec& spec) {
     JointSpec joint;
     joint.name = j.name();
     if (!to_joint_type(j.type(), joint.type)) {
-      return invalid("spec.joints[" + std::to_string(i) + "] (\"" + j.name() +
-                     "\"): type must be set to a JOINT_TYPE_* value");
+      return invalid("spec.joints[" + std::to_string(i) + "] (" + quote_input(j.name()) +
+                     "): type must be set to a JOINT_TYPE_* value");
     }
     joint.parent_link = j.parent_link();
     joint.child_link = j.child_link();

@@ -237,7 +237,8 @@ void SessionReactor::plan_next(Actions& actions) {
     reading_ = true;
     actions.read = true;
   }
-  if (!computing_ && !writing_ && ready_.empty() && (read_closed_ || draining_)) {
+  if (actions.read || actions.write != nullptr) ++starting_;
+  if (!computing_ && !writing_ && starting_ == 0 && ready_.empty() && (read_closed_ || draining_)) {
     finished_ = true;
     actions.finish = true;
     if (context_->IsCancelled() || write_failed_) {
@@ -250,6 +251,7 @@ void SessionReactor::plan_next(Actions& actions) {
 }
 
 void SessionReactor::apply(Actions& actions) {
+  const bool starts = actions.read || actions.write != nullptr;
   if (actions.write != nullptr) {
     // Only this thread touches write_buffer_ until OnWriteDone: writing_ was set under the lock.
     if (!encode(*actions.write, &write_buffer_).ok()) {
@@ -269,6 +271,17 @@ void SessionReactor::apply(Actions& actions) {
                     status_code_name(actions.status.error_code()));
     }
     Finish(actions.status);
+  }
+  if (starts) {
+    // What this thread planned is started: the stream may end now, and this thread may be the
+    // one to end it (an operation that failed meanwhile left that to it).
+    Actions next;
+    {
+      std::lock_guard lock(mutex_);
+      --starting_;
+      plan_next(next);
+    }
+    apply(next);
   }
 }
 

@@ -11,7 +11,9 @@
 // gRPC's reactions (an executor worker completing a message, the main thread draining) holds
 // the reactor while it starts operations outside the lock: a write it starts may complete, and
 // the stream finish and OnDone run, on another thread before it returns. The last of OnDone and
-// the holders deletes the reactor.
+// the holders deletes the reactor. No operation may start after Finish (gRPC would release the
+// call twice and abort), so the stream does not finish while a thread has reads or writes
+// planned and not yet started; that thread finishes it once they are.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -63,6 +65,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void complete(std::unique_ptr<v1::SessionResponse> response, const grpc::Status& status);
   // Under the lock: the next read, the next write, or the end of the stream.
   void plan_next(Actions& actions);
+  // Starts what plan_next() planned, then plans again until nothing is left to start.
   void apply(Actions& actions);
   // For threads outside gRPC's reactions: apply() under a hold taken with the lock, then the
   // hold released (deleting the reactor when OnDone has run meanwhile).
@@ -89,6 +92,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   bool finished_ = false;
   bool done_ = false;  // OnDone has run
   int holds_ = 0;      // threads outside gRPC's reactions between plan_next() and apply()
+  int starting_ = 0;   // threads between planning a read or write and starting it
   std::deque<std::unique_ptr<v1::SessionResponse>> ready_;
   std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
 };

@@ -70,6 +70,7 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
