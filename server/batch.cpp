@@ -20,7 +20,8 @@ constexpr std::chrono::microseconds kSliceTarget(1000);
 grpc::Status queue_full(const Executor& executor) {
   return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is overloaded: its work queue (" +
                                                     std::to_string(executor.queue_capacity()) +
-                                                    " tasks) is full; retry with backoff"};
+                                                    " tasks, --queue-capacity) is full; retry with "
+                                                    "backoff"};
 }
 
 // The engine's Interruption for a call: stop once the client is gone or a deadline has passed.

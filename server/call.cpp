@@ -6,6 +6,8 @@
 #include <chrono>
 #include <sstream>
 
+#include "engine/model/quoted.hpp"
+
 namespace torqued::server {
 
 Call::Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics)
@@ -38,10 +40,12 @@ grpc::Status check_alive(const CallLimit& limit) {
 
 grpc::Status bounded(const grpc::Status& status) {
   constexpr std::size_t kMaxMessageBytes = 1024;
-  if (status.error_message().size() <= kMaxMessageBytes) return status;
-  return {status.error_code(), status.error_message().substr(0, kMaxMessageBytes) +
-                                   "... (message cut at " + std::to_string(kMaxMessageBytes) +
-                                   " bytes)"};
+  std::string message = printable(status.error_message());
+  if (message.size() > kMaxMessageBytes) {
+    message = std::string(utf8_prefix(message, kMaxMessageBytes)) + "... (message cut at " +
+              std::to_string(kMaxMessageBytes) + " bytes)";
+  }
+  return {status.error_code(), message};
 }
 
 grpc::ServerUnaryReactor* Call::finish(const grpc::Status& full_status) const {

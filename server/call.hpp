@@ -26,9 +26,11 @@ struct CallLimit {
 // check_alive(), and DEADLINE_EXCEEDED naming --max-call-seconds once the server's bound passed.
 grpc::Status check_alive(const CallLimit& limit);
 
-// `status` with its message cut to 1 KB: statuses travel in HTTP/2 trailers, which gRPC bounds,
-// and a message that quotes a client's huge input would otherwise turn the answer into a
-// transport error.
+// `status` with its message cut to 1 KB (at a UTF-8 character boundary) and its control
+// characters written as \xNN: statuses travel in HTTP/2 trailers, which gRPC bounds, and a
+// message that quotes a client's huge input would otherwise turn the answer into a transport
+// error; and clients print messages that quote names a client chose, where a newline or a
+// terminal escape sequence would forge output.
 grpc::Status bounded(const grpc::Status& status);
 
 class Call {

@@ -82,11 +82,14 @@ Option string_option(const char* flag, const char* env, const char* help,
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
       string_option("address", "TORQUED_ADDRESS",
-                    "gRPC listening address (the default binds every interface)", &Config::address),
+                    "gRPC listening address; the default binds every interface (127.0.0.1: this "
+                    "host only)",
+                    &Config::address),
       number_option("port", "TORQUED_PORT", "gRPC port (0: any free port)", &Config::port, 0,
                     65535),
       string_option("metrics-address", "TORQUED_METRICS_ADDRESS",
-                    "Prometheus metrics listening address (the default binds every interface)",
+                    "Prometheus metrics listening address; the default binds every interface "
+                    "(127.0.0.1: this host only)",
                     &Config::metrics_address),
       number_option("metrics-port", "TORQUED_METRICS_PORT",
                     "Prometheus metrics port (0: metrics off)", &Config::metrics_port, 0, 65535),

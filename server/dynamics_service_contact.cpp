@@ -72,8 +72,8 @@ grpc::Status resolve_point(const Model& m, const std::string& field, const std::
   } else if (const int b = m.find_body(name); b >= 0) {
     body = b;
   } else {
-    return invalid(field + ".frame: no frame or link named " + quote_input(name) + " in model \"" +
-                   m.name + "\" (see Model.frames)");
+    return invalid(field + ".frame: no frame or link named " + quote_input(name) + " in model " +
+                   quote_input(m.name) + " (see Model.frames)");
   }
   if (body == 0) {
     return invalid(field + ".frame: " + quote_input(name) +

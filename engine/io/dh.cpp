@@ -10,6 +10,8 @@
 
 #include <cmath>
 
+#include "engine/model/quoted.hpp"
+
 namespace torqued {
 namespace {
 
@@ -17,8 +19,6 @@ Transform rot_x(double angle) { return {axis_angle_rotation(Vec3::UnitX(), angle
 Transform rot_z(double angle) { return {axis_angle_rotation(Vec3::UnitZ(), angle), Vec3::Zero()}; }
 Transform trans_x(double a) { return {Mat3::Identity(), Vec3(a, 0.0, 0.0)}; }
 Transform trans_z(double d) { return {Mat3::Identity(), Vec3(0.0, 0.0, d)}; }
-
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
 
 void check_row(const DhLink& row, const std::string& joint_name) {
   if (row.type != JointType::kRevolute && row.type != JointType::kPrismatic) {

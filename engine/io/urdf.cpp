@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "engine/io/xml_guard.hpp"
+#include "engine/model/quoted.hpp"
 
 namespace torqued {
 namespace {
@@ -49,8 +50,6 @@ class CaptureUrdfdomMessages {
   CaptureUrdfdomMessages(const CaptureUrdfdomMessages&) = delete;
   CaptureUrdfdomMessages& operator=(const CaptureUrdfdomMessages&) = delete;
 };
-
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
 
 Vec3 to_vec3(const urdf::Vector3& v) { return {v.x, v.y, v.z}; }
 

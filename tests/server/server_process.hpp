@@ -20,7 +20,9 @@
 
 namespace torqued::testing {
 
-// A fresh directory under the system's temporary directory, removed on destruction.
+// A fresh directory under the system's temporary directory, removed on destruction. Its name
+// carries the test process's pid, and making one removes what test processes that died (a
+// crash, an abort, a timeout) left there.
 class TempDir {
  public:
   TempDir();
@@ -70,7 +72,8 @@ class ServerProcess {
   // Starts torqued and waits (up to 60 s) until its health service says SERVING. Retries with
   // new ports if the chosen ones were taken meanwhile. Fails the test (ADD_FAILURE) on error.
   explicit ServerProcess(Options options);
-  // Kills the process (SIGKILL) if still running.
+  // Kills the process (SIGKILL) if still running. The kernel kills it too when the test process
+  // ends without getting here (a crash, an abort, a timeout).
   ~ServerProcess();
 
   ServerProcess(const ServerProcess&) = delete;
