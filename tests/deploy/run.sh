@@ -29,10 +29,15 @@ stage "container engine ready"
 bash tests/deploy/base-image.sh
 stage "base image ready"
 base=(--build-arg BASE=localbase:bookworm)
+# The build stage is tagged so that its layers stay the next run's cache while the images that
+# older sources left untagged are pruned.
+podman build --quiet --format docker "${base[@]}" -f deploy/Dockerfile --target build \
+  -t torqued-build:latest . >/dev/null
 podman build --quiet --format docker "${base[@]}" -f deploy/Dockerfile -t torqued:latest . >/dev/null
 stage "torqued image built"
 podman build --quiet --format docker "${base[@]}" -t torqued-prometheus:latest deploy/prometheus \
   >/dev/null
+podman image prune --force >/dev/null
 stage "prometheus image built"
 # Pinned versions, no lock file (it would name the registry); installed once into the cache.
 npm_dir=$cache_dir/npm

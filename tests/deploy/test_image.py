@@ -55,6 +55,20 @@ def test_image_holds_no_compiler_no_dev_package_no_apt_lists() -> None:
     assert size_mb < 300
 
 
+def test_build_context_holds_sources_only(made: Made, tmp_path: Path) -> None:
+    """What .dockerignore lets into the build context of the repository root, as a build sees
+    it: the sources the Dockerfile copies, no build tree, no .git."""
+    probe = tmp_path / "Dockerfile"
+    probe.write_text("FROM localbase:bookworm\nCOPY . /context\n")
+    tag = made.name("context")
+    made.cleanups.append(["podman", "rmi", "--force", tag])
+    podman("build", "--quiet", "--tag", tag, "--file", str(probe), str(ROOT))
+    listing = podman("run", "--rm", tag, "ls", "-A", "/context", "/context/deploy").stdout
+    top, deploy = (part.split()[1:] for part in listing.split("\n\n"))
+    assert sorted(top) == ["CMakeLists.txt", "clients", "deploy", "engine", "proto", "server"]
+    assert sorted(deploy) == ["install-deps.sh", "models", "runtime-packages.sh"]
+
+
 def test_image_declares_user_volume_ports_and_healthcheck() -> None:
     config = json.loads(inspect_image("{{json .Config}}"))
     assert config["User"] == "10001:10001"
