@@ -150,19 +150,26 @@ def test_labels_selectors_and_ports_agree_with_each_other_and_with_the_image() -
 
 def test_podman_kube_play_runs_the_deployments_pod(made: Made, tmp_path: Path) -> None:
     """The Deployment and its ConfigMap as they are, but for three things podman needs on one
-    machine: this run's name, one replica (podman runs each replica's pod on the host's ports),
-    and host ports on loopback (podman publishes every containerPort, on its own number when
-    there is no hostPort). podman runs the pod from the image built here; it answers calls
-    from inside (torquectl in the image) and from the host."""
-    deployment = by_kind("Deployment")
+    machine: this run's names (podman keeps the ConfigMap as a volume of its name), one replica
+    (podman runs each replica's pod on the host's ports), and host ports on loopback (podman
+    publishes every containerPort, on its own number when there is no hostPort). podman runs the
+    pod from the image built here; it answers calls from inside (torquectl in the image) and
+    from the host."""
+    config_map, deployment = by_kind("ConfigMap"), by_kind("Deployment")
+    config_map["metadata"]["name"] = made.volume("models")
     deployment["metadata"]["name"] = f"{PREFIX}-kube"
     deployment["spec"]["replicas"] = 1
+    pod = deployment["spec"]["template"]["spec"]
+    [models] = [v for v in pod["volumes"] if "configMap" in v]
+    models["configMap"]["name"] = config_map["metadata"]["name"]
     host_ports = {}
-    for port in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]:
+    for port in pod["containers"][0]["ports"]:
         port["hostIP"], port["hostPort"] = "127.0.0.1", free_port()
         host_ports[port["name"]] = port["hostPort"]
     manifest = tmp_path / "kube.yaml"
-    manifest.write_text(yaml.safe_dump_all([by_kind("ConfigMap"), deployment]))
+    manifest.write_text(yaml.safe_dump_all([config_map, deployment]))
+    # kube play's own network goes too, unless something else uses it.
+    made.cleanups.append(["podman", "network", "rm", "podman-default-kube-network"])
     made.cleanups.append(["podman", "kube", "down", str(manifest)])
     podman("kube", "play", str(manifest))
     pods = podman(
