@@ -54,8 +54,5 @@ export TORQUED_BINARY=$build_dir/server/torqued
 export TORQUECTL_BINARY=$build_dir/clients/cpp/torquectl
 export TORQUED_LOAD_BINARY=$build_dir/clients/cpp/load/torqued-load
 export TORQUED_NPM_DIR=$npm_dir
-status=0
-PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m pytest -p no:cacheprovider -v -s -ra tests/deploy "$@" ||
-  status=$?
-stage "tests done"
-exit "$status"
+stage "running the tests"
+PYTHONDONTWRITEBYTECODE=1 exec /usr/bin/python3 -m pytest -p no:cacheprovider -v -s -ra tests/deploy "$@"

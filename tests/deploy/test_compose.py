@@ -12,6 +12,7 @@ import time
 from typing import Iterator
 
 import pytest
+import yaml
 
 from conftest import (
     PREFIX,
@@ -152,3 +153,27 @@ def test_prometheus_scrapes_torqued_by_service_name_and_every_panel_has_data(sta
     assert not missing, "panels without data:\n" + "\n".join(missing)
     for title, expr in dashboard_queries():
         print(f"{title}: {len(prometheus_query(prometheus, expr))} series")
+
+
+def test_grafana_overlay_agrees_with_the_stack() -> None:
+    """The Grafana overlay (not run here: Grafana is no Debian package, podman-compose 1.0.3 has
+    no `config`) agrees with the stack whose Prometheus the dashboard's queries were tested
+    against: its datasource is that Prometheus by service name and port, every panel names the
+    datasource's uid, and the dashboard provider reads the directory the dashboard is mounted
+    in."""
+    stack = yaml.safe_load((ROOT / "deploy/compose.yaml").read_text())["services"]
+    grafana = yaml.safe_load((ROOT / "deploy/compose.grafana.yaml").read_text())["services"]
+    assert set(grafana) == {"grafana"} and grafana["grafana"]["depends_on"] == ["prometheus"]
+    provisioning = ROOT / "deploy/grafana/provisioning"
+    [source] = yaml.safe_load((provisioning / "datasources/prometheus.yaml").read_text())[
+        "datasources"
+    ]
+    prometheus_port = stack["prometheus"]["ports"][0].split(":")[-1]
+    assert source["url"] == f"http://prometheus:{prometheus_port}"
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        uids = {panel["datasource"]["uid"]} | {t["datasource"]["uid"] for t in panel["targets"]}
+        assert uids == {source["uid"]}, panel["title"]
+    [provider] = yaml.safe_load((provisioning / "dashboards/torqued.yaml").read_text())["providers"]
+    mounts = {v.split(":")[0]: v.split(":")[1] for v in grafana["grafana"]["volumes"]}
+    assert mounts["./grafana/dashboards"] == provider["options"]["path"]
+    assert mounts["./grafana/provisioning"] == "/etc/grafana/provisioning"
