@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <regex>
 #include <thread>
 
 #include "engine/algorithms/aba.hpp"
@@ -254,22 +253,6 @@ TEST_F(ClientTest, RetriesUntilALateOrRestartedServerAnswers) {
     EXPECT_EQ(e.code(), grpc::StatusCode::UNAVAILABLE) << e.what();
     EXPECT_NE(std::string(e.what()).find("after 2 attempts"), std::string::npos) << e.what();
   }
-}
-
-// Calls of `method` that ended OK, from a server's Prometheus text.
-int handled_ok(const ServerProcess& server, const std::string& method) {
-  const std::string text = http_get(server.metrics_port(), "/metrics");
-  const std::regex line("grpc_server_handled_total\\{([^}]*)\\} ([0-9.e+]+)");
-  double total = 0;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
-       ++it) {
-    const std::string labels = (*it)[1];
-    if (labels.find("grpc_method=\"" + method + "\"") != std::string::npos &&
-        labels.find("grpc_code=\"OK\"") != std::string::npos) {
-      total += std::stod((*it)[2]);
-    }
-  }
-  return static_cast<int>(total);
 }
 
 TEST_F(ClientTest, RoundRobinSpreadsCallsOverServers) {

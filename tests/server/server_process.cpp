@@ -20,6 +20,7 @@
 #include <future>
 #include <mutex>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -191,7 +192,7 @@ bool ServerProcess::spawn() {
   port_ = options_.port > 0 ? options_.port : free_port();
   metrics_port_ = options_.metrics ? free_port() : 0;
   std::vector<std::string> args = {torqued_binary(),
-                                   "--address=127.0.0.1",
+                                   "--address=" + options_.address,
                                    "--port=" + std::to_string(port_),
                                    "--metrics-address=127.0.0.1",
                                    "--metrics-port=" + std::to_string(metrics_port_),
@@ -234,7 +235,7 @@ bool ServerProcess::wait_listening(double timeout_seconds) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::inet_pton(AF_INET, options_.address.c_str(), &addr.sin_addr);
     addr.sin_port = htons(static_cast<std::uint16_t>(port_));
     const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
     ::close(fd);
@@ -324,6 +325,21 @@ int ServerProcess::wait_exit(double timeout_seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return -1;
+}
+
+int handled_ok(const ServerProcess& server, const std::string& method) {
+  const std::string text = http_get(server.metrics_port(), "/metrics");
+  const std::regex line("grpc_server_handled_total\\{([^}]*)\\} ([0-9.e+]+)");
+  double total = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it) {
+    const std::string labels = (*it)[1];
+    if (labels.find("grpc_method=\"" + method + "\"") != std::string::npos &&
+        labels.find("grpc_code=\"OK\"") != std::string::npos) {
+      total += std::stod((*it)[2]);
+    }
+  }
+  return static_cast<int>(total);
 }
 
 std::vector<double> random_configurations(const v1::Model& model, int states, unsigned seed) {

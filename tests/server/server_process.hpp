@@ -67,6 +67,9 @@ class ServerProcess {
     // with --tls-cert in extra_args needs it) and a bearer token.
     std::optional<client::TlsOptions> client_tls = std::nullopt;
     std::string client_token = "";
+    // gRPC address, any of the loopback range (replicas on one machine); metrics stay on
+    // 127.0.0.1.
+    std::string address = "127.0.0.1";
   };
 
   // Starts torqued and waits (up to 60 s) until its health service says SERVING. Retries with
@@ -83,7 +86,7 @@ class ServerProcess {
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return options_.address + ":" + std::to_string(port_); }
   std::string log() const;
 
   std::shared_ptr<grpc::Channel> channel() const;
@@ -118,6 +121,9 @@ class ServerProcess {
   std::filesystem::path log_path_;
   std::shared_ptr<grpc::Channel> channel_;
 };
+
+// Calls of `method` that ended OK, from a server's Prometheus text (the server needs metrics).
+int handled_ok(const ServerProcess& server, const std::string& method);
 
 // Fills a configuration of `states` states with random angles and unit quaternions.
 std::vector<double> random_configurations(const v1::Model& model, int states, unsigned seed);

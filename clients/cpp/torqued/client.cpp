@@ -4,8 +4,12 @@
 #include <grpcpp/support/client_interceptor.h>
 
 #include <cmath>
+#include <exception>
+#include <future>
 #include <random>
 #include <thread>
+
+#include "torqued/batch_split.hpp"
 
 namespace torqued::client {
 namespace {
@@ -208,7 +212,10 @@ grpc::Status Client::call_with_retries(Clock::time_point deadline, Rpc rpc) {
     grpc::ClientContext context;
     context.set_deadline(deadline);
     grpc::Status status = rpc(&context);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::CANCELLED) {
+      return status;
+    }
     const std::chrono::nanoseconds wait = jittered(backoff);
     if (attempt >= options_.max_attempts || Clock::now() + wait >= deadline) {
       return {status.error_code(), status.error_message() + " (after " + std::to_string(attempt) +
@@ -260,6 +267,54 @@ void Client::call_model(const std::string& model_id, const CallOptions& call, Rp
       status = call_with_retries(deadline, rpc);
   }
   if (!status.ok()) throw Error(status.error_code(), status.error_message());
+}
+
+template <typename Request, typename Response>
+void Client::call_batch(const std::string& model_id, const CallOptions& call, Request& request,
+                        Response* response,
+                        grpc::Status (v1::DynamicsService::Stub::*method)(grpc::ClientContext*,
+                                                                          const Request&,
+                                                                          Response*)) {
+  const std::vector<StateRange> ranges =
+      split_states(request.batch_size(), options_.split_parts, options_.split_min_states);
+  std::vector<Request> requests(ranges.size());
+  std::vector<google::protobuf::Message*> request_parts;
+  for (Request& part : requests) request_parts.push_back(&part);
+  if (ranges.size() < 2 || !split_request(request, ranges, request_parts)) {
+    call_model(model_id, call, [&](grpc::ClientContext* c) {
+      return (dynamics_.get()->*method)(c, request, response);
+    });
+    return;
+  }
+  std::vector<Response> responses(ranges.size());
+  const auto run_part = [&](std::size_t k) {
+    call_model(model_id, call, [&](grpc::ClientContext* c) {
+      return (dynamics_.get()->*method)(c, requests[k], &responses[k]);
+    });
+  };
+  std::vector<std::future<void>> others;
+  for (std::size_t k = 1; k < ranges.size(); ++k) {
+    others.push_back(std::async(std::launch::async, run_part, k));
+  }
+  // Every part is waited for before anything is thrown (they reference this frame); the error
+  // of the earliest failed part is the call's.
+  std::exception_ptr error;
+  try {
+    run_part(0);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  for (std::future<void>& part : others) {
+    try {
+      part.get();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  std::vector<google::protobuf::Message*> response_parts;
+  for (Response& part : responses) response_parts.push_back(&part);
+  join_responses(response_parts, response);
 }
 
 v1::Model Client::register_model(const v1::RegisterModelRequest& request, const CallOptions& call) {
@@ -319,9 +374,7 @@ Matrix Client::inverse_dynamics(const std::string& model_id, const MatrixRef& q,
   put(options.external_forces, request.mutable_external_forces());
   request.set_algorithm(options.algorithm);
   v1::InverseDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->InverseDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::InverseDynamics);
   return to_matrix(response.tau(), response.batch_size());
 }
 
@@ -338,9 +391,7 @@ ForwardDynamicsResult Client::forward_dynamics(const std::string& model_id, cons
   put(options.external_forces, request.mutable_external_forces());
   request.set_algorithm(options.algorithm);
   v1::ForwardDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->ForwardDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::ForwardDynamics);
   return {to_matrix(response.a(), response.batch_size()), response.algorithm()};
 }
 
@@ -353,8 +404,7 @@ MassMatrixResult Client::mass_matrix(const std::string& model_id, const MatrixRe
   request.set_inverse(options.inverse);
   request.set_algorithm(options.algorithm);
   v1::MassMatrixResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->MassMatrix(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::MassMatrix);
   return {to_matrices(response.mass_matrix(), response.batch_size()),
           to_matrices(response.inverse(), response.batch_size())};
 }
@@ -367,9 +417,7 @@ Matrix Client::nonlinear_effects(const std::string& model_id, const MatrixRef& q
   put(q, request.mutable_q());
   put(v, request.mutable_v());
   v1::NonlinearEffectsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->NonlinearEffects(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::NonlinearEffects);
   return to_matrix(response.tau(), response.batch_size());
 }
 
@@ -379,8 +427,7 @@ Matrix Client::gravity(const std::string& model_id, const MatrixRef& q, const Ca
   request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
   put(q, request.mutable_q());
   v1::GravityResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Gravity(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Gravity);
   return to_matrix(response.tau(), response.batch_size());
 }
 
@@ -396,8 +443,7 @@ KinematicsResult Client::kinematics(const std::string& model_id, const MatrixRef
   request.set_reference(options.reference);
   request.set_jacobians(options.jacobians);
   v1::KinematicsResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Kinematics(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Kinematics);
   const std::uint32_t states = response.batch_size();
   const Eigen::Index frames = response.frames_size();
   KinematicsResult result;
@@ -437,9 +483,7 @@ AccelerationsAndForces Client::hybrid_dynamics(const std::string& model_id, cons
   put(tau, request.mutable_tau());
   put(external_forces, request.mutable_external_forces());
   v1::HybridDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->HybridDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::HybridDynamics);
   return {to_matrix(response.a(), response.batch_size()),
           to_matrix(response.tau(), response.batch_size())};
 }
@@ -455,9 +499,8 @@ AccelerationsAndForces Client::floating_base_inverse_dynamics(
   put(a, request.mutable_a());
   put(external_forces, request.mutable_external_forces());
   v1::FloatingBaseInverseDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->FloatingBaseInverseDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response,
+             &v1::DynamicsService::Stub::FloatingBaseInverseDynamics);
   return {to_matrix(response.a(), response.batch_size()),
           to_matrix(response.tau(), response.batch_size())};
 }
@@ -474,8 +517,7 @@ DerivativesResult Client::derivatives(const std::string& model_id, v1::Derivativ
   put(u, of == v1::DERIVATIVES_OF_FORWARD_DYNAMICS ? request.mutable_tau() : request.mutable_a());
   put(external_forces, request.mutable_external_forces());
   v1::DerivativesResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Derivatives(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Derivatives);
   const std::uint32_t states = response.batch_size();
   return {to_matrices(response.d_dq(), states), to_matrices(response.d_dv(), states),
           to_matrices(response.d_du(), states)};
@@ -489,9 +531,7 @@ Matrices Client::coriolis_matrix(const std::string& model_id, const MatrixRef& q
   put(q, request.mutable_q());
   put(v, request.mutable_v());
   v1::CoriolisMatrixResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->CoriolisMatrix(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::CoriolisMatrix);
   return to_matrices(response.coriolis_matrix(), response.batch_size());
 }
 
@@ -503,8 +543,7 @@ CentroidalResult Client::centroidal(const std::string& model_id, const MatrixRef
   put(q, request.mutable_q());
   put(v, request.mutable_v());
   v1::CentroidalResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Centroidal(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Centroidal);
   const std::uint32_t states = response.batch_size();
   return {to_matrix(response.com(), states), to_matrix(response.com_velocity(), states),
           to_matrices(response.com_jacobian(), states, 3), to_matrix(response.momentum(), states),
@@ -528,9 +567,7 @@ ConstrainedDynamicsResult Client::constrained_dynamics(const std::string& model_
   request.mutable_constraints()->Assign(options.constraints.begin(), options.constraints.end());
   *request.mutable_gains() = options.gains;
   v1::ConstrainedDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->ConstrainedDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::ConstrainedDynamics);
   const std::uint32_t states = response.batch_size();
   return {to_matrix(response.a(), states),
           to_matrix(response.multipliers(), states),
@@ -563,9 +600,7 @@ ContactResult Client::contact_dynamics(const std::string& model_id, const Matrix
   put_contacts(contacts, request.mutable_contacts());
   put_contact_solver(solver, request.mutable_solver());
   v1::ContactDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->ContactDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::ContactDynamics);
   return contact_result(response, response.a(), response.forces());
 }
 
@@ -581,8 +616,7 @@ ContactResult Client::impact(const std::string& model_id, const MatrixRef& q, co
   request.set_restitution(restitution);
   put_contact_solver(solver, request.mutable_solver());
   v1::ImpactResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Impact(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Impact);
   return contact_result(response, response.v(), response.impulses());
 }
 
@@ -611,8 +645,7 @@ SimulateResult Client::simulate(const std::string& model_id, const MatrixRef& q0
   if (options.restitution_velocity) request.set_restitution_velocity(*options.restitution_velocity);
   put_contact_solver(options.solver, request.mutable_solver());
   v1::SimulateResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Simulate(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Simulate);
   const std::uint32_t states = response.batch_size();
   const Eigen::Index steps = response.steps();
   SimulateResult result{to_matrices(response.q(), states, steps),

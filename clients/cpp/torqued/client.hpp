@@ -76,7 +76,9 @@ struct ClientOptions {
   std::string load_balancing_policy = "round_robin";
   // Time a call may take, retries and re-registration included, unless the call says otherwise.
   std::chrono::nanoseconds deadline = std::chrono::seconds(30);
-  // Retries on UNAVAILABLE (a server starting, draining or unreachable): at most max_attempts
+  // Retries on UNAVAILABLE (a server starting, draining or unreachable), and on CANCELLED,
+  // which this client never asks for: a server shutting down cancels the calls it has received
+  // but not started (every RPC is idempotent, so they are safe to send again). At most max_attempts
   // attempts in all, waiting initial_backoff, then multiplier times longer each time up to
   // max_backoff (each wait jittered to 50-100% so that clients spread out), never past the
   // call's deadline. Each retry resets the channel's own reconnection backoff, so that a server
@@ -96,6 +98,12 @@ struct ClientOptions {
   // A bearer token sent with every call as metadata "authorization: Bearer <token>" (servers
   // started with --token-file or --admin-token-file ask for one); empty: none.
   std::string token;
+  // Large batches over several replicas: a DynamicsService batch is cut into at most
+  // split_parts parts of contiguous states, each of at least split_min_states states, sent at
+  // once (round_robin hands each to the next replica) and joined back in order, bitwise what
+  // one call returns. 1: never split.
+  int split_parts = 1;
+  int split_min_states = 1000;
 };
 
 // The channel Client(options) makes: to options.target, TLS when options.tls is set, the token
@@ -326,7 +334,8 @@ class Client {
                           const SimulateOptions& options, const CallOptions& call = {});
 
  private:
-  // Runs `rpc(context)` with retries on UNAVAILABLE until `deadline`; the last status.
+  // Runs `rpc(context)` with retries on UNAVAILABLE and CANCELLED until `deadline`; the last
+  // status.
   template <typename Rpc>
   grpc::Status call_with_retries(std::chrono::system_clock::time_point deadline, Rpc rpc);
   // call_with_retries within the call's deadline; throws Error unless it succeeds.
@@ -336,6 +345,12 @@ class Client {
   // answers NOT_FOUND for `model_id` and this client registered it.
   template <typename Rpc>
   void call_model(const std::string& model_id, const CallOptions& call, Rpc rpc);
+  // call_model for a DynamicsService batch, split across replicas as options_ say.
+  template <typename Request, typename Response>
+  void call_batch(const std::string& model_id, const CallOptions& call, Request& request,
+                  Response* response,
+                  grpc::Status (v1::DynamicsService::Stub::*method)(grpc::ClientContext*,
+                                                                    const Request&, Response*));
   std::chrono::system_clock::time_point deadline_of(const CallOptions& call) const;
 
   ClientOptions options_;

@@ -10,13 +10,15 @@ certificate_chain, private_key), or any grpc.ChannelCredentials; `token` is sent
 as metadata "authorization: Bearer <token>".
 
 Reliability. Every call has a deadline (the client's `timeout`, or the call's own) covering its
-retries: a call answered UNAVAILABLE is retried with exponential backoff, up to `retries` times.
+retries: a call answered UNAVAILABLE (or CANCELLED, by a server shutting down) is retried with
+exponential backoff, up to `retries` times.
 A model registered through this client is remembered: when a call on its id answers NOT_FOUND
 (another replica, or a server that lost it), the client registers it again and retries.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 import os
@@ -42,6 +44,7 @@ import numpy.typing as npt
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from torqued import _split
 from torqued.v1 import dynamics_pb2, model_pb2, model_pb2_grpc
 
 Response = TypeVar("Response", bound=Message)
@@ -418,13 +421,15 @@ class Client:
         private_key: Optional[bytes | str] = None,
         token: Optional[str] = None,
         channel_options: Sequence[tuple[str, Any]] = (),
+        split_parts: int = 1,
+        split_min_states: int = 1000,
     ) -> None:
         """Opens a channel; connecting happens on the first call.
 
         Args:
             target: a gRPC target, e.g. "localhost:50051" or "dns:///torqued.example:50051".
             timeout: default deadline of a call, retries included, in seconds; None: no deadline.
-            retries: how many times a call answered UNAVAILABLE is sent again.
+            retries: how many times a call answered UNAVAILABLE or CANCELLED is sent again.
             initial_backoff: wait before the first retry, seconds; doubled after each retry (with
                 +-20% jitter), up to max_backoff. The channel reconnects on the same schedule.
             max_backoff: longest wait between two attempts, seconds.
@@ -442,6 +447,12 @@ class Client:
             channel_options: extra gRPC channel arguments, applied last (for example
                 ("grpc.ssl_target_name_override", "torqued.internal") to check the server's
                 certificate against another name than the target's host).
+
+            split_parts: large batches over several replicas: a dynamics batch is cut into at
+                most this many parts of contiguous states, sent at once (round_robin hands each
+                to the next replica) and joined back in order, bitwise what one call returns.
+                1: never split.
+            split_min_states: the fewest states in a part.
 
         Raises:
             ValueError: credentials given together with PEM bytes, or a certificate chain
@@ -483,6 +494,8 @@ class Client:
         self._calls = {m.name: _PackedCall(self._channel, m.name) for m in service.methods}
         self._sources: dict[str, model_pb2.RegisterModelRequest] = {}
         self._sources_lock = threading.Lock()
+        self._split_parts = split_parts
+        self._split_min_states = split_min_states
 
     def close(self) -> None:
         """Closes the channel; calls in flight are cancelled."""
@@ -518,7 +531,10 @@ class Client:
             except grpc.RpcError as error:
                 code, details = error.code(), error.details() or ""
             wait = min(backoff, self._max_backoff) * random.uniform(0.8, 1.2)
-            retry = code == grpc.StatusCode.UNAVAILABLE and attempt < self._retries
+            # CANCELLED comes from a server shutting down (it cancels the calls it has received
+            # but not started); this client cancels nothing, and every RPC is idempotent.
+            retryable = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+            retry = code in retryable and attempt < self._retries
             if not retry or (deadline is not None and time.monotonic() + wait >= deadline):
                 raise Error(code, details, method)
             time.sleep(wait)
@@ -569,7 +585,17 @@ class Client:
         """Invokes DynamicsService/<name> with `fields` (float64 arrays for the double fields)."""
         call = self._calls[name]
         request = call.request(model_id=model_id, **fields)
-        return self._on_model(f"DynamicsService/{name}", call.rpc, request, model_id, timeout)
+        method = f"DynamicsService/{name}"
+        parts = _split.split_request(request, self._split_parts, self._split_min_states)
+        if len(parts) == 1:
+            return self._on_model(method, call.rpc, request, model_id, timeout)
+        with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
+            replies = list(
+                pool.map(
+                    lambda part: self._on_model(method, call.rpc, part, model_id, timeout), parts
+                )
+            )
+        return _Reply(*_split.join_replies([(r._message, r._arrays) for r in replies]))
 
     # ------------------------------------------------------------------------------------------
     # ModelService.
