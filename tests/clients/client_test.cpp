@@ -1,8 +1,9 @@
 // Tests clients/cpp/torqued/client.cpp against real torqued processes on loopback: results equal
 // the engine's in-process results bit for bit (the server runs the same engine code on the same
 // doubles, and the wire carries doubles exactly), a model deleted on the server is re-registered
-// transparently, UNAVAILABLE is retried until a late or restarted server answers, round_robin
-// spreads calls over two servers, and deadlines surface as DEADLINE_EXCEEDED.
+// transparently (also under threads sharing the client), UNAVAILABLE is retried until a late or
+// restarted server answers, round_robin spreads calls over two servers, and deadlines surface as
+// DEADLINE_EXCEEDED.
 #include "torqued/client.hpp"
 
 #include <gtest/gtest.h>
@@ -207,6 +208,32 @@ TEST_F(ClientTest, ModelDeletedOnTheServerIsReRegistered) {
   } catch (const client::Error& e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::NOT_FOUND) << e.what();
   }
+}
+
+// The Client promises that threads may share it: four threads compute on one client while the
+// model is deleted on the server and re-registered by whichever thread meets the NOT_FOUND
+// first (the TSan stage of tests/run.sh checks the sharing itself).
+TEST_F(ClientTest, ThreadsShareOneClientThroughADeletionAndReRegistration) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::Model layout = client.register_model(quadruped_request());
+  const Matrix q = as_batch(random_configurations(layout, 4, 22), 4);
+  const Matrix expected = client.gravity(layout.id(), q);
+  std::vector<std::thread> threads;
+  std::vector<int> equal(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) equal[t] += client.gravity(layout.id(), q) == expected ? 1 : 0;
+    });
+  }
+  v1::DeleteModelRequest remove;
+  remove.set_model_id(layout.id());
+  v1::DeleteModelResponse removed;
+  EXPECT_TRUE(with_deadline(10, [&](grpc::ClientContext* c) {
+                return server.models()->DeleteModel(c, remove, &removed);
+              }).ok());
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(equal, std::vector<int>(4, 25));
 }
 
 TEST_F(ClientTest, RetriesUntilALateOrRestartedServerAnswers) {
