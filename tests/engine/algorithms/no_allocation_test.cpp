@@ -64,7 +64,7 @@ std::atomic<long> g_malloc_count{0};
 volatile double g_sink = 0.0;  // keeps the results of the calls observable
 }  // namespace
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef TORQUED_SANITIZER_ALLOCATOR
 // Under a sanitizer its allocator must serve every allocation (memory taken around it escapes its
 // checks, and its interceptors, strdup's for one, free what they allocate through it), so rather
 // than replacing malloc and operator new the test counts through the sanitizer's allocation hook,
@@ -145,7 +145,7 @@ void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { __libc_free(p); }
-#endif  // sanitizer
+#endif  // TORQUED_SANITIZER_ALLOCATOR
 
 namespace torqued {
 namespace {
