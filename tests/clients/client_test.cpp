@@ -42,6 +42,16 @@ Matrix as_batch(const std::vector<double>& flat, int states) {
   return Eigen::Map<const Matrix>(flat.data(), states, static_cast<int>(flat.size()) / states);
 }
 
+// Deletes model `id` on the server behind the clients' backs (another client, an operator).
+grpc::Status delete_on_server(const ServerProcess& server, const std::string& id) {
+  v1::DeleteModelRequest request;
+  request.set_model_id(id);
+  v1::DeleteModelResponse response;
+  return with_deadline(10, [&](grpc::ClientContext* c) {
+    return server.models()->DeleteModel(c, request, &response);
+  });
+}
+
 // Servers start with an empty repository, so that models exist only once registered.
 class ClientTest : public ::testing::Test {
  protected:
@@ -176,12 +186,7 @@ TEST_F(ClientTest, ModelDeletedOnTheServerIsReRegistered) {
   const Matrix before = client.gravity(layout.id(), q);
 
   // Someone else deletes it (another client, an operator): this client does not know.
-  v1::DeleteModelRequest remove;
-  remove.set_model_id(layout.id());
-  v1::DeleteModelResponse removed;
-  ASSERT_TRUE(with_deadline(10, [&](grpc::ClientContext* c) {
-                return server.models()->DeleteModel(c, remove, &removed);
-              }).ok());
+  ASSERT_TRUE(delete_on_server(server, layout.id()).ok());
 
   EXPECT_EQ(client.gravity(layout.id(), q), before);
   EXPECT_EQ(client.get_model(layout.id()).id(), layout.id());
@@ -199,9 +204,7 @@ TEST_F(ClientTest, ModelDeletedOnTheServerIsReRegistered) {
   no_reregistration.reregister = false;
   Client plain(no_reregistration);
   plain.register_model(quadruped_request());
-  ASSERT_TRUE(with_deadline(10, [&](grpc::ClientContext* c) {
-                return server.models()->DeleteModel(c, remove, &removed);
-              }).ok());
+  ASSERT_TRUE(delete_on_server(server, layout.id()).ok());
   try {
     plain.gravity(layout.id(), q);
     ADD_FAILURE() << "gravity succeeded without re-registration";
@@ -226,12 +229,7 @@ TEST_F(ClientTest, ThreadsShareOneClientThroughADeletionAndReRegistration) {
       for (int i = 0; i < 25; ++i) equal[t] += client.gravity(layout.id(), q) == expected ? 1 : 0;
     });
   }
-  v1::DeleteModelRequest remove;
-  remove.set_model_id(layout.id());
-  v1::DeleteModelResponse removed;
-  EXPECT_TRUE(with_deadline(10, [&](grpc::ClientContext* c) {
-                return server.models()->DeleteModel(c, remove, &removed);
-              }).ok());
+  EXPECT_TRUE(delete_on_server(server, layout.id()).ok());
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(equal, std::vector<int>(4, 25));
 }
