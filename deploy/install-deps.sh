@@ -30,6 +30,9 @@ if ((with_test)); then
   # The Python client's tests: a venv over Debian's python3 with its gRPC, numpy and pytest.
   packages+=(python3-venv python3-pip python3-setuptools python3-wheel python3-grpcio
     python3-numpy python3-pytest)
+  # The fuzzing stage: clang-14 with libFuzzer and its sanitizer runtimes, and llvm-symbolizer
+  # for readable reports. (GCC's own sanitizer runtimes come with build-essential.)
+  packages+=(clang-14 libclang-rt-14-dev llvm-14)
 fi
 if ((with_containers)); then
   # mmdebstrap makes the base image locally (no registry needs to be reachable); netavark and

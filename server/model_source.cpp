@@ -238,6 +238,14 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       return s;
     }
     if (!request.name().empty()) spec.name = request.name();
+    std::int64_t loop_rows = 0;
+    for (const LoopClosureSpec& loop : spec.loop_closures) {
+      loop_rows += constraint_dimension(loop.type);
+    }
+    if (loop_rows > limits.max_constraint_rows) {
+      return over_limit("loop_closures: constraint rows", loop_rows, limits.max_constraint_rows,
+                        "--max-constraint-rows");
+    }
     if (static_cast<std::int64_t>(spec.links.size()) > limits.max_bodies) {
       return over_limit("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies,
                         "--max-bodies");

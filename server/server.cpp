@@ -48,7 +48,8 @@ Server::Server(const Config& config)
               config.max_call_seconds),
       catalog_(store_,
                ModelLimits{config.max_urdf_bytes, config.max_bodies, config.max_dof,
-                           config.max_models, config.max_store_bytes, config.max_workspace_bytes},
+                           config.max_constraint_rows, config.max_models, config.max_store_bytes,
+                           config.max_workspace_bytes},
                metrics_, workspaces_),
       model_service_(catalog_, runner_, metrics_, access_, ready_, config.max_model_bytes),
       dynamics_service_(

@@ -107,57 +107,14 @@ void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
   }
   if (!request_.model_id().empty()) model_id_ = request_.model_id();
   response->set_sequence(request_.sequence());
-  using R = v1::SessionResponse;
-  switch (request_.request_case()) {
-    case v1::SessionRequest::kInverseDynamics:
-      return serve(Method::kInverseDynamics, request_.inverse_dynamics(),
-                   &R::mutable_inverse_dynamics, std::move(response));
-    case v1::SessionRequest::kForwardDynamics:
-      return serve(Method::kForwardDynamics, request_.forward_dynamics(),
-                   &R::mutable_forward_dynamics, std::move(response));
-    case v1::SessionRequest::kMassMatrix:
-      return serve(Method::kMassMatrix, request_.mass_matrix(), &R::mutable_mass_matrix,
-                   std::move(response));
-    case v1::SessionRequest::kNonlinearEffects:
-      return serve(Method::kNonlinearEffects, request_.nonlinear_effects(),
-                   &R::mutable_nonlinear_effects, std::move(response));
-    case v1::SessionRequest::kGravity:
-      return serve(Method::kGravity, request_.gravity(), &R::mutable_gravity, std::move(response));
-    case v1::SessionRequest::kKinematics:
-      return serve(Method::kKinematics, request_.kinematics(), &R::mutable_kinematics,
-                   std::move(response));
-    case v1::SessionRequest::kHybridDynamics:
-      return serve(Method::kHybridDynamics, request_.hybrid_dynamics(), &R::mutable_hybrid_dynamics,
-                   std::move(response));
-    case v1::SessionRequest::kFloatingBaseInverseDynamics:
-      return serve(Method::kFloatingBaseInverseDynamics, request_.floating_base_inverse_dynamics(),
-                   &R::mutable_floating_base_inverse_dynamics, std::move(response));
-    case v1::SessionRequest::kDerivatives:
-      return serve(Method::kDerivatives, request_.derivatives(), &R::mutable_derivatives,
-                   std::move(response));
-    case v1::SessionRequest::kCoriolisMatrix:
-      return serve(Method::kCoriolisMatrix, request_.coriolis_matrix(), &R::mutable_coriolis_matrix,
-                   std::move(response));
-    case v1::SessionRequest::kCentroidal:
-      return serve(Method::kCentroidal, request_.centroidal(), &R::mutable_centroidal,
-                   std::move(response));
-    case v1::SessionRequest::kConstrainedDynamics:
-      return serve(Method::kConstrainedDynamics, request_.constrained_dynamics(),
-                   &R::mutable_constrained_dynamics, std::move(response));
-    case v1::SessionRequest::kContactDynamics:
-      return serve(Method::kContactDynamics, request_.contact_dynamics(),
-                   &R::mutable_contact_dynamics, std::move(response));
-    case v1::SessionRequest::kImpact:
-      return serve(Method::kImpact, request_.impact(), &R::mutable_impact, std::move(response));
-    case v1::SessionRequest::kSimulate:
-      return serve(Method::kSimulate, request_.simulate(), &R::mutable_simulate,
-                   std::move(response));
-    case v1::SessionRequest::kEcho: {
-      const grpc::Status status = service_.echo(request_.echo(), response->mutable_echo());
-      return complete(std::move(response), status);
-    }
-    case v1::SessionRequest::REQUEST_NOT_SET:
-      break;
+  if (visit_batched_request(request_, [&](Method method, const auto& request, auto inner) {
+        serve(method, request, inner, std::move(response));
+      })) {
+    return;
+  }
+  if (request_.request_case() == v1::SessionRequest::kEcho) {
+    const grpc::Status status = service_.echo(request_.echo(), response->mutable_echo());
+    return complete(std::move(response), status);
   }
   complete(std::move(response),
            {grpc::StatusCode::INVALID_ARGUMENT,

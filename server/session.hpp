@@ -95,4 +95,66 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
 };
 
+// Hands the batched request that `message` carries to `serve(method, request, inner)`, where
+// `inner` is the SessionResponse accessor of its response kind (&v1::SessionResponse::
+// mutable_gravity, ...); returns false when it carries none (Echo, or no request set). The one
+// dispatch of Session messages, shared with the request fuzzer (tests/fuzz).
+template <typename Serve>
+bool visit_batched_request(const v1::SessionRequest& message, Serve&& serve) {
+  using R = v1::SessionResponse;
+  switch (message.request_case()) {
+    case v1::SessionRequest::kInverseDynamics:
+      serve(Method::kInverseDynamics, message.inverse_dynamics(), &R::mutable_inverse_dynamics);
+      return true;
+    case v1::SessionRequest::kForwardDynamics:
+      serve(Method::kForwardDynamics, message.forward_dynamics(), &R::mutable_forward_dynamics);
+      return true;
+    case v1::SessionRequest::kMassMatrix:
+      serve(Method::kMassMatrix, message.mass_matrix(), &R::mutable_mass_matrix);
+      return true;
+    case v1::SessionRequest::kNonlinearEffects:
+      serve(Method::kNonlinearEffects, message.nonlinear_effects(), &R::mutable_nonlinear_effects);
+      return true;
+    case v1::SessionRequest::kGravity:
+      serve(Method::kGravity, message.gravity(), &R::mutable_gravity);
+      return true;
+    case v1::SessionRequest::kKinematics:
+      serve(Method::kKinematics, message.kinematics(), &R::mutable_kinematics);
+      return true;
+    case v1::SessionRequest::kHybridDynamics:
+      serve(Method::kHybridDynamics, message.hybrid_dynamics(), &R::mutable_hybrid_dynamics);
+      return true;
+    case v1::SessionRequest::kFloatingBaseInverseDynamics:
+      serve(Method::kFloatingBaseInverseDynamics, message.floating_base_inverse_dynamics(),
+            &R::mutable_floating_base_inverse_dynamics);
+      return true;
+    case v1::SessionRequest::kDerivatives:
+      serve(Method::kDerivatives, message.derivatives(), &R::mutable_derivatives);
+      return true;
+    case v1::SessionRequest::kCoriolisMatrix:
+      serve(Method::kCoriolisMatrix, message.coriolis_matrix(), &R::mutable_coriolis_matrix);
+      return true;
+    case v1::SessionRequest::kCentroidal:
+      serve(Method::kCentroidal, message.centroidal(), &R::mutable_centroidal);
+      return true;
+    case v1::SessionRequest::kConstrainedDynamics:
+      serve(Method::kConstrainedDynamics, message.constrained_dynamics(),
+            &R::mutable_constrained_dynamics);
+      return true;
+    case v1::SessionRequest::kContactDynamics:
+      serve(Method::kContactDynamics, message.contact_dynamics(), &R::mutable_contact_dynamics);
+      return true;
+    case v1::SessionRequest::kImpact:
+      serve(Method::kImpact, message.impact(), &R::mutable_impact);
+      return true;
+    case v1::SessionRequest::kSimulate:
+      serve(Method::kSimulate, message.simulate(), &R::mutable_simulate);
+      return true;
+    case v1::SessionRequest::kEcho:
+    case v1::SessionRequest::REQUEST_NOT_SET:
+      break;
+  }
+  return false;
+}
+
 }  // namespace torqued::server

@@ -116,7 +116,7 @@ std::string chain_urdf(int links, double mass) {
         << "\"/><origin xyz=\"0 0 0.05\"/><inertia ixx=\"0.01\" ixy=\"0\" ixz=\"0\" iyy=\"0.01\" "
            "iyz=\"0\" izz=\"0.01\"/></inertial></link>"
         << "<joint name=\"j" << i << "\" type=\"revolute\"><parent link=\""
-        << (i == 0 ? std::string("base") : "l" + std::to_string(i - 1)) << "\"/><child link=\"l"
+        << (i == 0 ? std::string("base") : 'l' + std::to_string(i - 1)) << "\"/><child link=\"l"
         << i << "\"/><origin xyz=\"0 0 0.1\"/><axis xyz=\"" << (i % 2 ? "0 1 0" : "1 0 0")
         << "\"/><limit lower=\"-3\" upper=\"3\" effort=\"10\" velocity=\"10\"/></joint>";
   }
