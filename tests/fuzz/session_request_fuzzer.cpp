@@ -25,6 +25,7 @@
 #include <string>
 
 #include "engine/algorithms/aba.hpp"
+#include "server/access.hpp"
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
 #include "server/dynamics_service.hpp"
@@ -64,8 +65,8 @@ class Harness {
         workspaces_(64 << 20),
         catalog_(store_, ModelLimits{}, metrics_, workspaces_),
         executor_(0, 0, nullptr, nullptr),
-        runner_(executor_, workspaces_, metrics_, 64, 16),
-        service_(catalog_, runner_, metrics_, fuzzing_limits(), ready_) {
+        runner_(executor_, workspaces_, metrics_, 64, 16, 0),
+        service_(catalog_, runner_, metrics_, access_, fuzzing_limits(), ready_) {
     spdlog::set_level(spdlog::level::warn);
     if (catalog_.load_repository(TORQUED_REPOSITORY_DIR) == 0) {
       throw std::runtime_error("no bundled model in " TORQUED_REPOSITORY_DIR);
@@ -120,6 +121,7 @@ class Harness {
   Executor executor_;
   BatchRunner runner_;
   const std::atomic<bool> ready_{true};
+  AccessControl access_;  // every call open
   DynamicsService service_;
   std::map<std::string, std::string> ids_;  // bundled model name -> id
 };

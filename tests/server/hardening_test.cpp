@@ -434,6 +434,15 @@ TEST_F(HardeningTest, SolverIterationsAboveTheServerCapAreResourceExhausted) {
 
 // Finding 4. A registration larger than --max-model-bytes is refused before it is decoded (a
 // 40 MB DH table once took 1 GB of decoded messages that stayed), and the memory comes back.
+// Whether the server under test gives freed memory back to the system: a sanitizer's allocator
+// keeps freed blocks in quarantine (256 MB under ASan) and ignores malloc_trim, so memory figures
+// are the Release stage's to check; the sanitizer stages check the same calls for errors.
+#ifdef TORQUED_SANITIZED_SERVER
+constexpr bool kServerReturnsMemory = false;
+#else
+constexpr bool kServerReturnsMemory = true;
+#endif
+
 TEST_F(HardeningTest, OversizedRegistrationIsRefusedBeforeDecodingAndMemoryReturns) {
   start({"--max-model-bytes=1000000"});
   const std::int64_t before = rss_bytes(server_->pid());
@@ -452,6 +461,7 @@ TEST_F(HardeningTest, OversizedRegistrationIsRefusedBeforeDecodingAndMemoryRetur
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(status.error_message().find("--max-model-bytes"), std::string::npos)
       << status.error_message();
+  if (!kServerReturnsMemory) return;
   // The heap trimmer runs once a second.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   EXPECT_LT(rss_bytes(server_->pid()) - before, 20'000'000) << "bytes kept after the refusal";
@@ -480,6 +490,7 @@ TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
   EXPECT_GT(peak - before, 150'000'000) << "the workspaces of an 800-DOF chain are large";
   response.Clear();
   ASSERT_TRUE(delete_model(chain.id()).ok());
+  if (!kServerReturnsMemory) return;
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   const std::int64_t after = rss_bytes(server_->pid());
   EXPECT_LT(after - before, 80'000'000) << "before " << before << ", peak " << peak;
@@ -489,6 +500,7 @@ TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
 // server's memory within 2x of what it held after the first 100. The data directory is on tmpfs
 // when there is one: the test is about memory, and 20,000 fsyncs of a disk take minutes.
 TEST_F(HardeningTest, CyclingTenThousandModelsKeepsMemoryBounded) {
+  if (!kServerReturnsMemory) GTEST_SKIP() << "a sanitizer's allocator keeps freed memory";
   std::string shm_template = "/dev/shm/torqued-test-XXXXXX";
   const bool on_tmpfs =
       std::filesystem::is_directory("/dev/shm") && ::mkdtemp(shm_template.data()) != nullptr;

@@ -147,4 +147,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # A one-shot command ends here without the interpreter's finalization: grpcio's threads
+    # (Debian's 1.51) can hang it at exit, as in grpc/grpc#20026 and #40620, and did once in this
+    # project's tests after the answer had been printed (the command then never returned).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
