@@ -34,6 +34,18 @@ class ReflectionOption final : public grpc::ServerBuilderOption {
 
 }  // namespace
 
+ModelLimits model_limits(const Config& config) {
+  return {config.max_urdf_bytes,      config.max_bodies, config.max_dof,
+          config.max_constraint_rows, config.max_models, config.max_store_bytes,
+          config.max_workspace_bytes};
+}
+
+RequestLimits request_limits(const Config& config) {
+  return {config.max_batch_states,      config.max_message_bytes,    config.max_workspace_bytes,
+          config.max_constraint_rows,   config.max_contacts,         config.max_kinematics_frames,
+          config.max_solver_iterations, config.max_simulation_steps, config.max_session_queued};
+}
+
 Server::Server(const Config& config)
     : config_(config),
       credentials_(make_server_credentials(config)),
@@ -46,19 +58,9 @@ Server::Server(const Config& config)
       workspaces_(static_cast<std::size_t>(config.workspace_cache_bytes)),
       runner_(executor_, workspaces_, metrics_, config.split_min_states, config.inline_max_states,
               config.max_call_seconds),
-      catalog_(store_,
-               ModelLimits{config.max_urdf_bytes, config.max_bodies, config.max_dof,
-                           config.max_constraint_rows, config.max_models, config.max_store_bytes,
-                           config.max_workspace_bytes},
-               metrics_, workspaces_),
+      catalog_(store_, model_limits(config), metrics_, workspaces_),
       model_service_(catalog_, runner_, metrics_, access_, ready_, config.max_model_bytes),
-      dynamics_service_(
-          catalog_, runner_, metrics_, access_,
-          RequestLimits{config.max_batch_states, config.max_message_bytes,
-                        config.max_workspace_bytes, config.max_constraint_rows, config.max_contacts,
-                        config.max_kinematics_frames, config.max_solver_iterations,
-                        config.max_simulation_steps, config.max_session_queued},
-          ready_) {}
+      dynamics_service_(catalog_, runner_, metrics_, access_, request_limits(config), ready_) {}
 
 Server::~Server() = default;
 

@@ -23,6 +23,10 @@
 
 namespace torqued::server {
 
+// The limits of the flags, as the catalog and the dynamics service take them.
+ModelLimits model_limits(const Config& config);
+RequestLimits request_limits(const Config& config);
+
 class Server {
  public:
   // Reads the TLS files and tokens, creates the store directory, the metrics exposer and the

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "server/model_source.hpp"
+#include "server/server.hpp"
 
 namespace {
 
@@ -31,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string text(reinterpret_cast<const char*>(data), size);
   if (!parser.ParseFromString(text, &request) || !request.has_dh()) return 0;
   torqued::server::BuiltModel built;
-  torqued::server::build_from_request(request, torqued::server::ModelLimits{}, built);
+  torqued::server::build_from_request(
+      request, torqued::server::model_limits(torqued::server::Config{}), built);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "server/layout.hpp"
 #include "server/model_source.hpp"
 #include "server/raw_call.hpp"
+#include "server/server.hpp"
 #include "server/workspace.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -20,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const grpc::ByteBuffer bytes(&slice, 1);
   torqued::v1::RegisterModelRequest request;
   if (!torqued::server::decode(bytes, "request", request).ok()) return 0;
-  torqued::server::ModelLimits limits;
+  torqued::server::ModelLimits limits = torqued::server::model_limits(torqued::server::Config{});
   limits.max_bodies = 128;
   limits.max_dof = 128;
   torqued::server::BuiltModel built;

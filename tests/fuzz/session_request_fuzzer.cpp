@@ -30,13 +30,14 @@
 #include "server/catalog.hpp"
 #include "server/dynamics_service.hpp"
 #include "server/executor.hpp"
+#include "server/server.hpp"
 #include "server/session.hpp"
 
 namespace torqued::server {
 namespace {
 
 RequestLimits fuzzing_limits() {
-  RequestLimits limits;
+  RequestLimits limits = request_limits(Config{});
   limits.max_batch_states = 8;
   limits.max_message_bytes = 1 << 20;
   limits.max_workspace_bytes = 64 << 20;
@@ -63,7 +64,7 @@ class Harness {
       : store_directory_(make_store_directory()),
         store_(store_directory_),
         workspaces_(64 << 20),
-        catalog_(store_, ModelLimits{}, metrics_, workspaces_),
+        catalog_(store_, model_limits(Config{}), metrics_, workspaces_),
         executor_(0, 0, nullptr, nullptr),
         runner_(executor_, workspaces_, metrics_, 64, 16, 0),
         service_(catalog_, runner_, metrics_, access_, fuzzing_limits(), ready_) {
