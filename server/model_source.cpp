@@ -242,7 +242,7 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       return over_limit("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies,
                         "--max-bodies");
     }
-    ModelPtr model = build_model(spec);
+    ModelPtr model = build_model(spec, BuildOptions{.warnings_are_errors = request.strict()});
     if (model->nv > limits.max_dof) {
       return over_limit("degrees of freedom (nv)", model->nv, limits.max_dof, "--max-dof");
     }

@@ -22,6 +22,15 @@ namespace {
 // its largest entry, and tensors on the boundary are legitimate (a point mass has zero principal
 // moments, a thin plate has A + B = C).
 constexpr double kInertiaRelTol = 1e-12;
+// A negative principal moment beyond that rounding is still the noise of the file's numbers, not
+// a body, while it is below this fraction of the inertia the link is part of: the larger of its
+// own moment about its frame origin (mass times the square of its size) and the composite
+// inertia of the body it is merged into, subtree included, about that body's joint. Exporters
+// print a tiny sensor link's tensor with a few digits, so that its off-diagonal entries exceed
+// its diagonal, and point masses carry off-diagonal noise such as 2.4e-35; inertial data is not
+// known to a millionth of what a joint moves, so a defect below that is kept (as written) with a
+// warning, and a larger one is a file that is wrong at any scale.
+constexpr double kNegligibleInertiaDefect = 1e-6;
 // Rotations in an explicit spec may have been printed and read back: allow ~7 digits.
 constexpr double kRotationTol = 1e-6;
 
@@ -60,9 +69,23 @@ bool is_zero_inertia(const RigidInertia& y) {
   return y.mass == 0.0 && y.first_moment.isZero(0.0) && y.rotational.isZero(0.0);
 }
 
-// Checks one link's inertial data; returns a warning (empty if none) for physically impossible
-// but accepted tensors (see ../shared/models/README.md: real robots ship them).
-std::string check_link_inertia(const LinkSpec& link) {
+Vec3 principal_moments(const Mat3& inertia) {
+  return Eigen::SelfAdjointEigenSolver<Mat3>(inertia, Eigen::EigenvaluesOnly)
+      .eigenvalues();  // ascending
+}
+
+// A link whose rotational inertia has a negative principal moment beyond rounding: judged once
+// the model is built, against the inertia the link joins (see kNegligibleInertiaDefect).
+struct InertiaDefect {
+  int link = -1;
+  double smallest_moment = 0.0;
+};
+
+// Checks what one link's inertial data means at any scale (finite, non-negative mass, a
+// symmetric tensor); returns a warning (empty if none) for physically impossible but accepted
+// tensors (see ../shared/models/README.md: real robots ship them), and records in `defect` a
+// tensor that is not positive semi-definite.
+std::string check_link_inertia(const LinkSpec& link, InertiaDefect& defect) {
   const std::string what = "link " + quoted(link.name);
   const InertialSpec& in = link.inertial;
   if (!std::isfinite(in.mass)) fail(what + ": non-finite mass");
@@ -75,11 +98,10 @@ std::string check_link_inertia(const LinkSpec& link) {
     fail(what + ": rotational inertia is not symmetric");
   }
   if (scale == 0.0) return {};
-  const Vec3 moments = Eigen::SelfAdjointEigenSolver<Mat3>(inertia, Eigen::EigenvaluesOnly)
-                           .eigenvalues();  // ascending
+  const Vec3 moments = principal_moments(inertia);
   if (moments(0) < -kInertiaRelTol * scale) {
-    fail(what + ": rotational inertia is not positive semi-definite (principal moment " +
-         format_number(moments(0)) + ")");
+    defect.smallest_moment = moments(0);
+    return {};
   }
   if (moments(0) + moments(1) < moments(2) * (1.0 - kInertiaRelTol)) {
     return what + ": principal moments of inertia (" + format_number(moments(0)) + ", " +
@@ -310,6 +332,47 @@ void finish(Model& model) {
   }
 }
 
+// The composite inertia of each body's subtree at the neutral configuration, where every joint
+// transform is the identity (the CRBA's I^c_λ += λX_i* I^c_i, Featherstone 1987, §5.3).
+std::vector<RigidInertia> neutral_composite_inertias(const Model& model) {
+  std::vector<RigidInertia> composite = model.inertias;
+  for (int i = model.nbodies() - 1; i > 0; --i) {
+    composite[model.parent[i]] += composite[i].transformed_by(model.joint_placements[i]);
+  }
+  return composite;
+}
+
+// Each defect becomes a warning when it is negligible (kNegligibleInertiaDefect, or rounding
+// against the whole model's inertia), else a ModelError. The inertias stay as the file wrote
+// them either way.
+void judge_inertia_defects(const ModelSpec& spec, const std::vector<InertiaDefect>& defects,
+                           const std::vector<LinkPlacement>& placed, Model& model) {
+  if (defects.empty()) return;
+  const std::vector<RigidInertia> composite = neutral_composite_inertias(model);
+  const double whole_model = principal_moments(composite[0].rotational)(2);
+  for (const InertiaDefect& defect : defects) {
+    const LinkSpec& link = spec.links[defect.link];
+    const int body = placed[defect.link].body;
+    const double own = principal_moments(link_inertia(link).rotational)(2);
+    const double joined = principal_moments(composite[body].rotational)(2);
+    const double reference = std::max(own, joined);
+    const double magnitude = -defect.smallest_moment;
+    const std::string what = "link " + quoted(link.name) +
+                             ": rotational inertia is not positive semi-definite (principal "
+                             "moment " +
+                             format_number(defect.smallest_moment) + " kg m², ";
+    const std::string against =
+        format_number(reference) + " kg m² " +
+        (body == 0 ? std::string("of the fixed base")
+                   : "that joint " + quoted(model.joint_names[body]) + " moves");
+    if (magnitude > kNegligibleInertiaDefect * reference &&
+        magnitude > kInertiaRelTol * whole_model) {
+      fail(what + "against the " + against + ")");
+    }
+    model.warnings.push_back(what + "negligible against the " + against + "): kept as written");
+  }
+}
+
 // Loop closures reference links by name; in the Model they are on bodies, with the placement of a
 // merged (fixed-joint) link folded into the constraint frame's placement.
 void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& placed,
@@ -349,7 +412,7 @@ void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& 
 
 }  // namespace
 
-ModelPtr build_model(const ModelSpec& spec) {
+ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options) {
   if (!spec.gravity.allFinite()) fail("model " + quoted(spec.name) + ": non-finite gravity");
   const Tree tree = make_tree(spec);
 
@@ -358,9 +421,13 @@ ModelPtr build_model(const ModelSpec& spec) {
   model->gravity = spec.gravity;
   model->floating_base = spec.floating_base;
   model->warnings = spec.warnings;
-  for (const LinkSpec& link : spec.links) {
-    std::string warning = check_link_inertia(link);
+  std::vector<InertiaDefect> defects;
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    InertiaDefect defect;
+    std::string warning = check_link_inertia(spec.links[i], defect);
     if (!warning.empty()) model->warnings.push_back(std::move(warning));
+    if (defect.smallest_moment < 0.0)
+      defects.push_back({static_cast<int>(i), defect.smallest_moment});
   }
   for (const JointSpec& joint : spec.joints) check_joint(joint);
 
@@ -417,6 +484,15 @@ ModelPtr build_model(const ModelSpec& spec) {
   }
   add_loop_closures(spec, placed, *model);
   finish(*model);
+  judge_inertia_defects(spec, defects, placed, *model);
+  if (options.warnings_are_errors && !model->warnings.empty()) {
+    std::string message = "strict checking: " + model->warnings.front();
+    if (const std::size_t more = model->warnings.size() - 1; more > 0) {
+      message +=
+          " (and " + std::to_string(more) + (more == 1 ? " more warning)" : " more warnings)");
+    }
+    fail(message);
+  }
   return model;
 }
 

@@ -230,6 +230,68 @@ TEST(BuildModelErrors, InertialOriginNotFinite) {
   EXPECT_THAT(build_error(spec), HasSubstr("link 'l2' inertial: origin has non-finite"));
 }
 
+// A negative principal moment is judged against the inertia the link joins (build.cpp,
+// kNegligibleInertiaDefect = 1e-6 of it): l2 leaves a composite of 0.1 kg m² about j2's axis
+// when its tensor is diag(0.1, 0.1, 0) plus an indefinite perturbation.
+ModelSpec chain_with_defect(double smallest_moment) {
+  ModelSpec spec = two_link_chain();
+  spec.links[2].inertial.inertia = Vec3(0.1, 0.1, smallest_moment).asDiagonal();
+  return spec;
+}
+
+TEST(BuildModelErrors, InertiaDefectAboveAMillionthOfWhatItsJointMovesIsAnError) {
+  EXPECT_THAT(build_error(chain_with_defect(-2e-7)),
+              HasSubstr("link 'l2': rotational inertia is not positive semi-definite (principal "
+                        "moment -2e-07 kg m², against the 0.1 kg m² that joint 'j2' moves)"));
+}
+
+TEST(BuildModelWarnings, InertiaDefectBelowAMillionthOfWhatItsJointMovesIsAWarning) {
+  const ModelPtr model = build_model(chain_with_defect(-5e-8));
+  ASSERT_EQ(model->warnings.size(), 1u) << ::testing::PrintToString(model->warnings);
+  EXPECT_EQ(model->warnings[0],
+            "link 'l2': rotational inertia is not positive semi-definite (principal moment -5e-08 "
+            "kg m², negligible against the 0.1 kg m² that joint 'j2' moves): kept as written");
+  EXPECT_EQ(model->inertias[2].rotational(2, 2), -5e-8);
+}
+
+TEST(BuildModelWarnings, InertiaDefectOfAWeldedLinkCountsWhatItsBodyMoves) {
+  // A 1e-6 kg sensor whose tensor is indefinite by 2e-11 of its own 2.2e-10, welded to l2: its
+  // body moves the 0.1 kg m² of l2 (about z) beside it.
+  ModelSpec spec = two_link_chain();
+  Mat3 rounded;
+  rounded << 1e-10, 1.2e-10, 0.0, 1.2e-10, 1e-10, 0.0, 0.0, 0.0, 1e-10;
+  spec.links.push_back(make_link("imu", 1e-6, Vec3::Zero(), rounded));
+  spec.joints.push_back(make_joint("imu_weld", "l2", "imu", JointType::kFixed));
+  const ModelPtr model = build_model(spec);
+  ASSERT_EQ(model->warnings.size(), 1u) << ::testing::PrintToString(model->warnings);
+  EXPECT_THAT(model->warnings[0], HasSubstr("link 'imu'"));
+  EXPECT_THAT(model->warnings[0], HasSubstr("joint 'j2' moves"));
+}
+
+TEST(BuildModelWarnings, OffDiagonalNoiseOnAPointMassIsAWarning) {
+  ModelSpec spec = two_link_chain();
+  Mat3 noise = Mat3::Zero();
+  noise(0, 1) = noise(1, 0) = 2.4e-35;
+  spec.links[2] = make_link("l2", 1.0, Vec3(1.0, 0.0, 0.0), noise);
+  const ModelPtr model = build_model(spec);
+  ASSERT_EQ(model->warnings.size(), 1u) << ::testing::PrintToString(model->warnings);
+  EXPECT_THAT(model->warnings[0], HasSubstr("link 'l2'"));
+  EXPECT_THAT(model->warnings[0], HasSubstr("-2.4e-35"));
+}
+
+TEST(BuildModelErrors, StrictCheckingMakesEveryWarningAnError) {
+  ModelSpec spec = two_link_chain();
+  spec.warnings = {"from the reader"};
+  spec.links[2].inertial.inertia = Vec3(0.1, 0.1, 0.3).asDiagonal();
+  try {
+    build_model(spec, BuildOptions{.warnings_are_errors = true});
+    ADD_FAILURE() << "strict checking accepted a model with warnings";
+  } catch (const ModelError& e) {
+    EXPECT_STREQ(e.what(), "strict checking: from the reader (and 1 more warning)");
+  }
+  EXPECT_NO_THROW(build_model(two_link_chain(), BuildOptions{.warnings_are_errors = true}));
+}
+
 TEST(BuildModel, ZeroMassAndPointMassAreAccepted) {
   ModelSpec spec = two_link_chain();
   spec.links[1] = make_link("l1", 0.0, Vec3::Zero(), Vec3(0.1, 0.1, 0.1).asDiagonal());
