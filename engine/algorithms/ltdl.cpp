@@ -30,8 +30,9 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
   };
   for (int k = nv - 1; k >= 0; --k) {
     const double d = at(k, k);
-    // D_kk is the inertia joint k drives with its descendants articulated: ABA's pivot.
-    if (!(d > 1e-12 * mass(k, k)) || !std::isfinite(d)) {
+    // D_kk is the inertia joint k drives with its descendants articulated: ABA's pivot, held to
+    // the same relative bound.
+    if (!(d > articulated::kSingularPivot * mass(k, k)) || !std::isfinite(d)) {
       articulated::throw_singular(model, model.body_of_v[k]);
     }
     const double inv_d = 1.0 / d;

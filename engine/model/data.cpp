@@ -49,7 +49,6 @@ Data::Data(const Model& model)
       u(Eigen::VectorXd::Zero(model.nv)),
       ddq(Eigen::VectorXd::Zero(model.nv)),
       J(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
-      oIc(model.nbodies()),
       Minv(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       minv_bias(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv)),
       minv_acc(*std::max_element(model.depth.begin(), model.depth.end()) + 1,
@@ -82,7 +81,6 @@ Data::Data(const Model& model)
       ddq_dq(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       ddq_dv(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       ddq_dtau(Eigen::MatrixXd::Zero(model.nv, model.nv)),
-      mass_factor(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       mass_factor_inverse(Eigen::MatrixXd::Zero(model.nv, model.nv)),
       dof_work(Eigen::VectorXd::Zero(model.nv)),
       dof_scale(Eigen::VectorXd::Zero(model.nv)),
@@ -127,13 +125,13 @@ void Data::reserve_constraint_rows(int rows) {
 std::size_t Data::heap_bytes() const {
   std::size_t bytes = total_heap_bytes(
       liMi, oMi, v, a, oMf, a_gf, f, tau, Ycrb, oS, M, ov, oa_gf, Ia, pa, c, U, Dinv, u, ddq, J,
-      oIc, Minv, minv_bias, ltdl, dof_parent, lag_oMi, lag_W, lag_H, lag_J, lag_P, lag_L, lag_tau,
-      lag_M, oYcrb, oBcrb, odS, C, Jcom, Ag, dof_subtree_end, dv_dq, da_dq, da_dv, ocrb_momentum,
-      ocrb_coupling, of, dtau_dq, dtau_dv, ddq_dq, ddq_dv, ddq_dtau, mass_factor,
-      mass_factor_inverse, constraint_jacobian, constraint_bias, constraint_gain, constraint_system,
-      constraint_scratch, constraint_permutation, constraint_rhs, constraint_work, dof_work,
-      dof_scale, passive_gram, passive_reduced, passive_permutation, passive_columns,
-      actuated_columns, dof_work2, dof_order, minv_acc);
+      Minv, minv_bias, ltdl, dof_parent, lag_oMi, lag_W, lag_H, lag_J, lag_P, lag_L, lag_tau, lag_M,
+      oYcrb, oBcrb, odS, C, Jcom, Ag, dof_subtree_end, dv_dq, da_dq, da_dv, ocrb_momentum,
+      ocrb_coupling, of, dtau_dq, dtau_dv, ddq_dq, ddq_dv, ddq_dtau, mass_factor_inverse,
+      constraint_jacobian, constraint_bias, constraint_gain, constraint_system, constraint_scratch,
+      constraint_permutation, constraint_rhs, constraint_work, dof_work, dof_scale, passive_gram,
+      passive_reduced, passive_permutation, passive_columns, actuated_columns, dof_work2, dof_order,
+      minv_acc);
   for (const auto& per_depth : minv_acc) bytes += torqued::heap_bytes(per_depth);
   return bytes;
 }

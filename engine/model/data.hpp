@@ -55,9 +55,8 @@ struct Data {
   // Jacobians.
   Eigen::Matrix<double, 6, Eigen::Dynamic> J;  // 6 x nv scratch for frame Jacobians
 
-  // Hybrid and floating-base inverse dynamics reuse the ABA members above; the floating-base
-  // algorithm adds the composite inertia of each subtree, world frame (Featherstone §7.5.1).
-  std::vector<RigidInertia> oIc;
+  // Hybrid dynamics, floating-base inverse dynamics, the innovations factorization and M⁻¹ use
+  // the ABA members above (articulated_body.hpp).
 
   // M⁻¹ (minverse.cpp), upper triangle computed and mirrored. Row-major because both of its
   // passes sweep rows of M⁻¹ from the diagonal rightwards.
@@ -120,11 +119,10 @@ struct Data {
   Eigen::MatrixXd dtau_dv;  // ∂τ/∂q̇, nv x nv
 
   // ABA derivatives (see aba_derivatives.cpp).
-  Eigen::MatrixXd ddq_dq;       // ∂q̈/∂q in the tangent space, nv x nv
-  Eigen::MatrixXd ddq_dv;       // ∂q̈/∂q̇
-  Eigen::MatrixXd ddq_dtau;     // ∂q̈/∂τ = M⁻¹, full and symmetric
-  Eigen::MatrixXd mass_factor;  // M = Lᵀ D L (lower triangle: L below the diagonal, D on it)
-  Eigen::MatrixXd mass_factor_inverse;  // L⁻¹, column k held on rows k .. dof_subtree_end[k] - 1
+  Eigen::MatrixXd ddq_dq;               // ∂q̈/∂q in the tangent space, nv x nv
+  Eigen::MatrixXd ddq_dv;               // ∂q̈/∂q̇
+  Eigen::MatrixXd ddq_dtau;             // ∂q̈/∂τ = M⁻¹, full and symmetric
+  Eigen::MatrixXd mass_factor_inverse;  // L⁻¹ of ltdl, column k on rows k .. dof_subtree_end[k] - 1
 
   // Bilateral constraints (constraint_jacobian.hpp, constrained_dynamics.hpp,
   // closed_chain_inverse_dynamics.hpp). Capacity for constraint_capacity rows (initially the
