@@ -153,7 +153,10 @@ grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
 
 }  // namespace
 
-Transform to_transform(const v1::Placement& p) {
+// Flattened, in a file compiled without contraction into FMA (server/CMakeLists.txt): the
+// placements of specs and loop closures go into model ids, which must not depend on the build
+// (engine/model/build.cpp).
+[[gnu::flatten]] Transform to_transform(const v1::Placement& p) {
   const Vec3 rpy = to_vec3(p.rpy());
   Transform t;
   t.rotation =

@@ -15,10 +15,18 @@
 #include "engine/algorithms/ltdl.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "engine/algorithms/articulated_body.hpp"
 
 namespace torqued {
+
+namespace {
+
+// Ulps of M's largest diagonal entry below which a pivot is rounding noise.
+constexpr double kRoundingUlps = 8.0;
+
+}  // namespace
 
 void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass) {
   const int nv = model.nv;
@@ -28,11 +36,16 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
   const auto at = [h, nv](int row, int col) -> double& {
     return h[row + static_cast<std::ptrdiff_t>(col) * nv];
   };
+  // A joint that moves no inertia leaves M_kk and its pivot at zero in exact arithmetic, and at a
+  // few ulps of M's largest entries in floating point (more with FMA, which keeps the low bits of
+  // products that would cancel): neither a relative bound on M_kk nor zero tells it then.
+  const double rounding = kRoundingUlps * std::numeric_limits<double>::epsilon() *
+                          (nv > 0 ? mass.diagonal().maxCoeff() : 0.0);
   for (int k = nv - 1; k >= 0; --k) {
     const double d = at(k, k);
     // D_kk is the inertia joint k drives with its descendants articulated: ABA's pivot, held to
-    // the same relative bound.
-    if (!(d > articulated::kSingularPivot * mass(k, k)) || !std::isfinite(d)) {
+    // the same relative bound, and above the rounding of M.
+    if (!(d > articulated::kSingularPivot * mass(k, k)) || !(d > rounding) || !std::isfinite(d)) {
       articulated::throw_singular(model, model.body_of_v[k]);
     }
     const double inv_d = 1.0 / d;

@@ -130,7 +130,12 @@ void check_joint(const JointSpec& joint) {
   }
 }
 
-Joint make_joint(const JointSpec& spec) {
+// Model ids hash the numbers computed here (server/model_id.cpp), so they must come out the same
+// in every build. This file is compiled without floating-point contraction into FMA (CMakeLists),
+// and the functions that compute those numbers are flattened: every inline function they call
+// (Eigen's, Transform's, RigidInertia's) is inlined into them and so compiled the same way. Called
+// out of line instead, the linker could keep any file's copy of it, one compiled with contraction.
+[[gnu::flatten]] Joint make_joint(const JointSpec& spec) {
   Joint joint;
   joint.type = spec.type;
   joint.nq = joint_nq(spec.type);
@@ -159,11 +164,18 @@ Joint make_joint(const JointSpec& spec) {
   return joint;
 }
 
-RigidInertia link_inertia(const LinkSpec& link) {
+[[gnu::flatten]] RigidInertia link_inertia(const LinkSpec& link) {
   const InertialSpec& in = link.inertial;
   const Mat3& r = in.origin.rotation;
   return RigidInertia::FromMassComInertia(in.mass, in.origin.translation,
                                           r * in.inertia * r.transpose());
+}
+
+[[gnu::flatten]] Transform compose(const Transform& aMb, const Transform& bMc) { return aMb * bMc; }
+
+// A link's inertia moved into the frame of the body it is welded to.
+[[gnu::flatten]] RigidInertia welded_inertia(const LinkSpec& link, const Transform& bodyMlink) {
+  return link_inertia(link).transformed_by(bodyMlink);
 }
 
 // The topology of the spec, by index, once the names are known to be consistent.
@@ -405,8 +417,9 @@ void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& 
            quoted(loop.link2.empty() ? "world" : loop.link2) +
            " are rigidly connected, so the loop constrains nothing");
     }
-    model.loop_closures.push_back({loop.name, loop.type, first.body, first.placement * loop.origin1,
-                                   second.body, second.placement * loop.origin2});
+    model.loop_closures.push_back({loop.name, loop.type, first.body,
+                                   compose(first.placement, loop.origin1), second.body,
+                                   compose(second.placement, loop.origin2)});
   }
 }
 
@@ -456,13 +469,13 @@ ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options) {
     const LinkPlacement& from = placed[tree.joint_parent[j]];
     const int child = tree.joint_child[j];
     LinkPlacement& to = placed[child];
-    const Transform placement = from.placement * joint.origin;
+    const Transform placement = compose(from.placement, joint.origin);
     if (joint.type == JointType::kFixed) {
       to.body = from.body;
       to.placement = placement;
       add_frame(*model, joint.name, FrameKind::kJoint, to.body, to.placement);
       add_frame(*model, joint.child_link, FrameKind::kFixedLink, to.body, to.placement);
-      model->inertias[to.body] += link_inertia(spec.links[child]).transformed_by(to.placement);
+      model->inertias[to.body] += welded_inertia(spec.links[child], to.placement);
     } else {
       add_body(*model, from.body, joint.child_link, joint.name, make_joint(joint), joint.limits,
                placement);
