@@ -34,7 +34,8 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
                        WorkspacePool& workspaces, const grpc::CallbackServerContext& context,
                        int begin, int end) {
   try {
-    WorkerContext worker(workspaces, Interruption{&call_should_stop, &context});
+    WorkerContext worker(workspaces, Interruption{&call_should_stop, &context},
+                         engine_workspaces(algorithm));
     const Clock::time_point start = metrics.start();
     int slice = 1;
     for (int first = begin; first < end;) {

@@ -13,6 +13,15 @@ const char* const kCodeNames[] = {
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
 
+// Exponential buckets: start, start·factor, ... (count of them).
+prometheus::Histogram::BucketBoundaries exponential(double start, double factor, int count) {
+  prometheus::Histogram::BucketBoundaries b;
+  for (int i = 0; i < count; ++i) b.push_back(start * std::pow(factor, i));
+  return b;
+}
+
+}  // namespace
+
 const char* algorithm_name(Algorithm a) {
   switch (a) {
     case Algorithm::kRnea:
@@ -66,15 +75,6 @@ const char* algorithm_name(Algorithm a) {
   }
   return "";
 }
-
-// Exponential buckets: start, start·factor, ... (count of them).
-prometheus::Histogram::BucketBoundaries exponential(double start, double factor, int count) {
-  prometheus::Histogram::BucketBoundaries b;
-  for (int i = 0; i < count; ++i) b.push_back(start * std::pow(factor, i));
-  return b;
-}
-
-}  // namespace
 
 const char* method_name(Method method) {
   switch (method) {

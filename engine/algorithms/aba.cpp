@@ -3,6 +3,8 @@
 // of the articulated-body core (articulated_body.hpp) with every joint's force given.
 #include "engine/algorithms/aba.hpp"
 
+#include <cassert>
+
 #include "engine/algorithms/articulated_body.hpp"
 
 namespace torqued {
@@ -10,6 +12,7 @@ namespace torqued {
 const Eigen::VectorXd& aba(const Model& model, Data& data, const ConstVectorRef& q,
                            const ConstVectorRef& v, const ConstVectorRef& tau,
                            std::span<const Force> external_forces) {
+  assert(fits(model, data, q, v, tau));
   articulated::articulated_body_passes(model, data, q.data(), v.data(), external_forces,
                                        articulated::EveryForceGiven{tau.data()});
   return data.ddq;

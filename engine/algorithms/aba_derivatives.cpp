@@ -12,6 +12,8 @@
 // subtree), so the products by M⁻¹ only read those columns of M⁻¹.
 #include "engine/algorithms/aba_derivatives.hpp"
 
+#include <cassert>
+
 #include "engine/algorithms/ltdl.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 
@@ -146,27 +148,33 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void multiply_by_min
 
 }  // namespace
 
-void aba_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
-                     const ConstVectorRef& v, const ConstVectorRef& tau,
-                     std::span<const Force> external_forces) {
+const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
+                                               const ConstVectorRef& q, const ConstVectorRef& v,
+                                               const ConstVectorRef& tau,
+                                               std::span<const Force> external_forces) {
+  assert(fits(model, data, q, v, tau));
+  data.bind(model, kAbaDerivativesWorkspaces);
+  AbaDerivativesWorkspace& w = *data.aba_derivatives;
   aba(model, data, q, v, tau, external_forces);
-  rnea_derivatives(model, data, q, v, data.ddq, external_forces);
+  const RneaDerivativesWorkspace& dtau =
+      rnea_derivatives(model, data, q, v, data.ddq, external_forces);
 
   const int nv = model.nv;
   const std::vector<int>& parent = data.dof_parent;
   const std::vector<int>& end = data.dof_subtree_end;
-  ltdl_factorize(model, data, data.M);
-  const double* h = data.ltdl.data();
-  double* g = data.mass_factor_inverse.data();
+  ltdl_factorize(model, data, data.mass_matrix->M);
+  const double* h = data.mass_factor->ltdl.data();
+  double* g = w.factor_inverse.data();
   invert_unit_lower(parent, end, nv, h, g);
 
-  double* minv = data.ddq_dtau.data();
-  data.ddq_dtau.setZero();
+  double* minv = w.ddq_dtau.data();
+  w.ddq_dtau.setZero();
   accumulate_minverse(end, nv, h, g, minv);
 
   // −M⁻¹ ∂τ/∂(q, q̇), column k reading only the rows of ∂τ related to k.
-  multiply_by_minus_minverse(parent, end, nv, minv, data.dtau_dq.data(), data.dtau_dv.data(),
-                             data.ddq_dq.data(), data.ddq_dv.data());
+  multiply_by_minus_minverse(parent, end, nv, minv, dtau.dtau_dq.data(), dtau.dtau_dv.data(),
+                             w.ddq_dq.data(), w.ddq_dv.data());
+  return w;
 }
 
 }  // namespace torqued

@@ -21,7 +21,8 @@
 // The force across joint i is I^A_i a_i + p^A_i because I^A_i and p^A_i describe the whole
 // subtree i with its force-given joints articulated and its acceleration-given joints driven.
 // Pass 2's two halves are separate because the Riccati half (eliminate) needs q only: the
-// innovations factorization and M⁻¹ run it alone and then their own right-hand sides.
+// innovations factorization and M⁻¹ run it alone and then their own right-hand sides. The
+// functions of one body work in data.articulated, which their caller binds (kAbaWorkspaces).
 #pragma once
 
 #include <Eigen/Cholesky>
@@ -99,18 +100,20 @@ ForceColumns force_columns(const Joint& joint, const Mask& mask) {
 
 // Pass 1 for the Riccati recursion alone: places body i and sets I^A_i = ⁰I_i.
 inline void load_inertia(const Model& model, Data& data, int i, const double* q) {
-  data.Ia[i] = model.inertias[i].transformed_by(place_in_world(model, data, i, q)).matrix();
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  w.Ia[i] = model.inertias[i].transformed_by(place_in_world(model, data, i, q)).matrix();
 }
 
 // Pass 1: places body i, its velocity, c_i, I^A_i and p^A_i (data.ov[0] must be zero).
 template <class Mask>
 void load_body(const Model& model, Data& data, int i, const double* q, const double* v,
                std::span<const Force> external_forces, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
   const Joint& joint = model.joints[i];
   const Transform& oMi = place_in_world(model, data, i, q);
   const Motion vj = world_joint_motion(joint, data, v);
   const Motion& vel = data.ov[i] = data.ov[model.parent[i]] + vj;
-  Motion& c = data.c[i];
+  Motion& c = w.c[i];
   c = vel.cross(vj);
   if constexpr (!Mask::kEveryForceGiven) {
     const double* s = data.oS.data() + 6 * joint.idx_v;
@@ -120,9 +123,9 @@ void load_body(const Model& model, Data& data, int i, const double* q, const dou
     }
   }
   const RigidInertia inertia = model.inertias[i].transformed_by(oMi);
-  data.Ia[i] = inertia.matrix();
-  data.pa[i] = vel.cross(inertia * vel);
-  if (!external_forces.empty()) data.pa[i] -= oMi.act(external_forces[i]);
+  w.Ia[i] = inertia.matrix();
+  w.pa[i] = vel.cross(inertia * vel);
+  if (!external_forces.empty()) w.pa[i] -= oMi.act(external_forces[i]);
 }
 
 // Multi-DOF joints go through blocks of K force-given columns: K = 6 for free-flyers, whose fixed
@@ -170,65 +173,68 @@ Square<K> invert_pivot(const Model& model, int body, const Columns<K>& s, const 
 
 template <int K>
 void eliminate_columns(const Model& model, Data& data, int i, const ForceColumns& f) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
-  const Mat6& ia = data.Ia[i];
+  const Mat6& ia = w.Ia[i];
   const Columns<K> s = gather<K>(data, joint, f);
   Columns<K> u(6, f.count);
   u.noalias() = ia * s;
   const Square<K> d_inv = invert_pivot<K>(model, i, s, u, ia);
-  data.Dinv[i].topLeftCorner(f.count, f.count) = d_inv;
-  for (int r = 0; r < f.count; ++r) data.U.col(joint.idx_v + f.offset[r]) = u.col(r);
+  w.Dinv[i].topLeftCorner(f.count, f.count) = d_inv;
+  for (int r = 0; r < f.count; ++r) w.U.col(joint.idx_v + f.offset[r]) = u.col(r);
   if (parent > 0) {
     Columns<K> u_dinv(6, f.count);
     u_dinv.noalias() = u * d_inv;
-    data.Ia[parent] += ia;
-    data.Ia[parent].noalias() -= u_dinv * u.transpose();
+    w.Ia[parent] += ia;
+    w.Ia[parent].noalias() -= u_dinv * u.transpose();
   }
 }
 
 template <int K, class Mask>
 void propagate_bias_columns(const Model& model, Data& data, int i, const ForceColumns& f,
                             const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
-  const Vec6 pa = data.pa[i].to_vector();
+  const Vec6 pa = w.pa[i].to_vector();
   const Columns<K> s = gather<K>(data, joint, f);
   Columns<K> u_f(6, f.count);
   Entries<K> u(f.count);
   for (int r = 0; r < f.count; ++r) {
     const int dof = joint.idx_v + f.offset[r];
-    u_f.col(r) = data.U.col(dof);
+    u_f.col(r) = w.U.col(dof);
     u[r] = mask.force(dof);
   }
   u.noalias() -= s.transpose() * pa;
-  for (int r = 0; r < f.count; ++r) data.u[joint.idx_v + f.offset[r]] = u[r];
+  for (int r = 0; r < f.count; ++r) w.u[joint.idx_v + f.offset[r]] = u[r];
   if (parent > 0) {
-    const Vec6 c = data.c[i].to_vector();
+    const Vec6 c = w.c[i].to_vector();
     Entries<K> rhs = u;
     rhs.noalias() -= u_f.transpose() * c;
-    const Square<K> d_inv = data.Dinv[i].topLeftCorner(f.count, f.count);
+    const Square<K> d_inv = w.Dinv[i].topLeftCorner(f.count, f.count);
     Entries<K> gain(f.count);
     gain.noalias() = d_inv * rhs;
     Vec6 pa_parent = pa;
-    pa_parent.noalias() += data.Ia[i] * c;
+    pa_parent.noalias() += w.Ia[i] * c;
     pa_parent.noalias() += u_f * gain;
-    data.pa[parent] += Force::FromVector(pa_parent);
+    w.pa[parent] += Force::FromVector(pa_parent);
   }
 }
 
 template <int K, class Mask>
 void accelerate_columns(const Model& model, Data& data, int i, const ForceColumns& f,
                         const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
   const Joint& joint = model.joints[i];
   Motion& acc = data.oa_gf[i];
   const Vec6 acc_vec = acc.to_vector();
   Entries<K> rhs(f.count);
   for (int r = 0; r < f.count; ++r) {
     const int dof = joint.idx_v + f.offset[r];
-    rhs[r] = data.u[dof] - data.U.col(dof).dot(acc_vec);
+    rhs[r] = w.u[dof] - w.U.col(dof).dot(acc_vec);
   }
-  const Square<K> d_inv = data.Dinv[i].topLeftCorner(f.count, f.count);
+  const Square<K> d_inv = w.Dinv[i].topLeftCorner(f.count, f.count);
   Entries<K> qdd(f.count);
   qdd.noalias() = d_inv * rhs;
   const double* s = data.oS.data() + 6 * joint.idx_v;
@@ -240,25 +246,26 @@ void accelerate_columns(const Model& model, Data& data, int i, const ForceColumn
   }
 }
 
-// Pass 2, the Riccati half: U (kept in data.U at the force-given DOFs' columns), D⁻¹ (top-left
-// of data.Dinv[i]) and the articulated inertia body i hands its parent.
+// Pass 2, the Riccati half: U (kept in the workspace's U at the force-given DOFs' columns), D⁻¹
+// (top-left of its Dinv[i]) and the articulated inertia body i hands its parent.
 template <class Mask>
 void eliminate(const Model& model, Data& data, int i, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
-  const Mat6& ia = data.Ia[i];
+  const Mat6& ia = w.Ia[i];
   if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
-    auto u = data.U.col(joint.idx_v);
+    auto u = w.U.col(joint.idx_v);
     const auto s = data.oS.col(joint.idx_v);
     u.noalias() = ia * s;
     const double d = s.dot(u);
     if (is_degenerate(d, ia)) throw_singular(model, i);
     const double inv_d = 1.0 / d;
-    data.Dinv[i](0, 0) = inv_d;
+    w.Dinv[i](0, 0) = inv_d;
     if (parent > 0) {
       const Vec6 uc = u;
-      data.Ia[parent] += ia;
-      data.Ia[parent].noalias() -= (inv_d * uc) * uc.transpose();
+      w.Ia[parent] += ia;
+      w.Ia[parent].noalias() -= (inv_d * uc) * uc.transpose();
     }
     return;
   }
@@ -266,27 +273,28 @@ void eliminate(const Model& model, Data& data, int i, const Mask& mask) {
   if (f.count > 0) {
     with_column_count(f.count, [&](auto k) { eliminate_columns<k()>(model, data, i, f); });
   } else if (parent > 0) {
-    data.Ia[parent] += ia;
+    w.Ia[parent] += ia;
   }
 }
 
-// Pass 2, the bias half, after eliminate(i): u (in data.u at the force-given DOFs) and the bias
+// Pass 2, the bias half, after eliminate(i): u (at the force-given DOFs) and the bias
 // force body i hands its parent.
 template <class Mask>
 void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
-  const Mat6& ia = data.Ia[i];
-  const Vec6 pa = data.pa[i].to_vector();
-  const Vec6 c = data.c[i].to_vector();
+  const Mat6& ia = w.Ia[i];
+  const Vec6 pa = w.pa[i].to_vector();
+  const Vec6 c = w.c[i].to_vector();
   if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
     const int dof = joint.idx_v;
     const double u = mask.force(dof) - data.oS.col(dof).dot(pa);
-    data.u[dof] = u;
+    w.u[dof] = u;
     if (parent > 0) {
-      const Vec6 uc = data.U.col(dof);
-      const double gain = data.Dinv[i](0, 0) * (u - uc.dot(c));
-      data.pa[parent] += Force::FromVector(pa + ia * c + uc * gain);
+      const Vec6 uc = w.U.col(dof);
+      const double gain = w.Dinv[i](0, 0) * (u - uc.dot(c));
+      w.pa[parent] += Force::FromVector(pa + ia * c + uc * gain);
     }
     return;
   }
@@ -295,7 +303,7 @@ void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
     with_column_count(f.count,
                       [&](auto k) { propagate_bias_columns<k()>(model, data, i, f, mask); });
   } else if (parent > 0) {
-    data.pa[parent] += Force::FromVector(pa + ia * c);
+    w.pa[parent] += Force::FromVector(pa + ia * c);
   }
 }
 
@@ -304,14 +312,15 @@ void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
 // alongside, so that data.ddq and data.tau are complete).
 template <class Mask>
 void accelerate(const Model& model, Data& data, int i, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
   const Joint& joint = model.joints[i];
   Motion& acc = data.oa_gf[i];
-  acc = data.oa_gf[model.parent[i]] + data.c[i];
+  acc = data.oa_gf[model.parent[i]] + w.c[i];
   const double* s = data.oS.data() + 6 * joint.idx_v;
   double* ddq = data.ddq.data();
   if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
     const int dof = joint.idx_v;
-    const double qdd = data.Dinv[i](0, 0) * (data.u[dof] - data.U.col(dof).dot(acc.to_vector()));
+    const double qdd = w.Dinv[i](0, 0) * (w.u[dof] - w.U.col(dof).dot(acc.to_vector()));
     ddq[dof] = qdd;
     if constexpr (!Mask::kEveryForceGiven) data.tau[dof] = mask.force(dof);
     acc += motion_at(s) * qdd;
@@ -324,7 +333,7 @@ void accelerate(const Model& model, Data& data, int i, const Mask& mask) {
   if constexpr (!Mask::kEveryForceGiven) {
     if (f.count == joint.nv) return;
     // τ_a = S_aᵀ (I^A_i a_i + p^A_i), the force the driven DOFs transmit (7.38).
-    const Force force = data.Ia[i] * acc + data.pa[i];
+    const Force force = w.Ia[i] * acc + w.pa[i];
     for (int k = 0; k < joint.nv; ++k) {
       const int dof = joint.idx_v + k;
       if (mask.force_given(dof)) continue;
@@ -339,6 +348,7 @@ void accelerate(const Model& model, Data& data, int i, const Mask& mask) {
 template <class Mask>
 void articulated_body_passes(const Model& model, Data& data, const double* q, const double* v,
                              std::span<const Force> external_forces, const Mask& mask) {
+  data.bind(model, kAbaWorkspaces);
   const int n = model.nbodies();
   data.ov[0] = Motion::Zero();
   for (int i = 1; i < n; ++i) load_body(model, data, i, q, v, external_forces, mask);

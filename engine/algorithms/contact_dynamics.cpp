@@ -7,6 +7,7 @@
 #include "engine/algorithms/contact_dynamics.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "engine/algorithms/crba.hpp"
@@ -135,7 +136,8 @@ void classify_contacts(ContactWorkspace& ws, int contacts) {
     if (normal <= 0.0) {
       ws.modes[c] = ContactMode::kSeparating;
     } else {
-      const bool inside = local.tail<2>().norm() < (1.0 - 1e-9) * ws.friction[c] * normal;
+      const bool inside =
+          local.tail<2>().norm() < (1.0 - 1e-9) * ws.friction[c] * normal;
       ws.modes[c] = inside ? ContactMode::kSticking : ContactMode::kSliding;
     }
   }
@@ -146,6 +148,7 @@ ComplementarityResult contact_dynamics(const Model& model, Data& data, ContactWo
                                        const ConstVectorRef& tau,
                                        std::span<const PointContact> contacts,
                                        const ContactOptions& options) {
+  assert(fits(model, data, q, v, tau));
   const int m = static_cast<int>(contacts.size());
   ws.acceleration = tau - nonlinear_effects(model, data, q, v);
   factor_mass_and_place_bodies(model, data, q);

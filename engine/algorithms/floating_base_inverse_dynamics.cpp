@@ -6,6 +6,7 @@
 // last pass reads each joint's force off S_iᵀ (I^C_i a_i + p_i) (7.31).
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 
+#include <cassert>
 #include <stdexcept>
 
 #include "engine/algorithms/articulated_body.hpp"
@@ -24,6 +25,7 @@ bool has_free_flyer_root(const Model& model) {
 void floating_base_inverse_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
                                     const ConstVectorRef& v, const ConstVectorRef& ddq,
                                     std::span<const Force> external_forces) {
+  assert(fits(model, data, q, v, ddq));
   if (!has_free_flyer_root(model)) {
     throw std::invalid_argument("floating_base_inverse_dynamics: model '" + model.name +
                                 "' has no free-flyer root joint carrying the whole tree");

@@ -13,8 +13,10 @@
 // in O(n); velocities and gravity enter only through T'. These are the articulated-body core's
 // passes (articulated_body.hpp): the Riccati recursion is its elimination, and the filter and
 // smoother are its bias and acceleration passes at rest, without gravity (c = 0, a_0 = 0), with
-// z in data.pa and λ in data.oa_gf.
+// z in data.articulated->pa and λ in data.oa_gf.
 #include "engine/algorithms/forward_dynamics_factorization.hpp"
+
+#include <cassert>
 
 #include "engine/algorithms/articulated_body.hpp"
 #include "engine/algorithms/rnea.hpp"
@@ -22,6 +24,8 @@
 namespace torqued {
 
 void factorize_mass_matrix(const Model& model, Data& data, const ConstVectorRef& q) {
+  assert(fits(model, data, q));
+  data.bind(model, kAbaWorkspaces);
   const int n = model.nbodies();
   for (int i = 1; i < n; ++i) articulated::load_inertia(model, data, i, q.data());
   for (int i = n - 1; i > 0; --i) {
@@ -30,11 +34,14 @@ void factorize_mass_matrix(const Model& model, Data& data, const ConstVectorRef&
 }
 
 const Eigen::VectorXd& solve_factorized(const Model& model, Data& data, const ConstVectorRef& rhs) {
+  assert(fits(model, data) && rhs.size() == model.nv);
+  data.bind(model, kAbaWorkspaces);
   const int n = model.nbodies();
   const articulated::EveryForceGiven mask{rhs.data()};
+  ArticulatedBodyWorkspace& w = *data.articulated;
   for (int i = 1; i < n; ++i) {
-    data.pa[i] = Force::Zero();
-    data.c[i] = Motion::Zero();
+    w.pa[i] = Force::Zero();
+    w.c[i] = Motion::Zero();
   }
   for (int i = n - 1; i > 0; --i) articulated::propagate_bias(model, data, i, mask);
   data.oa_gf[0] = Motion::Zero();
@@ -46,6 +53,7 @@ const Eigen::VectorXd& forward_dynamics_factorization(const Model& model, Data& 
                                                       const ConstVectorRef& q,
                                                       const ConstVectorRef& v,
                                                       const ConstVectorRef& tau) {
+  assert(fits(model, data, q, v, tau));
   data.tau = tau - nonlinear_effects(model, data, q, v);
   factorize_mass_matrix(model, data, q);
   return solve_factorized(model, data, data.tau);

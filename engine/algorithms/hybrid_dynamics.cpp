@@ -6,6 +6,7 @@
 // with the mask.
 #include "engine/algorithms/hybrid_dynamics.hpp"
 
+#include <cassert>
 #include <stdexcept>
 #include <string>
 
@@ -16,6 +17,7 @@ namespace torqued {
 void hybrid_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
                      const ConstVectorRef& v, const ConstVectorRef& ddq, const ConstVectorRef& tau,
                      std::span<const DofInput> input, std::span<const Force> external_forces) {
+  assert(fits(model, data, q, v, ddq, tau));
   if (static_cast<int>(input.size()) != model.nv) {
     throw std::invalid_argument("hybrid_dynamics: the input mask has " +
                                 std::to_string(input.size()) + " entries for " +

@@ -14,6 +14,7 @@
 // (M_ki at (i, k)) so that every inner loop walks down a column of the column-major matrix.
 #include "engine/algorithms/ltdl.hpp"
 
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -29,10 +30,13 @@ constexpr double kRoundingUlps = 8.0;
 }  // namespace
 
 void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass) {
+  assert(fits(model, data) && mass.rows() == model.nv && mass.cols() == model.nv);
+  data.bind(model, kLtdlWorkspaces);
   const int nv = model.nv;
   const int* parent = data.dof_parent.data();
-  data.ltdl.triangularView<Eigen::Upper>() = mass;
-  double* h = data.ltdl.data();
+  Eigen::MatrixXd& ltdl = data.mass_factor->ltdl;
+  ltdl.triangularView<Eigen::Upper>() = mass;
+  double* h = ltdl.data();
   const auto at = [h, nv](int row, int col) -> double& {
     return h[row + static_cast<std::ptrdiff_t>(col) * nv];
   };
@@ -60,7 +64,8 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
 namespace {
 
 double factor_at(const Data& data, int row, int col) {
-  return data.ltdl.data()[row + static_cast<std::ptrdiff_t>(col) * data.ltdl.rows()];
+  const Eigen::MatrixXd& ltdl = data.mass_factor->ltdl;
+  return ltdl.data()[row + static_cast<std::ptrdiff_t>(col) * ltdl.rows()];
 }
 
 }  // namespace

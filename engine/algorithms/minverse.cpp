@@ -18,6 +18,8 @@
 // what is M⁻¹'s own is sweeping all nv right-hand sides through its bias and acceleration halves.
 #include "engine/algorithms/minverse.hpp"
 
+#include <cassert>
+
 #include "engine/algorithms/articulated_body.hpp"
 
 namespace torqued {
@@ -39,26 +41,28 @@ int subtree_dof_end(const Model& model, int i) {
 // for the other multi-DOF joints; the 1-DOF case is written out in minverse() below.
 template <int K>
 void backward_rows(const Model& model, Data& data, int i, int e) {
+  const ArticulatedBodyWorkspace& ab = *data.articulated;
+  MassInverseWorkspace& mi = *data.mass_inverse;
   using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
   const Joint& joint = model.joints[i];
   const int k = joint.nv;
   const int c = joint.idx_v;
   const Columns s = data.oS.middleCols(c, k);
-  const Columns u = data.U.middleCols(c, k);
-  const Eigen::Matrix<double, K, K, 0, 6, 6> d_inv = data.Dinv[i].topLeftCorner(k, k);
-  auto rows = data.Minv.middleRows(c, k);
+  const Columns u = ab.U.middleCols(c, k);
+  const Eigen::Matrix<double, K, K, 0, 6, 6> d_inv = ab.Dinv[i].topLeftCorner(k, k);
+  auto rows = mi.Minv.middleRows(c, k);
   rows.middleCols(c, k) = d_inv;
   Columns s_dinv(6, k);
   s_dinv.noalias() = s * d_inv;
   for (int j = c + k; j < e; ++j) {
-    rows.col(j).noalias() = -(s_dinv.transpose() * data.minv_bias.col(j));
+    rows.col(j).noalias() = -(s_dinv.transpose() * mi.bias.col(j));
   }
   rows.rightCols(model.nv - e).setZero();
   if (model.parent[i] > 0) {
-    data.minv_bias.middleCols(c, k).noalias() = u * d_inv;
+    mi.bias.middleCols(c, k).noalias() = u * d_inv;
     for (int j = c + k; j < e; ++j) {
       const Eigen::Matrix<double, K, 1, 0, 6, 1> x = rows.col(j);
-      data.minv_bias.col(j).noalias() += u * x;
+      mi.bias.col(j).noalias() += u * x;
     }
   }
 }
@@ -66,14 +70,16 @@ void backward_rows(const Model& model, Data& data, int i, int e) {
 // `acc` is null when the body has no children to read it.
 template <int K>
 void forward_rows(Data& data, const Joint& joint, int body, const double* parent_acc, double* acc) {
+  const ArticulatedBodyWorkspace& ab = *data.articulated;
+  MassInverseWorkspace& mi = *data.mass_inverse;
   using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
   const int k = joint.nv;
   const int c = joint.idx_v;
-  const int nv = static_cast<int>(data.Minv.cols());
+  const int nv = static_cast<int>(mi.Minv.cols());
   const Columns s = data.oS.middleCols(c, k);
   Columns u_dinv(6, k);
-  u_dinv.noalias() = data.U.middleCols(c, k) * data.Dinv[body].topLeftCorner(k, k);
-  auto rows = data.Minv.middleRows(c, k);
+  u_dinv.noalias() = ab.U.middleCols(c, k) * ab.Dinv[body].topLeftCorner(k, k);
+  auto rows = mi.Minv.middleRows(c, k);
   for (int j = c; j < nv; ++j) {
     Eigen::Matrix<double, K, 1, 0, 6, 1> x = rows.col(j);
     if (parent_acc != nullptr) {
@@ -91,12 +97,16 @@ void forward_rows(Data& data, const Joint& joint, int body, const double* parent
 }  // namespace
 
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q) {
+  assert(fits(model, data, q));
+  data.bind(model, kMinverseWorkspaces);
+  const ArticulatedBodyWorkspace& ab = *data.articulated;
+  MassInverseWorkspace& mi = *data.mass_inverse;
   const int n = model.nbodies();
   const int nv = model.nv;
   const double* os = data.oS.data();
-  double* minv = data.Minv.data();
-  double* bias = data.minv_bias.data();
-  const double* ucols = data.U.data();
+  double* minv = mi.Minv.data();
+  double* bias = mi.bias.data();
+  const double* ucols = ab.U.data();
   const articulated::EveryForceGiven riccati_only{nullptr};
 
   for (int i = 1; i < n; ++i) articulated::load_inertia(model, data, i, q.data());
@@ -118,7 +128,7 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
     double* row = minv + static_cast<std::ptrdiff_t>(c) * nv;
     const double* s = os + 6 * c;
     const double* u = ucols + 6 * c;
-    const double inv_d = data.Dinv[i](0, 0);
+    const double inv_d = ab.Dinv[i](0, 0);
     row[c] = inv_d;
     for (int j = e; j < nv; ++j) row[j] = 0.0;
     if (model.parent[i] > 0) {
@@ -141,13 +151,13 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
     const int c = joint.idx_v;
     // A_i is only read by i's children.
     const bool has_children = model.subtree_end[i] > i + 1;
-    const double* parent_acc = parent > 0 ? data.minv_acc[model.depth[parent]].data() : nullptr;
-    double* acc = data.minv_acc[model.depth[i]].data();
+    const double* parent_acc = parent > 0 ? mi.acceleration[model.depth[parent]].data() : nullptr;
+    double* acc = mi.acceleration[model.depth[i]].data();
     if (k == 1) {
       double* row = minv + static_cast<std::ptrdiff_t>(c) * nv;
       const double* s = os + 6 * c;
       if (parent_acc != nullptr) {
-        const double inv_d = data.Dinv[i](0, 0);
+        const double inv_d = ab.Dinv[i](0, 0);
         const double* u = ucols + 6 * c;
         const double ud[6] = {u[0] * inv_d, u[1] * inv_d, u[2] * inv_d,
                               u[3] * inv_d, u[4] * inv_d, u[5] * inv_d};
@@ -180,7 +190,7 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
           minv[static_cast<std::ptrdiff_t>(r) * nv + col];
     }
   }
-  return data.Minv;
+  return mi.Minv;
 }
 
 }  // namespace torqued
