@@ -19,6 +19,10 @@ namespace torqued {
 
 namespace {
 
+// A contact whose tangential force is within this fraction of the cone's edge (μ times its normal
+// force) is sliding: the friction-cone solver stops on the edge only to its tolerance.
+constexpr double kConeEdgeTolerance = 1e-9;
+
 // Columns n, t1, t2 with t1 the normalized projection of the world axis least aligned with n.
 Mat3 contact_axes(const Vec3& normal) {
   const Vec3 seed = std::abs(normal.x()) < 0.9 ? Vec3::UnitX() : Vec3::UnitY();
@@ -137,7 +141,7 @@ void classify_contacts(ContactWorkspace& ws, int contacts) {
       ws.modes[c] = ContactMode::kSeparating;
     } else {
       const bool inside =
-          local.tail<2>().norm() < (1.0 - 1e-9) * ws.friction[c] * normal;
+          local.tail<2>().norm() < (1.0 - kConeEdgeTolerance) * ws.friction[c] * normal;
       ws.modes[c] = inside ? ContactMode::kSticking : ContactMode::kSliding;
     }
   }
