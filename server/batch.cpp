@@ -20,21 +20,21 @@ constexpr std::chrono::microseconds kSliceTarget(1000);
 grpc::Status queue_full(const Executor& executor) {
   return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is overloaded: its work queue (" +
                                                     std::to_string(executor.queue_capacity()) +
-                                                    " tasks) is full; retry with backoff"};
+                                                    " tasks, --queue-capacity) is full; retry with "
+                                                    "backoff"};
 }
 
-// The engine's Interruption for a call: stop once the client is gone or the deadline has passed.
+// The engine's Interruption for a call: stop once the client is gone or a deadline has passed.
 bool call_should_stop(const void* state) {
-  return !check_alive(*static_cast<const grpc::CallbackServerContext*>(state)).ok();
+  return !check_alive(*static_cast<const CallLimit*>(state)).ok();
 }
 
 // Runs states [begin, end) in slices, checking the call between them, and maps what the engine
 // throws to a status.
 grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& metrics,
-                       WorkspacePool& workspaces, const grpc::CallbackServerContext& context,
-                       int begin, int end) {
+                       WorkspacePool& workspaces, const CallLimit& limit, int begin, int end) {
   try {
-    WorkerContext worker(workspaces, Interruption{&call_should_stop, &context},
+    WorkerContext worker(workspaces, Interruption{&call_should_stop, &limit},
                          engine_workspaces(algorithm));
     const Clock::time_point start = metrics.start();
     int slice = 1;
@@ -44,7 +44,7 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
       kernel(worker, first, last);
       first = last;
       if (first == end) break;
-      if (grpc::Status alive = check_alive(context); !alive.ok()) return alive;
+      if (grpc::Status alive = check_alive(limit); !alive.ok()) return alive;
       if (std::chrono::steady_clock::now() - slice_start < kSliceTarget && slice < (1 << 20)) {
         slice *= 2;
       }
@@ -54,7 +54,7 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
   } catch (const SingularSystemError& e) {
     return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
   } catch (const Interrupted&) {
-    const grpc::Status alive = check_alive(context);
+    const grpc::Status alive = check_alive(limit);
     return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled") : alive;
   } catch (const WorkspaceLimitError& e) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()};
@@ -68,9 +68,9 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
 
 // Shared by the chunks of one call; the last chunk to end reports the outcome.
 struct BatchJob {
-  BatchJob(grpc::CallbackServerContext* c, Metrics& m, WorkspacePool& w, Algorithm a, ChunkKernel k,
+  BatchJob(const CallLimit& l, Metrics& m, WorkspacePool& w, Algorithm a, ChunkKernel k,
            BatchDone d, int chunks)
-      : context(c),
+      : limit(l),
         metrics(m),
         workspaces(w),
         algorithm(a),
@@ -85,8 +85,8 @@ struct BatchJob {
 
   void run(int begin, int end) {
     if (!failed.load(std::memory_order_relaxed)) {
-      grpc::Status s = check_alive(*context);
-      if (s.ok()) s = run_chunk(kernel, algorithm, metrics, workspaces, *context, begin, end);
+      grpc::Status s = check_alive(limit);
+      if (s.ok()) s = run_chunk(kernel, algorithm, metrics, workspaces, limit, begin, end);
       if (!s.ok()) fail(std::move(s));
     }
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -95,7 +95,7 @@ struct BatchJob {
     }
   }
 
-  grpc::CallbackServerContext* const context;
+  const CallLimit limit;
   Metrics& metrics;
   WorkspacePool& workspaces;
   const Algorithm algorithm;
@@ -119,19 +119,24 @@ void BatchRunner::run(const Call& call, int states, Algorithm algorithm, ChunkKe
 void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorithm algorithm,
                       ChunkKernel kernel, BatchDone done, std::int64_t cost) {
   metrics_.batch_states(states);
+  const CallLimit limit{context,
+                        max_call_seconds_ > 0
+                            ? std::chrono::system_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                      std::chrono::duration<double>(max_call_seconds_))
+                            : std::chrono::system_clock::time_point::max(),
+                        max_call_seconds_};
   const std::int64_t work = static_cast<std::int64_t>(states) * cost;
   if (work <= inline_max_states_) {
-    grpc::Status status = check_alive(*context);
-    if (status.ok()) {
-      status = run_chunk(kernel, algorithm, metrics_, workspaces_, *context, 0, states);
-    }
+    grpc::Status status = check_alive(limit);
+    if (status.ok()) status = run_chunk(kernel, algorithm, metrics_, workspaces_, limit, 0, states);
     done(status);
     return;
   }
   const int chunks = static_cast<int>(
       std::clamp<std::int64_t>(work / split_min_states_, 1, std::min(states, executor_.workers())));
-  auto job = std::make_shared<BatchJob>(context, metrics_, workspaces_, algorithm,
-                                        std::move(kernel), std::move(done), chunks);
+  auto job = std::make_shared<BatchJob>(limit, metrics_, workspaces_, algorithm, std::move(kernel),
+                                        std::move(done), chunks);
   std::vector<Executor::Task> tasks;
   tasks.reserve(chunks);
   for (int c = 0; c < chunks; ++c) {

@@ -4,7 +4,9 @@
 // between the slices of states it runs (slices grow while they take under a millisecond, so the
 // checks cost nothing measurable), and inside the engine's iterative loops (contact solvers,
 // simulation steps) through the chunk's Interruption: work stops within milliseconds of the
-// deadline or of the client going away, and the call ends DEADLINE_EXCEEDED or CANCELLED.
+// deadline or of the client going away, and the call ends DEADLINE_EXCEEDED or CANCELLED. The
+// server bounds each batch's work too (--max-call-seconds), for clients that set no deadline and
+// for the messages of a Session, which has none of its own.
 // A state may weigh more than one dynamics call (a simulated trajectory weighs its steps): the
 // thresholds then count weighted states. Batches of at most `inline_max_states` states skip the
 // executor and run at once on the calling (gRPC) thread, with that thread's own workspaces: for a
@@ -34,13 +36,15 @@ using BatchDone = std::function<void(const grpc::Status& status)>;
 
 class BatchRunner {
  public:
+  // A batch's work stops `max_call_seconds` after it starts (0: only the client's deadline).
   BatchRunner(Executor& executor, WorkspacePool& workspaces, Metrics& metrics, int split_min_states,
-              int inline_max_states)
+              int inline_max_states, double max_call_seconds)
       : executor_(executor),
         workspaces_(workspaces),
         metrics_(metrics),
         split_min_states_(split_min_states),
-        inline_max_states_(inline_max_states) {}
+        inline_max_states_(inline_max_states),
+        max_call_seconds_(max_call_seconds) {}
 
   // Takes over the call: it is finished here or by a worker. `cost` is the work of one state in
   // units of one dynamics call: the inline and split thresholds count states × cost, so heavy
@@ -58,6 +62,7 @@ class BatchRunner {
   Metrics& metrics_;
   int split_min_states_;
   int inline_max_states_;
+  double max_call_seconds_;
 };
 
 }  // namespace torqued::server

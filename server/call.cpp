@@ -4,6 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <sstream>
+
+#include "engine/model/quoted.hpp"
 
 namespace torqued::server {
 
@@ -24,12 +27,25 @@ grpc::Status check_alive(const grpc::CallbackServerContext& context) {
   return grpc::Status::OK;
 }
 
+grpc::Status check_alive(const CallLimit& limit) {
+  if (grpc::Status alive = check_alive(*limit.context); !alive.ok()) return alive;
+  if (std::chrono::system_clock::now() >= limit.server_deadline) {
+    std::ostringstream message;
+    message << "the call ran past the server's limit of " << limit.server_seconds
+            << " s of work per call (--max-call-seconds)";
+    return {grpc::StatusCode::DEADLINE_EXCEEDED, message.str()};
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status bounded(const grpc::Status& status) {
   constexpr std::size_t kMaxMessageBytes = 1024;
-  if (status.error_message().size() <= kMaxMessageBytes) return status;
-  return {status.error_code(), status.error_message().substr(0, kMaxMessageBytes) +
-                                   "... (message cut at " + std::to_string(kMaxMessageBytes) +
-                                   " bytes)"};
+  std::string message = printable(status.error_message());
+  if (message.size() > kMaxMessageBytes) {
+    message = std::string(utf8_prefix(message, kMaxMessageBytes)) + "... (message cut at " +
+              std::to_string(kMaxMessageBytes) + " bytes)";
+  }
+  return {status.error_code(), message};
 }
 
 grpc::ServerUnaryReactor* Call::finish(const grpc::Status& full_status) const {

@@ -5,6 +5,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
+
 #include "server/metrics.hpp"
 
 namespace torqued::server {
@@ -13,9 +15,22 @@ namespace torqued::server {
 // start (or go on); else OK.
 grpc::Status check_alive(const grpc::CallbackServerContext& context);
 
-// `status` with its message cut to 1 KB: statuses travel in HTTP/2 trailers, which gRPC bounds,
-// and a message that quotes a client's huge input would otherwise turn the answer into a
-// transport error.
+// A call's work and when it must stop: the client's deadline, or the server's own bound on one
+// call's work (--max-call-seconds), whichever comes first.
+struct CallLimit {
+  const grpc::CallbackServerContext* context;
+  std::chrono::system_clock::time_point server_deadline;
+  double server_seconds;  // for the message: the bound in seconds
+};
+
+// check_alive(), and DEADLINE_EXCEEDED naming --max-call-seconds once the server's bound passed.
+grpc::Status check_alive(const CallLimit& limit);
+
+// `status` with its message cut to 1 KB (at a UTF-8 character boundary) and its control
+// characters written as \xNN: statuses travel in HTTP/2 trailers, which gRPC bounds, and a
+// message that quotes a client's huge input would otherwise turn the answer into a transport
+// error; and clients print messages that quote names a client chose, where a newline or a
+// terminal escape sequence would forge output.
 grpc::Status bounded(const grpc::Status& status);
 
 class Call {

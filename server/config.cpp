@@ -2,10 +2,14 @@
 // parser, the environment names and --help cannot drift apart.
 #include "server/config.hpp"
 
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace torqued::server {
@@ -78,11 +82,14 @@ Option string_option(const char* flag, const char* env, const char* help,
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
       string_option("address", "TORQUED_ADDRESS",
-                    "gRPC listening address (the default binds every interface)", &Config::address),
+                    "gRPC listening address; the default binds every interface (127.0.0.1: this "
+                    "host only)",
+                    &Config::address),
       number_option("port", "TORQUED_PORT", "gRPC port (0: any free port)", &Config::port, 0,
                     65535),
       string_option("metrics-address", "TORQUED_METRICS_ADDRESS",
-                    "Prometheus metrics listening address (the default binds every interface)",
+                    "Prometheus metrics listening address; the default binds every interface "
+                    "(127.0.0.1: this host only)",
                     &Config::metrics_address),
       number_option("metrics-port", "TORQUED_METRICS_PORT",
                     "Prometheus metrics port (0: metrics off)", &Config::metrics_port, 0, 65535),
@@ -148,6 +155,12 @@ const std::vector<Option>& options() {
       number_option("max-session-queued", "TORQUED_MAX_SESSION_QUEUED",
                     "Session answers waiting to be written before the stream stops reading",
                     &Config::max_session_queued, 1, 1 << 16),
+      {"max-call-seconds", "TORQUED_MAX_CALL_SECONDS",
+       "most seconds of work for one call or Session message, whatever its deadline (0: none)",
+       [](Config& c, const std::string& v) {
+         return parse_double(v, 0.0, 86400.0 * 365, c.max_call_seconds);
+       },
+       [](const Config& c) { return std::to_string(c.max_call_seconds); }},
       {"drain-seconds", "TORQUED_DRAIN_SECONDS",
        "on SIGTERM/SIGINT, how long in-flight calls may run before they are cancelled",
        [](Config& c, const std::string& v) {
@@ -164,6 +177,22 @@ const std::vector<Option>& options() {
          return one_of(v, {"trace", "debug", "info", "warn", "error", "off"}, c.log_level);
        },
        [](const Config& c) { return c.log_level; }},
+      string_option("tls-cert", "TORQUED_TLS_CERT",
+                    "PEM certificate chain of the gRPC port; with --tls-key the port serves TLS",
+                    &Config::tls_cert),
+      string_option("tls-key", "TORQUED_TLS_KEY", "PEM private key of --tls-cert (unencrypted)",
+                    &Config::tls_key),
+      string_option("tls-client-ca", "TORQUED_TLS_CLIENT_CA",
+                    "PEM CA certificates: clients must present a certificate one of them signed "
+                    "(mutual TLS; needs --tls-cert)",
+                    &Config::tls_client_ca),
+      string_option("admin-token-file", "TORQUED_ADMIN_TOKEN_FILE",
+                    "file holding the bearer token RegisterModel and DeleteModel need",
+                    &Config::admin_token_file),
+      string_option("token-file", "TORQUED_TOKEN_FILE",
+                    "file holding the bearer token every other call needs (the admin token "
+                    "serves too; health stays open, reflection is off)",
+                    &Config::token_file),
   };
   return table;
 }
@@ -221,7 +250,35 @@ ParseResult parse_config(const std::vector<std::string>& args) {
   if (config.workers == 0) {
     config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
+  if (config.tls_cert.empty() != config.tls_key.empty()) {
+    return {std::nullopt, "--tls-cert and --tls-key go together: give both or neither", 2};
+  }
+  if (!config.tls_client_ca.empty() && config.tls_cert.empty()) {
+    return {std::nullopt, "--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)", 2};
+  }
   return {config, "", 0};
+}
+
+std::string read_flag_file(const std::string& flag, const std::string& path) {
+  // Certificates, keys and tokens are a few kilobytes; the bound stops a flag naming a device or
+  // a huge file by mistake from hanging the start.
+  constexpr std::size_t kMaxBytes = 1 << 20;
+  const auto failure = [&](const std::string& why) {
+    return std::runtime_error("--" + flag + " " + path + ": cannot be read (" + why + ")");
+  };
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw failure(std::strerror(errno));
+  std::string content;
+  char buffer[4096];
+  std::size_t n = 0;
+  while (content.size() <= kMaxBytes && (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    content.append(buffer, n);
+  }
+  const int error = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (error != 0) throw failure(std::strerror(error));
+  if (content.size() > kMaxBytes) throw failure("larger than 1 MiB");
+  return content;
 }
 
 }  // namespace torqued::server

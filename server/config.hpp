@@ -52,9 +52,21 @@ struct Config {
   int max_session_queued = 8;
   // Graceful shutdown: how long in-flight calls may take to finish after SIGTERM / SIGINT.
   double drain_seconds = 30.0;
+  // The server's own bound on one call's work (one Session message's), beside its deadline.
+  double max_call_seconds = 600.0;
   // Logging: "text" or "json"; spdlog level name.
   std::string log_format = "text";
   std::string log_level = "info";
+  // TLS on the gRPC port from PEM files: the certificate chain and its key (both or neither);
+  // with the CA certificates of client_ca too, clients must present a certificate they signed
+  // (mutual TLS). Empty: plaintext.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  // Files holding bearer tokens (access.hpp): the admin token that RegisterModel and DeleteModel
+  // need, and the token every other call needs. Empty: no token needed.
+  std::string admin_token_file;
+  std::string token_file;
 };
 
 // The outcome of parsing the command line: a config, or a message to print and an exit code
@@ -69,5 +81,9 @@ ParseResult parse_config(const std::vector<std::string>& args);
 
 // The --help text: every flag, its environment variable and its default.
 std::string config_help();
+
+// The content of a file a flag names (a certificate, a key, a token); throws std::runtime_error
+// naming the flag and the file, and why it cannot be read, never what it holds.
+std::string read_flag_file(const std::string& flag, const std::string& path);
 
 }  // namespace torqued::server

@@ -105,8 +105,8 @@ grpc::Status locate_frame(const Model& m, const v1::ConstraintFrame& in, const s
     placement = to_transform(in.placement());
     return grpc::Status::OK;
   }
-  return invalid(field + ".frame: no frame named " + quote_input(in.frame()) + " in model \"" +
-                 m.name + "\" (see Model.frames)");
+  return invalid(field + ".frame: no frame named " + quote_input(in.frame()) + " in model " +
+                 quote_input(m.name) + " (see Model.frames)");
 }
 
 // The request's constraints in engine form, each named (by default "constraints[i]") uniquely
@@ -140,8 +140,9 @@ grpc::Status to_constraints(const Model& m,
       return s;
     }
     if (constraint.body1 == constraint.body2) {
-      return invalid(what + ": frame1 and frame2 are on the same body \"" +
-                     m.body_names[constraint.body1] + "\", so the constraint constrains nothing");
+      return invalid(what + ": frame1 and frame2 are on the same body " +
+                     quote_input(m.body_names[constraint.body1]) +
+                     ", so the constraint constrains nothing");
     }
     out.push_back(std::move(constraint));
   }
@@ -163,8 +164,14 @@ grpc::Status check_gains(const v1::BaumgarteGains& gains) {
 }  // namespace
 
 DynamicsService::DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-                                 const RequestLimits& limits, const std::atomic<bool>& ready)
-    : catalog_(catalog), runner_(runner), metrics_(metrics), limits_(limits), ready_(ready) {}
+                                 const AccessControl& access, const RequestLimits& limits,
+                                 const std::atomic<bool>& ready)
+    : catalog_(catalog),
+      runner_(runner),
+      metrics_(metrics),
+      access_(access),
+      limits_(limits),
+      ready_(ready) {}
 
 grpc::Status DynamicsService::check_workspace(const RegisteredModel& entry,
                                               Algorithm algorithm) const {
@@ -338,8 +345,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       if (f < 0) {
         return {grpc::StatusCode::INVALID_ARGUMENT,
                 "frames[" + std::to_string(k) + "]: no frame named " +
-                    quote_input(request->frames(k)) + " in model \"" + m.name +
-                    "\" (see Model.frames)"};
+                    quote_input(request->frames(k)) + " in model " + quote_input(m.name) +
+                    " (see Model.frames)"};
       }
       frames.push_back(f);
     }
@@ -406,8 +413,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   const Model& m = *entry->model;
   if (!has_free_flyer_root(m)) {
     return {grpc::StatusCode::FAILED_PRECONDITION,
-            "model_id: model \"" + m.name +
-                "\" has no free-flyer root joint carrying the whole tree; "
+            "model_id: model " + quote_input(m.name) +
+                " has no free-flyer root joint carrying the whole tree; "
                 "FloatingBaseInverseDynamics needs one (use InverseDynamics)"};
   }
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -535,7 +542,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   if (rows > max_rows) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "constraints: " + std::to_string(rows) + " constraint rows exceed the limit of " +
-                std::to_string(max_rows) + " (12 per body) for model \"" + m.name + "\""};
+                std::to_string(max_rows) + " (12 per body) for model " + quote_input(m.name)};
   }
   if (rows > limits_.max_constraint_rows) {
     return over_limit("constraints: constraint rows", rows, limits_.max_constraint_rows,
@@ -676,7 +683,8 @@ grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* con
                                                 grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kEcho, metrics_);
   v1::EchoRequest request;
-  grpc::Status status = decode(*request_bytes, "request", request);
+  grpc::Status status = access_.check(*context, Method::kEcho);
+  if (status.ok()) status = decode(*request_bytes, "request", request);
   if (!status.ok()) return call.finish(status);
   v1::EchoResponse response;
   status = echo(request, &response);
@@ -698,7 +706,7 @@ grpc::Status DynamicsService::echo(const v1::EchoRequest& request,
             "response_values: " + std::to_string(request.response_values()) +
                 " values make a response of " + std::to_string(bytes) +
                 " bytes, more than the server's max message size of " +
-                std::to_string(limits_.max_message_bytes)};
+                std::to_string(limits_.max_message_bytes) + " (--max-message-bytes)"};
   }
   response->mutable_values()->Resize(static_cast<int>(request.response_values()), 0.0);
   return grpc::Status::OK;

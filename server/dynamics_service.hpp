@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 
+#include "server/access.hpp"
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
 #include "server/raw_call.hpp"
@@ -53,7 +54,8 @@ using RawDynamicsService = RawMethods<
 class DynamicsService final : public RawDynamicsService {
  public:
   DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-                  const RequestLimits& limits, const std::atomic<bool>& ready);
+                  const AccessControl& access, const RequestLimits& limits,
+                  const std::atomic<bool>& ready);
 
   grpc::ServerUnaryReactor* InverseDynamics(grpc::CallbackServerContext* context,
                                             const grpc::ByteBuffer* request,
@@ -210,7 +212,8 @@ class DynamicsService final : public RawDynamicsService {
       Response response;
     };
     auto exchange = std::make_shared<Exchange>();
-    grpc::Status status = decode(*request_bytes, "request", exchange->request);
+    grpc::Status status = access_.check(*context, method);
+    if (status.ok()) status = decode(*request_bytes, "request", exchange->request);
     int states = 0;
     BatchJob job;
     if (status.ok()) {
@@ -232,6 +235,7 @@ class DynamicsService final : public RawDynamicsService {
   const Catalog& catalog_;
   BatchRunner& runner_;
   Metrics& metrics_;
+  const AccessControl& access_;
   const RequestLimits limits_;
   const std::atomic<bool>& ready_;
   // Open Session streams, ended by drain().

@@ -72,12 +72,12 @@ grpc::Status resolve_point(const Model& m, const std::string& field, const std::
   } else if (const int b = m.find_body(name); b >= 0) {
     body = b;
   } else {
-    return invalid(field + ".frame: no frame or link named " + quote_input(name) + " in model \"" +
-                   m.name + "\" (see Model.frames)");
+    return invalid(field + ".frame: no frame or link named " + quote_input(name) + " in model " +
+                   quote_input(m.name) + " (see Model.frames)");
   }
   if (body == 0) {
-    return invalid(field + ".frame: \"" + name +
-                   "\" is on the fixed base, which no contact can move; name a frame of a "
+    return invalid(field + ".frame: " + quote_input(name) +
+                   " is on the fixed base, which no contact can move; name a frame of a "
                    "moving body");
   }
   if (!point.empty() && point.size() != 3) {

@@ -1,6 +1,10 @@
 // The health service and its Watch streams (see health_service.hpp).
 #include "server/health_service.hpp"
 
+#include "server/call.hpp"
+#include "server/raw_call.hpp"
+#include "server/validation.hpp"
+
 namespace torqued::server {
 
 using grpc::health::v1::HealthCheckRequest;
@@ -102,19 +106,24 @@ void HealthService::shut_down() {
 }
 
 grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* context,
-                                               const HealthCheckRequest* request,
-                                               HealthCheckResponse* response) {
+                                               const grpc::ByteBuffer* request_bytes,
+                                               grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (!known(request->service())) {
-    reactor->Finish(
-        {grpc::StatusCode::NOT_FOUND, "unknown service \"" + request->service() + "\""});
-    return reactor;
+  HealthCheckRequest request;
+  grpc::Status status = decode(*request_bytes, "request", request);
+  if (status.ok() && !known(request.service())) {
+    status = {grpc::StatusCode::NOT_FOUND,
+              "service: unknown service " + quote_input(request.service())};
   }
-  {
-    std::lock_guard lock(mutex_);
-    response->set_status(status_);
+  if (status.ok()) {
+    HealthCheckResponse response;
+    {
+      std::lock_guard lock(mutex_);
+      response.set_status(status_);
+    }
+    status = encode(response, response_bytes);
   }
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(bounded(status));
   return reactor;
 }
 

@@ -1,7 +1,8 @@
 // grpc.health.v1.Health for the whole server ("") and its two services: NOT_SERVING until the
 // model repository and the store are loaded, SERVING then, NOT_SERVING again once draining
 // starts. Written here rather than using gRPC's default service, which reports SERVING from the
-// moment the port opens.
+// moment the port opens. Check is raw (raw_call.hpp) so that a request that does not decode is
+// INVALID_ARGUMENT.
 #pragma once
 
 #include <mutex>
@@ -11,7 +12,8 @@
 
 namespace torqued::server {
 
-class HealthService final : public grpc::health::v1::Health::CallbackService {
+class HealthService final : public grpc::health::v1::Health::WithRawCallbackMethod_Check<
+                                grpc::health::v1::Health::CallbackService> {
  public:
   HealthService();
 
@@ -20,8 +22,8 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
   void shut_down();
 
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* context,
-                                  const grpc::health::v1::HealthCheckRequest* request,
-                                  grpc::health::v1::HealthCheckResponse* response) override;
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<grpc::health::v1::HealthCheckResponse>* Watch(
       grpc::CallbackServerContext* context,
       const grpc::health::v1::HealthCheckRequest* request) override;

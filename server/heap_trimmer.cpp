@@ -22,8 +22,15 @@ HeapTrimmer::~HeapTrimmer() {
 void HeapTrimmer::run() {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
-    // fordblks: bytes in free chunks of every arena (what trimming can give back).
-    if (mallinfo2().fordblks > keep_bytes_) malloc_trim(keep_bytes_ / 2);
+    // fordblks: bytes in free chunks of every arena (what trimming can give back; trimming does
+    // not change it, reuse and frees do).
+    const std::size_t free_bytes = mallinfo2().fordblks;
+    if (free_bytes > keep_bytes_ && free_bytes > free_at_last_trim_ + keep_bytes_ / 8) {
+      malloc_trim(keep_bytes_ / 2);
+      free_at_last_trim_ = free_bytes;
+    } else if (free_bytes < free_at_last_trim_) {
+      free_at_last_trim_ = free_bytes;
+    }
   }
 }
 

@@ -6,10 +6,11 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "engine/model/quoted.hpp"
 
 namespace torqued::server {
 namespace {
@@ -23,7 +24,8 @@ constexpr std::size_t kMaxLoggedMessageBytes = 4096;
 // \xNN, backslashes doubled).
 void append_escaped(std::string_view payload, bool json, spdlog::memory_buf_t& dest) {
   static constexpr char kHex[] = "0123456789abcdef";
-  const std::size_t shown = std::min(payload.size(), kMaxLoggedMessageBytes);
+  // Cut at a character boundary: a JSON line must stay UTF-8.
+  const std::size_t shown = utf8_prefix(payload, kMaxLoggedMessageBytes).size();
   for (const char c : payload.substr(0, shown)) {
     const auto byte = static_cast<unsigned char>(c);
     if (c == '\\') {

@@ -13,6 +13,14 @@ const char* const kCodeNames[] = {
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
 
+// The metrics port's HTTP server (CivetWeb) serves one connection per thread, and prometheus-cpp
+// starts 2 threads by default: two clients that connected and sent nothing held both for
+// CivetWeb's default 30 s request timeout, and every scrape waited. A scrape takes milliseconds,
+// so a client that has not sent its request within 5 s (half of Prometheus's default scrape
+// timeout) is cut, and 8 threads leave room for scrapes beside a few stalled clients.
+constexpr int kMetricsThreads = 8;
+constexpr int kMetricsRequestTimeoutMs = 5000;
+
 // Exponential buckets: start, start·factor, ... (count of them).
 prometheus::Histogram::BucketBoundaries exponential(double start, double factor, int count) {
   prometheus::Histogram::BucketBoundaries b;
@@ -197,7 +205,10 @@ Metrics::Metrics(const std::string& address, int port)
                             .Help("Models this replica serves (repository and registered).")
                             .Register(*registry_)
                             .Add({});
-  exposer_ = std::make_unique<prometheus::Exposer>(address + ":" + std::to_string(port));
+  exposer_ = std::make_unique<prometheus::Exposer>(
+      std::vector<std::string>{"listening_ports", address + ":" + std::to_string(port),
+                               "num_threads", std::to_string(kMetricsThreads), "request_timeout_ms",
+                               std::to_string(kMetricsRequestTimeoutMs)});
   exposer_->RegisterCollectable(registry_);
 }
 

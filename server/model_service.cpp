@@ -20,18 +20,26 @@ grpc::Status model_not_found(const std::string& id) {
 }  // namespace
 
 ModelService::ModelService(Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-                           const std::atomic<bool>& ready, std::int64_t max_model_bytes)
+                           const AccessControl& access, const std::atomic<bool>& ready,
+                           std::int64_t max_model_bytes)
     : catalog_(catalog),
       runner_(runner),
       metrics_(metrics),
+      access_(access),
       ready_(ready),
       max_model_bytes_(max_model_bytes) {}
+
+grpc::Status ModelService::admit(const Call& call) const {
+  if (grpc::Status s = access_.check(*call.context(), call.method()); !s.ok()) return s;
+  if (!ready_.load(std::memory_order_acquire)) return kStarting;
+  return grpc::Status::OK;
+}
 
 grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request_bytes,
                                                       grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kRegisterModel, metrics_);
-  if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
+  if (grpc::Status s = admit(call); !s.ok()) return call.finish(s);
   const auto size = static_cast<std::int64_t>(request_bytes->Length());
   if (size > max_model_bytes_) {
     return call.finish({grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -64,7 +72,7 @@ grpc::ServerUnaryReactor* ModelService::GetModel(grpc::CallbackServerContext* co
                                                  const grpc::ByteBuffer* request_bytes,
                                                  grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kGetModel, metrics_);
-  if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
+  if (grpc::Status s = admit(call); !s.ok()) return call.finish(s);
   v1::GetModelRequest request;
   if (grpc::Status s = decode(*request_bytes, "request", request); !s.ok()) return call.finish(s);
   const RegisteredModelPtr model = catalog_.find(request.model_id());
@@ -76,7 +84,7 @@ grpc::ServerUnaryReactor* ModelService::ListModels(grpc::CallbackServerContext* 
                                                    const grpc::ByteBuffer* request_bytes,
                                                    grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kListModels, metrics_);
-  if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
+  if (grpc::Status s = admit(call); !s.ok()) return call.finish(s);
   v1::ListModelsRequest request;
   if (grpc::Status s = decode(*request_bytes, "request", request); !s.ok()) return call.finish(s);
   v1::ListModelsResponse response;
@@ -90,7 +98,7 @@ grpc::ServerUnaryReactor* ModelService::DeleteModel(grpc::CallbackServerContext*
                                                     const grpc::ByteBuffer* request_bytes,
                                                     grpc::ByteBuffer* response_bytes) {
   const Call call(context, Method::kDeleteModel, metrics_);
-  if (!ready_.load(std::memory_order_acquire)) return call.finish(kStarting);
+  if (grpc::Status s = admit(call); !s.ok()) return call.finish(s);
   auto request = std::make_shared<v1::DeleteModelRequest>();
   if (grpc::Status s = decode(*request_bytes, "request", *request); !s.ok()) {
     return call.finish(s);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "server/access.hpp"
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
 #include "server/raw_call.hpp"
@@ -24,7 +25,7 @@ using RawModelService =
 class ModelService final : public RawModelService {
  public:
   // `ready` is false while the server loads its models (calls answer UNAVAILABLE).
-  ModelService(Catalog& catalog, BatchRunner& runner, Metrics& metrics,
+  ModelService(Catalog& catalog, BatchRunner& runner, Metrics& metrics, const AccessControl& access,
                const std::atomic<bool>& ready, std::int64_t max_model_bytes);
 
   grpc::ServerUnaryReactor* RegisterModel(grpc::CallbackServerContext* context,
@@ -41,9 +42,13 @@ class ModelService final : public RawModelService {
                                         grpc::ByteBuffer* response) override;
 
  private:
+  // Whether a call may start: its token (access.hpp), then the server's readiness.
+  grpc::Status admit(const Call& call) const;
+
   Catalog& catalog_;
   BatchRunner& runner_;
   Metrics& metrics_;
+  const AccessControl& access_;
   const std::atomic<bool>& ready_;
   const std::int64_t max_model_bytes_;
 };

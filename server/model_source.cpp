@@ -75,8 +75,8 @@ grpc::Status loops_from_proto(const google::protobuf::RepeatedPtrField<v1::LoopC
     LoopClosureSpec loop;
     loop.name = l.name();
     if (!to_constraint_type(l.type(), loop.type)) {
-      return invalid(field + "[" + std::to_string(i) + "] (\"" + l.name() +
-                     "\"): type must be set to a CONSTRAINT_TYPE_* value");
+      return invalid(field + "[" + std::to_string(i) + "] (" + quote_input(l.name()) +
+                     "): type must be set to a CONSTRAINT_TYPE_* value");
     }
     loop.link1 = l.link1();
     loop.origin1 = to_transform(l.origin1());
@@ -102,8 +102,8 @@ grpc::Status spec_from_proto(const v1::ModelSpec& in, ModelSpec& spec) {
     JointSpec joint;
     joint.name = j.name();
     if (!to_joint_type(j.type(), joint.type)) {
-      return invalid("spec.joints[" + std::to_string(i) + "] (\"" + j.name() +
-                     "\"): type must be set to a JOINT_TYPE_* value");
+      return invalid("spec.joints[" + std::to_string(i) + "] (" + quote_input(j.name()) +
+                     "): type must be set to a JOINT_TYPE_* value");
     }
     joint.parent_link = j.parent_link();
     joint.child_link = j.child_link();
@@ -241,6 +241,14 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       return s;
     }
     if (!request.name().empty()) spec.name = request.name();
+    std::int64_t loop_rows = 0;
+    for (const LoopClosureSpec& loop : spec.loop_closures) {
+      loop_rows += constraint_dimension(loop.type);
+    }
+    if (loop_rows > limits.max_constraint_rows) {
+      return over_limit("loop_closures: constraint rows", loop_rows, limits.max_constraint_rows,
+                        "--max-constraint-rows");
+    }
     if (static_cast<std::int64_t>(spec.links.size()) > limits.max_bodies) {
       return over_limit("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies,
                         "--max-bodies");

@@ -17,6 +17,9 @@ struct ModelLimits {
   std::int64_t max_urdf_bytes = 4LL << 20;
   int max_bodies = 1024;
   int max_dof = 1024;
+  // Rows of the model's loop closures: each worker's workspace holds rows² numbers for them,
+  // allocated before any other limit would see it, and ConstrainedDynamics refuses more anyway.
+  int max_constraint_rows = 512;
   // Checked by the catalog: models held (repository included), bytes of the model store, and
   // the workspace one model needs on one thread.
   int max_models = 4096;

@@ -2,16 +2,42 @@
 #include "server/server.hpp"
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/impl/server_builder_option.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <filesystem>
 #include <stdexcept>
 
+#include "server/tls.hpp"
+
 namespace torqued::server {
+namespace {
+
+// Server reflection on or off for one builder. gRPC's reflection library adds its plugin to every
+// builder of the process (a static initializer calls InitProtoReflectionServerBuilderPlugin):
+// this option takes it out, and puts one back when reflection is wanted.
+class ReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  explicit ReflectionOption(bool enabled) : enabled_(enabled) {}
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    auto reflection = std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>();
+    std::erase_if(*plugins,
+                  [&](const auto& plugin) { return plugin->name() == reflection->name(); });
+    if (enabled_) plugins->push_back(std::move(reflection));
+  }
+
+ private:
+  const bool enabled_;
+};
+
+}  // namespace
 
 Server::Server(const Config& config)
     : config_(config),
+      credentials_(make_server_credentials(config)),
+      access_(config),
       metrics_(config.metrics_port == 0 ? Metrics()
                                         : Metrics(config.metrics_address, config.metrics_port)),
       store_(config.data_dir),
@@ -19,14 +45,16 @@ Server::Server(const Config& config)
                 metrics_.busy_workers()),
       workspaces_(static_cast<std::size_t>(config.workspace_cache_bytes),
                   static_cast<std::size_t>(config.max_workspace_bytes)),
-      runner_(executor_, workspaces_, metrics_, config.split_min_states, config.inline_max_states),
+      runner_(executor_, workspaces_, metrics_, config.split_min_states, config.inline_max_states,
+              config.max_call_seconds),
       catalog_(store_,
                ModelLimits{config.max_urdf_bytes, config.max_bodies, config.max_dof,
-                           config.max_models, config.max_store_bytes, config.max_workspace_bytes},
+                           config.max_constraint_rows, config.max_models, config.max_store_bytes,
+                           config.max_workspace_bytes},
                metrics_, workspaces_),
-      model_service_(catalog_, runner_, metrics_, ready_, config.max_model_bytes),
+      model_service_(catalog_, runner_, metrics_, access_, ready_, config.max_model_bytes),
       dynamics_service_(
-          catalog_, runner_, metrics_,
+          catalog_, runner_, metrics_, access_,
           RequestLimits{config.max_batch_states, config.max_message_bytes,
                         config.max_workspace_bytes, config.max_constraint_rows, config.max_contacts,
                         config.max_kinematics_frames, config.max_solver_iterations,
@@ -36,10 +64,10 @@ Server::Server(const Config& config)
 Server::~Server() = default;
 
 void Server::start(bool listen) {
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<ReflectionOption>(access_.reflection_allowed()));
   const std::string address = config_.address + ":" + std::to_string(config_.port);
-  if (listen) builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  if (listen) builder.AddListeningPort(address, credentials_, &port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.RegisterService(&health_);
@@ -52,10 +80,38 @@ void Server::start(bool listen) {
   spdlog::info("gRPC listening on {}:{} ({} workers, queue {} tasks, max message {} bytes)",
                config_.address, port_, executor_.workers(), executor_.queue_capacity(),
                config_.max_message_bytes);
+  log_security();
   if (metrics_.enabled()) {
     spdlog::info("metrics on http://{}:{}/metrics", config_.metrics_address, metrics_.port());
   } else {
     spdlog::info("metrics off");
+  }
+}
+
+void Server::log_security() const {
+  const bool tls = !config_.tls_cert.empty();
+  if (!tls) {
+    spdlog::info("plaintext gRPC: no TLS (--tls-cert, --tls-key)");
+  } else if (config_.tls_client_ca.empty()) {
+    spdlog::info("TLS with certificate {}", config_.tls_cert);
+  } else {
+    spdlog::info("mutual TLS with certificate {}: clients need a certificate signed by {}",
+                 config_.tls_cert, config_.tls_client_ca);
+  }
+  if (!config_.admin_token_file.empty()) {
+    spdlog::info("RegisterModel and DeleteModel need the admin token of {}",
+                 config_.admin_token_file);
+  }
+  if (!config_.token_file.empty()) {
+    spdlog::info("every call but health needs the token of {} (or the admin token)",
+                 config_.token_file);
+  }
+  spdlog::info("server reflection {}",
+               access_.reflection_allowed() ? "on" : "off: it cannot check tokens (--token-file)");
+  if (access_.any_token() && !tls) {
+    spdlog::warn(
+        "bearer tokens travel in plaintext: anyone on the network path can read and replay them; "
+        "serve TLS (--tls-cert, --tls-key) unless a TLS proxy terminates every connection");
   }
 }
 

@@ -1,6 +1,6 @@
 // The torqued server assembled from its parts: metrics, store, executor, catalog and the gRPC
-// services (with health and reflection), and its life cycle: start listening (NOT_SERVING), load
-// the repository and the store (SERVING), drain and stop.
+// services (with health and reflection, behind TLS and tokens when configured), and its life cycle:
+// start listening (NOT_SERVING), load the repository and the store (SERVING), drain and stop.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 
+#include "server/access.hpp"
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
 #include "server/config.hpp"
@@ -24,8 +25,9 @@ namespace torqued::server {
 
 class Server {
  public:
-  // Creates the store directory, the metrics exposer and the executor. Throws std::exception
-  // with a readable message when a resource cannot be had (port in use, unwritable directory).
+  // Reads the TLS files and tokens, creates the store directory, the metrics exposer and the
+  // executor. Throws std::exception with a readable message when a resource cannot be had (a bad
+  // certificate or token file, port in use, unwritable directory).
   explicit Server(const Config& config);
   ~Server();
 
@@ -44,7 +46,13 @@ class Server {
   std::shared_ptr<grpc::Channel> in_process_channel();
 
  private:
+  // What is encrypted and what needs a token, and a warning when tokens travel in plaintext.
+  void log_security() const;
+
   const Config config_;
+  // First, so that bad files stop the start before anything listens.
+  const std::shared_ptr<grpc::ServerCredentials> credentials_;
+  const AccessControl access_;
   Metrics metrics_;
   Store store_;
   Executor executor_;

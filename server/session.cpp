@@ -6,12 +6,21 @@
 namespace torqued::server {
 
 SessionReactor::SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context,
-                               int max_queued_responses)
+                               int max_queued_responses, const grpc::Status& admission)
     : service_(service),
       context_(context),
       start_(service.metrics().start()),
       max_queued_responses_(static_cast<std::size_t>(max_queued_responses)) {
   service.metrics().rpc_started(Method::kSession);
+  if (!admission.ok()) {
+    spdlog::warn("Session from {}: {} ({})", context->peer(),
+                 status_code_name(admission.error_code()), admission.error_message());
+    Actions refused;
+    refused.finish = finished_ = true;
+    refused.status = admission;
+    apply(refused);
+    return;
+  }
   reading_ = true;
   StartRead(&read_buffer_);
 }
@@ -68,13 +77,7 @@ void SessionReactor::OnDone() {
     std::lock_guard lock(service_.sessions_mutex_);
     service_.sessions_.erase(this);
   }
-  bool last = false;
-  {
-    std::lock_guard lock(mutex_);
-    done_ = true;
-    last = holds_ == 0;
-  }
-  if (last) delete this;
+  delete this;
 }
 
 void SessionReactor::drain() {
@@ -83,19 +86,8 @@ void SessionReactor::drain() {
     std::lock_guard lock(mutex_);
     draining_ = true;
     plan_next(actions);
-    ++holds_;
   }
-  apply_held(actions);
-}
-
-void SessionReactor::apply_held(Actions& actions) {
   apply(actions);
-  bool last = false;
-  {
-    std::lock_guard lock(mutex_);
-    last = --holds_ == 0 && done_;
-  }
-  if (last) delete this;
 }
 
 std::unique_ptr<v1::SessionResponse> SessionReactor::take_spare() {
@@ -115,57 +107,14 @@ void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
   }
   if (!request_.model_id().empty()) model_id_ = request_.model_id();
   response->set_sequence(request_.sequence());
-  using R = v1::SessionResponse;
-  switch (request_.request_case()) {
-    case v1::SessionRequest::kInverseDynamics:
-      return serve(Method::kInverseDynamics, request_.inverse_dynamics(),
-                   &R::mutable_inverse_dynamics, std::move(response));
-    case v1::SessionRequest::kForwardDynamics:
-      return serve(Method::kForwardDynamics, request_.forward_dynamics(),
-                   &R::mutable_forward_dynamics, std::move(response));
-    case v1::SessionRequest::kMassMatrix:
-      return serve(Method::kMassMatrix, request_.mass_matrix(), &R::mutable_mass_matrix,
-                   std::move(response));
-    case v1::SessionRequest::kNonlinearEffects:
-      return serve(Method::kNonlinearEffects, request_.nonlinear_effects(),
-                   &R::mutable_nonlinear_effects, std::move(response));
-    case v1::SessionRequest::kGravity:
-      return serve(Method::kGravity, request_.gravity(), &R::mutable_gravity, std::move(response));
-    case v1::SessionRequest::kKinematics:
-      return serve(Method::kKinematics, request_.kinematics(), &R::mutable_kinematics,
-                   std::move(response));
-    case v1::SessionRequest::kHybridDynamics:
-      return serve(Method::kHybridDynamics, request_.hybrid_dynamics(), &R::mutable_hybrid_dynamics,
-                   std::move(response));
-    case v1::SessionRequest::kFloatingBaseInverseDynamics:
-      return serve(Method::kFloatingBaseInverseDynamics, request_.floating_base_inverse_dynamics(),
-                   &R::mutable_floating_base_inverse_dynamics, std::move(response));
-    case v1::SessionRequest::kDerivatives:
-      return serve(Method::kDerivatives, request_.derivatives(), &R::mutable_derivatives,
-                   std::move(response));
-    case v1::SessionRequest::kCoriolisMatrix:
-      return serve(Method::kCoriolisMatrix, request_.coriolis_matrix(), &R::mutable_coriolis_matrix,
-                   std::move(response));
-    case v1::SessionRequest::kCentroidal:
-      return serve(Method::kCentroidal, request_.centroidal(), &R::mutable_centroidal,
-                   std::move(response));
-    case v1::SessionRequest::kConstrainedDynamics:
-      return serve(Method::kConstrainedDynamics, request_.constrained_dynamics(),
-                   &R::mutable_constrained_dynamics, std::move(response));
-    case v1::SessionRequest::kContactDynamics:
-      return serve(Method::kContactDynamics, request_.contact_dynamics(),
-                   &R::mutable_contact_dynamics, std::move(response));
-    case v1::SessionRequest::kImpact:
-      return serve(Method::kImpact, request_.impact(), &R::mutable_impact, std::move(response));
-    case v1::SessionRequest::kSimulate:
-      return serve(Method::kSimulate, request_.simulate(), &R::mutable_simulate,
-                   std::move(response));
-    case v1::SessionRequest::kEcho: {
-      const grpc::Status status = service_.echo(request_.echo(), response->mutable_echo());
-      return complete(std::move(response), status);
-    }
-    case v1::SessionRequest::REQUEST_NOT_SET:
-      break;
+  if (visit_batched_request(request_, [&](Method method, const auto& request, auto inner) {
+        serve(method, request, inner, std::move(response));
+      })) {
+    return;
+  }
+  if (request_.request_case() == v1::SessionRequest::kEcho) {
+    const grpc::Status status = service_.echo(request_.echo(), response->mutable_echo());
+    return complete(std::move(response), status);
   }
   complete(std::move(response),
            {grpc::StatusCode::INVALID_ARGUMENT,
@@ -220,10 +169,8 @@ void SessionReactor::complete(std::unique_ptr<v1::SessionResponse> response,
       ready_.push_back(std::move(response));
     }
     plan_next(actions);
-    ++holds_;
   }
-  // complete() runs on a worker, or inline inside OnReadDone: either way under a hold.
-  apply_held(actions);
+  apply(actions);
 }
 
 void SessionReactor::plan_next(Actions& actions) {
@@ -231,13 +178,15 @@ void SessionReactor::plan_next(Actions& actions) {
   if (!writing_ && !ready_.empty()) {
     writing_ = true;
     actions.write = ready_.front().get();
+    ++starting_;
   }
   if (!reading_ && !computing_ && !read_closed_ && !draining_ &&
       ready_.size() < max_queued_responses_) {
     reading_ = true;
     actions.read = true;
+    ++starting_;
   }
-  if (!computing_ && !writing_ && ready_.empty() && (read_closed_ || draining_)) {
+  if (starting_ == 0 && !computing_ && !writing_ && ready_.empty() && (read_closed_ || draining_)) {
     finished_ = true;
     actions.finish = true;
     if (context_->IsCancelled() || write_failed_) {
@@ -249,33 +198,45 @@ void SessionReactor::plan_next(Actions& actions) {
   }
 }
 
-void SessionReactor::apply(Actions& actions) {
-  if (actions.write != nullptr) {
-    // Only this thread touches write_buffer_ until OnWriteDone: writing_ was set under the lock.
-    if (!encode(*actions.write, &write_buffer_).ok()) {
-      v1::SessionResponse failed;
-      failed.set_sequence(actions.write->sequence());
-      failed.mutable_status()->set_code(grpc::StatusCode::INTERNAL);
-      failed.mutable_status()->set_message("the response could not be encoded");
-      encode(failed, &write_buffer_);
+void SessionReactor::apply(Actions actions) {
+  for (;;) {
+    if (actions.write != nullptr) {
+      // Only this thread touches write_buffer_ until OnWriteDone: writing_ was set under the lock.
+      if (!encode(*actions.write, &write_buffer_).ok()) {
+        v1::SessionResponse failed;
+        failed.set_sequence(actions.write->sequence());
+        failed.mutable_status()->set_code(grpc::StatusCode::INTERNAL);
+        failed.mutable_status()->set_message("the response could not be encoded");
+        encode(failed, &write_buffer_);
+      }
+      StartWrite(&write_buffer_);
     }
-    StartWrite(&write_buffer_);
-  }
-  if (actions.read) StartRead(&read_buffer_);
-  if (actions.finish) {
-    service_.metrics().rpc_handled(Method::kSession, actions.status.error_code(), start_);
-    if (spdlog::should_log(spdlog::level::debug)) {
-      spdlog::debug("Session from {}: {}", context_->peer(),
-                    status_code_name(actions.status.error_code()));
+    if (actions.read) StartRead(&read_buffer_);
+    if (actions.finish) {
+      service_.metrics().rpc_handled(Method::kSession, actions.status.error_code(), start_);
+      if (spdlog::should_log(spdlog::level::debug)) {
+        spdlog::debug("Session from {}: {}", context_->peer(),
+                      status_code_name(actions.status.error_code()));
+      }
+      Finish(actions.status);  // the reactor may be deleted from here on
+      return;
     }
-    Finish(actions.status);
+    const int started = (actions.write != nullptr ? 1 : 0) + (actions.read ? 1 : 0);
+    if (started == 0) return;
+    actions = Actions();
+    {
+      std::lock_guard lock(mutex_);
+      starting_ -= started;
+      plan_next(actions);
+    }
   }
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* DynamicsService::Session(
     grpc::CallbackServerContext* context) {
   std::lock_guard lock(sessions_mutex_);
-  auto* session = new SessionReactor(*this, context, limits_.max_session_queued);
+  auto* session = new SessionReactor(*this, context, limits_.max_session_queued,
+                                     access_.check(*context, Method::kSession));
   sessions_.insert(session);
   if (draining_) session->drain();
   return session;

@@ -6,12 +6,15 @@
 // and computed; at most kMaxQueuedResponses wait before reading pauses (back-pressure on a client
 // that does not read). A failing message is answered with its status and the stream goes on.
 //
-// Lifetime: gRPC calls OnDone once Finish has completed and every reaction (OnReadDone,
-// OnWriteDone) has returned, so a reaction may always touch the reactor. A thread outside
-// gRPC's reactions (an executor worker completing a message, the main thread draining) holds
-// the reactor while it starts operations outside the lock: a write it starts may complete, and
-// the stream finish and OnDone run, on another thread before it returns. The last of OnDone and
-// the holders deletes the reactor.
+// Lifetime. gRPC runs OnDone (which deletes the reactor) and then destroys its own stream once
+// Finish has completed and every reaction has returned, on whichever thread gets there last.
+// Reads, writes and Finish are decided under the lock and started outside it, by reactions and by
+// other threads (an executor worker completing a message, the main thread draining). Two rules
+// keep every thread off a deleted reactor or stream:
+// - Finish is never decided while a read or write that was decided is not yet started
+//   (`starting_`): a StartRead issued after Finish could reach a stream gRPC has destroyed. The
+//   thread that starts the last such operation decides again, and may then finish.
+// - Finish is the last thing a thread does with the reactor.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -31,10 +34,12 @@ namespace torqued::server {
 // with INVALID_ARGUMENT, in its place in the order, and the stream goes on.
 class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  // Starts reading. `service` outlives the stream (the server waits for open streams to end).
-  // At most `max_queued_responses` answers wait to be written before reading pauses.
+  // Starts reading, or ends the stream at once with `admission` when it is not OK (a missing or
+  // wrong token: checked once, for the whole stream). `service` outlives the stream (the server
+  // waits for open streams to end). At most `max_queued_responses` answers wait to be written
+  // before reading pauses.
   SessionReactor(DynamicsService& service, grpc::CallbackServerContext* context,
-                 int max_queued_responses);
+                 int max_queued_responses, const grpc::Status& admission);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -63,10 +68,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void complete(std::unique_ptr<v1::SessionResponse> response, const grpc::Status& status);
   // Under the lock: the next read, the next write, or the end of the stream.
   void plan_next(Actions& actions);
-  void apply(Actions& actions);
-  // For threads outside gRPC's reactions: apply() under a hold taken with the lock, then the
-  // hold released (deleting the reactor when OnDone has run meanwhile).
-  void apply_held(Actions& actions);
+  // Starts what was decided, then decides again until nothing is left to start; may Finish.
+  void apply(Actions actions);
   std::unique_ptr<v1::SessionResponse> take_spare();
 
   DynamicsService& service_;
@@ -87,10 +90,71 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   bool write_failed_ = false;
   bool draining_ = false;
   bool finished_ = false;
-  bool done_ = false;  // OnDone has run
-  int holds_ = 0;      // threads outside gRPC's reactions between plan_next() and apply()
+  int starting_ = 0;  // reads and writes decided by plan_next() and not yet started
   std::deque<std::unique_ptr<v1::SessionResponse>> ready_;
   std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
 };
+
+// Hands the batched request that `message` carries to `serve(method, request, inner)`, where
+// `inner` is the SessionResponse accessor of its response kind (&v1::SessionResponse::
+// mutable_gravity, ...); returns false when it carries none (Echo, or no request set). The one
+// dispatch of Session messages, shared with the request fuzzer (tests/fuzz).
+template <typename Serve>
+bool visit_batched_request(const v1::SessionRequest& message, Serve&& serve) {
+  using R = v1::SessionResponse;
+  switch (message.request_case()) {
+    case v1::SessionRequest::kInverseDynamics:
+      serve(Method::kInverseDynamics, message.inverse_dynamics(), &R::mutable_inverse_dynamics);
+      return true;
+    case v1::SessionRequest::kForwardDynamics:
+      serve(Method::kForwardDynamics, message.forward_dynamics(), &R::mutable_forward_dynamics);
+      return true;
+    case v1::SessionRequest::kMassMatrix:
+      serve(Method::kMassMatrix, message.mass_matrix(), &R::mutable_mass_matrix);
+      return true;
+    case v1::SessionRequest::kNonlinearEffects:
+      serve(Method::kNonlinearEffects, message.nonlinear_effects(), &R::mutable_nonlinear_effects);
+      return true;
+    case v1::SessionRequest::kGravity:
+      serve(Method::kGravity, message.gravity(), &R::mutable_gravity);
+      return true;
+    case v1::SessionRequest::kKinematics:
+      serve(Method::kKinematics, message.kinematics(), &R::mutable_kinematics);
+      return true;
+    case v1::SessionRequest::kHybridDynamics:
+      serve(Method::kHybridDynamics, message.hybrid_dynamics(), &R::mutable_hybrid_dynamics);
+      return true;
+    case v1::SessionRequest::kFloatingBaseInverseDynamics:
+      serve(Method::kFloatingBaseInverseDynamics, message.floating_base_inverse_dynamics(),
+            &R::mutable_floating_base_inverse_dynamics);
+      return true;
+    case v1::SessionRequest::kDerivatives:
+      serve(Method::kDerivatives, message.derivatives(), &R::mutable_derivatives);
+      return true;
+    case v1::SessionRequest::kCoriolisMatrix:
+      serve(Method::kCoriolisMatrix, message.coriolis_matrix(), &R::mutable_coriolis_matrix);
+      return true;
+    case v1::SessionRequest::kCentroidal:
+      serve(Method::kCentroidal, message.centroidal(), &R::mutable_centroidal);
+      return true;
+    case v1::SessionRequest::kConstrainedDynamics:
+      serve(Method::kConstrainedDynamics, message.constrained_dynamics(),
+            &R::mutable_constrained_dynamics);
+      return true;
+    case v1::SessionRequest::kContactDynamics:
+      serve(Method::kContactDynamics, message.contact_dynamics(), &R::mutable_contact_dynamics);
+      return true;
+    case v1::SessionRequest::kImpact:
+      serve(Method::kImpact, message.impact(), &R::mutable_impact);
+      return true;
+    case v1::SessionRequest::kSimulate:
+      serve(Method::kSimulate, message.simulate(), &R::mutable_simulate);
+      return true;
+    case v1::SessionRequest::kEcho:
+    case v1::SessionRequest::REQUEST_NOT_SET:
+      break;
+  }
+  return false;
+}
 
 }  // namespace torqued::server

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "engine/model/quoted.hpp"
+
 namespace torqued::server {
 
 namespace {
@@ -70,10 +72,12 @@ grpc::Status over_limit(const std::string& what, std::int64_t value, std::int64_
                                                     std::to_string(limit) + " (" + flag + ")"};
 }
 
+// The opening quote is a char, not a one-character string: GCC 12 before 12.4 warns wrongly
+// (-Wrestrict, GCC bug 105651) on a string literal prepended to a std::string.
 std::string quote_input(std::string_view text) {
   constexpr std::size_t kShown = 64;
-  if (text.size() <= kShown) return "\"" + std::string(text) + "\"";
-  return "\"" + std::string(text.substr(0, kShown)) + "...\" (" + std::to_string(text.size()) +
+  if (text.size() <= kShown) return '"' + std::string(text) + "\"";
+  return '"' + std::string(utf8_prefix(text, kShown)) + "...\" (" + std::to_string(text.size()) +
          " bytes)";
 }
 
@@ -81,7 +85,7 @@ grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& sta
   if (batch_size > static_cast<std::uint32_t>(max_states)) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "batch_size: " + std::to_string(batch_size) + " exceeds the server's limit of " +
-                std::to_string(max_states) + " states per call"};
+                std::to_string(max_states) + " states per call (--max-batch-states)"};
   }
   states = batch_size == 0 ? 1 : static_cast<int>(batch_size);
   return grpc::Status::OK;
@@ -155,9 +159,9 @@ grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int sta
       if (std::abs(norm - 1.0) > kQuaternionTolerance) {
         std::ostringstream out;
         out.precision(17);
-        out << "q: the quaternion (x, y, z, w) of joint \"" << model.joint_names[b] << "\" at q["
-            << static_cast<std::int64_t>(s) * model.nq + offset << "] (state " << s << ") has norm "
-            << norm << "; it must be 1 within " << kQuaternionTolerance;
+        out << "q: the quaternion (x, y, z, w) of joint " << quote_input(model.joint_names[b])
+            << " at q[" << static_cast<std::int64_t>(s) * model.nq + offset << "] (state " << s
+            << ") has norm " << norm << "; it must be 1 within " << kQuaternionTolerance;
         return invalid(out.str());
       }
     }
@@ -172,7 +176,7 @@ grpc::Status check_response_size(std::int64_t doubles, std::int64_t max_bytes) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "the response would take " + std::to_string(bytes) +
                 " bytes, more than the server's max message size of " + std::to_string(max_bytes) +
-                "; send fewer states per call (a smaller batch_size)"};
+                " (--max-message-bytes); send fewer states per call (a smaller batch_size)"};
   }
   return grpc::Status::OK;
 }

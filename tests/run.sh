@@ -1,21 +1,126 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, then builds everything and runs every test twice:
-# portable in build/test/, then for this machine's CPU in build/test-native/.
+# The test command: installs what is missing, then runs each stage, stopping at the first that
+# fails (the command then fails):
+#   release     GCC Release build, every test                                build/test
+#   native      the same for this machine's CPU (-march=native), benchmarks aside build/test-native
+#   asan        clang-14 ASan + UBSan build (with the fuzzers), every test    build/asan
+#   tsan        clang-14 TSan build, the server, Session and client tests    build/tsan
+#   fuzz        every libFuzzer target of build/asan on its seeds, 10 s each  build/asan
+#   containers  the image, the compose stack and the Kubernetes manifests, built and run, the
+#               image's results compared with build/test's (tests/deploy/run.sh)
+# The sanitizer builds use clang-14: it compiles them in a third of GCC 12's time, and it is the
+# compiler libFuzzer needs anyway. TORQUED_TEST_STAGES picks stages (default "release native
+# asan tsan fuzz containers"; TORQUED_SKIP_CONTAINERS=1 skips the containers). Arguments go to every
+# stage's ctest (e.g. -R Session). Sanitizer reports of any process, the servers the tests start
+# included, are collected in <build>/sanitizer-reports/ and fail their stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install-deps.sh --test
+source_dir=$PWD
+jobs=$(nproc)
+stages=${TORQUED_TEST_STAGES:-release native asan tsan fuzz containers}
+passed=0
 
-echo "== Release build, portable (baseline x86-64)"
-cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build/test -j"$(nproc)"
-ctest --test-dir build/test --output-on-failure -j"$(nproc)" "$@"
+heading() {
+  echo
+  echo "=================== $1 ==================="
+}
 
-# The same suite built for this machine's CPU (-march=native: AVX2, FMA and wider registers where
-# it has them), where floating-point contraction and Eigen's alignment differ from the portable
-# build while results must agree and model ids must not change (tests/server/model_id_test.cpp
-# pins the portable build's). Benchmarks are left out: nothing here runs them.
-echo "== Release build, native ($(grep -qw avx2 /proc/cpuinfo && echo AVX2 || echo "no AVX2"))"
-cmake -S . -B build/test-native -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORQUED_NATIVE=ON \
-  -DTORQUED_BUILD_BENCH=OFF
-cmake --build build/test-native -j"$(nproc)"
-ctest --test-dir build/test-native --output-on-failure -j"$(nproc)" "$@"
+configure() {  # BUILD_DIR, CMake options...
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORQUED_WERROR=ON "$@"
+}
+
+# Runs ctest in BUILD_DIR with sanitizer reports going to files, then fails when there are any.
+# The servers the tests start are killed at the end of each test, so their reports would be lost
+# on a pipe: log_path makes every process write its own file. gRPC, protobuf and Abseil are
+# uninstrumented: ThreadSanitizer ignores their calls through its interceptors (malloc, memcpy,
+# epoll, ...: ignore_noninstrumented_modules), and tests/tsan.supp the rest of their internals.
+ctest_with_reports() {  # BUILD_DIR, ctest arguments...
+  local dir=$1
+  shift
+  local reports=$source_dir/$dir/sanitizer-reports
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  local status=0
+  ASAN_OPTIONS="log_path=$reports/report:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:detect_leaks=1" \
+    UBSAN_OPTIONS="log_path=$reports/report:print_stacktrace=1:halt_on_error=1" \
+    TSAN_OPTIONS="log_path=$reports/report:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$source_dir/tests/tsan.supp" \
+    ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" || status=$?
+  if compgen -G "$reports/*" >/dev/null; then
+    echo "Sanitizer reports ($reports):"
+    cat "$reports"/*
+    return 1
+  fi
+  return "$status"
+}
+
+run_release() {
+  configure build/test
+  cmake --build build/test -j"$jobs"
+  ctest --test-dir build/test --output-on-failure -j"$jobs" "$@"
+}
+
+# The suite built for this machine's CPU (AVX2, FMA and wider registers where it has them), where
+# floating-point contraction and Eigen's alignment differ from the portable build while results
+# must agree and model ids must not change (tests/server/model_id_test.cpp pins the portable
+# build's).
+run_native() {
+  echo "CPU: $(grep -qw avx2 /proc/cpuinfo && echo AVX2 || echo "no AVX2")"
+  configure build/test-native -DTORQUED_NATIVE=ON -DTORQUED_BUILD_BENCH=OFF
+  cmake --build build/test-native -j"$jobs"
+  ctest --test-dir build/test-native --output-on-failure -j"$jobs" "$@"
+}
+
+sanitizer_build() {  # BUILD_DIR, SANITIZER, CMake options...
+  local dir=$1 sanitizer=$2
+  shift 2
+  configure "$dir" -DCMAKE_CXX_COMPILER=clang++-14 -DTORQUED_SANITIZE="$sanitizer" "$@"
+}
+
+run_asan() {
+  sanitizer_build build/asan address -DTORQUED_FUZZ=ON
+  cmake --build build/asan -j"$jobs"
+  ctest_with_reports build/asan "$@"
+}
+
+# The code with threads: the server (executor, workspace pool, Session reactor) and the clients
+# that call it concurrently. The engine has no threads of its own.
+run_tsan() {
+  sanitizer_build build/tsan thread
+  cmake --build build/tsan -j"$jobs" --target server_tests
+  ctest_with_reports build/tsan -L server "$@"
+}
+
+run_fuzz() {
+  sanitizer_build build/asan address -DTORQUED_FUZZ=ON
+  cmake --build build/asan -j"$jobs" --target fuzzers
+  bash tests/fuzz/run.sh build/asan 10
+}
+
+run_containers() {
+  bash tests/deploy/run.sh build/test
+}
+
+for stage in $stages; do
+  case $stage in
+    release) title="Release build: every test" ;;
+    native) title="Native build (-march=native): every test" ;;
+    asan) title="ASan + UBSan build (clang-14): every test" ;;
+    tsan) title="TSan build (clang-14): server, Session and client tests" ;;
+    fuzz) title="Fuzzing: every libFuzzer target, 10 s each" ;;
+    containers) title="Containers: the image, the compose stack, the Kubernetes manifests" ;;
+    *)
+      echo "unknown stage $stage (release, native, asan, tsan, fuzz, containers)" >&2
+      exit 2
+      ;;
+  esac
+  heading "$title"
+  start=$SECONDS
+  "run_$stage" "$@"
+  echo "--- $stage passed in $((SECONDS - start)) s"
+  passed=$((passed + 1))
+done
+echo
+echo "stages: $passed passed, 0 failed"

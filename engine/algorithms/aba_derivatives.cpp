@@ -38,6 +38,15 @@ void invert_unit_lower(const std::vector<int>& parent, const std::vector<int>& e
   }
 }
 
+// Under ThreadSanitizer (TORQUED_SANITIZE=thread) the clones' resolver, an ifunc that the
+// dynamic loader runs before the sanitizer's runtime exists, would be instrumented and crash the
+// program at start-up: there each function has its baseline version only.
+#ifdef TORQUED_NO_FUNCTION_CLONES
+#define TORQUED_AVX2_CLONES
+#else
+#define TORQUED_AVX2_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+
 // Four doubles as one value (GCC vector extension): lowered to two SSE2 registers in the
 // baseline build and to one AVX register where the AVX2 clone below runs.
 using Lanes = double __attribute__((vector_size(32)));
@@ -97,8 +106,8 @@ template <int kLanes>
 // blocks are updated whole rather than one triangle then mirrored: twice the products, but
 // contiguous and vectorized, where the mirror's strided copies cost more. Cloned like the
 // product below.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void accumulate_minverse(
-    const std::vector<int>& end, int nv, const double* h, const double* g, double* minv) {
+TORQUED_AVX2_CLONES void accumulate_minverse(const std::vector<int>& end, int nv, const double* h,
+                                             const double* g, double* minv) {
   for (int c = 0; c < nv; ++c) {
     const double* gc = g + static_cast<std::ptrdiff_t>(c) * nv;
     const double inv_d = 1.0 / h[c + static_cast<std::ptrdiff_t>(c) * nv];
@@ -115,9 +124,11 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void accumulate_minv
 // the program starts (GCC function multiversioning), so a portable build still uses the wider
 // registers on machines that have them. This file is compiled without FMA contraction, so both
 // versions do the same operations in the same order and return bitwise the same results.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void multiply_by_minus_minverse(
-    const std::vector<int>& parent, const std::vector<int>& end, int nv, const double* minv,
-    const double* dtau_dq, const double* dtau_dv, double* out_q, double* out_v) {
+TORQUED_AVX2_CLONES void multiply_by_minus_minverse(const std::vector<int>& parent,
+                                                    const std::vector<int>& end, int nv,
+                                                    const double* minv, const double* dtau_dq,
+                                                    const double* dtau_dv, double* out_q,
+                                                    double* out_v) {
   for (int k = 0; k < nv; ++k) {
     const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(k) * nv;
     const double* wq = dtau_dq + col;

@@ -10,6 +10,8 @@
 
 #include <cmath>
 
+#include "engine/model/quoted.hpp"
+
 namespace torqued {
 namespace {
 
@@ -33,8 +35,6 @@ Transform trans_z(double d) { return {Mat3::Identity(), Vec3(0.0, 0.0, d)}; }
 [[gnu::flatten]] Vec3 point_in(const Transform& frame, const Vec3& point) {
   return frame.act(point);
 }
-
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
 
 void check_row(const DhLink& row, const std::string& joint_name) {
   if (row.type != JointType::kRevolute && row.type != JointType::kPrismatic) {

@@ -14,9 +14,14 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "engine/io/xml_guard.hpp"
+#include "engine/model/quoted.hpp"
 
 namespace torqued {
 namespace {
@@ -50,7 +55,89 @@ class CaptureUrdfdomMessages {
   CaptureUrdfdomMessages& operator=(const CaptureUrdfdomMessages&) = delete;
 };
 
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
+// urdfdom 3.0.1 links the tree it reads with shared pointers from each link to its child links,
+// so joints that form a cycle (a joint from a link to itself included) leave a reference cycle
+// that is never freed, whether urdfdom then rejects the document or not: tests/fuzz/urdf_fuzzer
+// found every such document leaking, which a client could repeat until the server ran out of
+// memory. So the joints' links are read during the structural check, and a cycle is refused
+// before urdfdom sees the document. As urdfdom reads them: the first <parent> and <child> of each
+// <joint> under the root, their "link" attribute; a name with an entity reference, which TinyXML
+// would decode, is refused rather than decoded here.
+class JointGraph {
+ public:
+  void add(const XmlElement& element) {
+    if (element.depth == 2) {
+      in_joint_ = element.name == "joint";
+      if (in_joint_) joints_.push_back({attribute(element, "name").value_or(""), {}, {}});
+      return;
+    }
+    if (element.depth != 3 || !in_joint_) return;
+    JointLinks& joint = joints_.back();
+    std::optional<std::string_view>* end = element.name == "parent"  ? &joint.parent
+                                           : element.name == "child" ? &joint.child
+                                                                     : nullptr;
+    if (end == nullptr || end->has_value()) return;
+    *end = attribute(element, "link");
+    if (end->has_value() && (*end)->find('&') != std::string_view::npos) {
+      throw ModelError("invalid URDF: joint " + quoted(joint.name) +
+                       ": entity references in link names are not supported");
+    }
+  }
+
+  // Throws ModelError naming the joint that closes a cycle.
+  void check_acyclic() const {
+    std::map<std::string_view, std::vector<const JointLinks*>> children;  // by parent link
+    for (const JointLinks& joint : joints_) {
+      if (joint.parent && joint.child) children[*joint.parent].push_back(&joint);
+    }
+    enum class Mark { kNew, kOnPath, kDone };
+    std::map<std::string_view, Mark> marks;
+    for (const auto& [root, unused] : children) {
+      if (marks[root] != Mark::kNew) continue;
+      marks[root] = Mark::kOnPath;
+      std::vector<std::pair<std::string_view, std::size_t>> path{{root, 0}};  // link, next child
+      while (!path.empty()) {
+        const auto [link, next] = path.back();
+        const auto below = children.find(link);
+        if (below == children.end() || next == below->second.size()) {
+          marks[link] = Mark::kDone;
+          path.pop_back();
+          continue;
+        }
+        ++path.back().second;
+        const JointLinks& joint = *below->second[next];
+        Mark& mark = marks[*joint.child];
+        if (mark == Mark::kOnPath) {
+          throw ModelError("invalid URDF: joint " + quoted(joint.name) +
+                           " closes a cycle of joints through link " + quoted(*joint.child) +
+                           " (the joints of a URDF form a tree)");
+        }
+        if (mark == Mark::kNew) {
+          mark = Mark::kOnPath;
+          path.emplace_back(*joint.child, 0);
+        }
+      }
+    }
+  }
+
+ private:
+  struct JointLinks {
+    std::string_view name;
+    std::optional<std::string_view> parent;
+    std::optional<std::string_view> child;
+  };
+
+  static std::optional<std::string_view> attribute(const XmlElement& element,
+                                                   std::string_view name) {
+    for (const auto& [key, value] : element.attributes) {
+      if (key == name) return value;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<JointLinks> joints_;
+  bool in_joint_ = false;  // the current element of depth 2 is a <joint>
+};
 
 Vec3 to_vec3(const urdf::Vector3& v) { return {v.x, v.y, v.z}; }
 
@@ -201,7 +288,10 @@ ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& opt
 }  // namespace
 
 ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
-  check_xml_structure(xml, XmlLimits{kMaxUrdfDepth, "link", options.max_links});
+  JointGraph joints;
+  check_xml_structure(xml, XmlLimits{kMaxUrdfDepth, "link", options.max_links},
+                      [&joints](const XmlElement& element) { joints.add(element); });
+  joints.check_acyclic();
   std::vector<std::string> messages;
   urdf::ModelInterfaceSharedPtr urdf_model;
   {

@@ -39,7 +39,8 @@ struct UrdfOptions {
 inline constexpr int kMaxUrdfDepth = 64;
 
 // Throws ModelError when the XML is not a valid URDF (the message carries urdfdom's diagnostics),
-// nests deeper than kMaxUrdfDepth, or has more <link> elements than options.max_links.
+// nests deeper than kMaxUrdfDepth, has more <link> elements than options.max_links, or has
+// joints that form a cycle (refused before urdfdom parses: urdfdom would leak it).
 // The result still has to go through build_model(), which does the full validation.
 ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options = {});
 // As read_urdf_string; also throws ModelError when the file cannot be read.

@@ -45,7 +45,9 @@ bool starts_with_ignoring_case(std::string_view text, std::size_t at, std::strin
 
 class Scanner {
  public:
-  Scanner(std::string_view xml, const XmlLimits& limits) : xml_(xml), limits_(limits) {}
+  Scanner(std::string_view xml, const XmlLimits& limits,
+          const std::function<void(const XmlElement&)>& on_element)
+      : xml_(xml), limits_(limits), on_element_(on_element) {}
 
   void run() {
     if (xml_.find('\0') != std::string_view::npos) fail("the document contains a NUL byte");
@@ -160,6 +162,7 @@ class Scanner {
   void start_tag() {
     ++at_;
     const std::string_view element = name("element name");
+    attributes_.clear();
     for (;;) {
       const std::size_t before = at_;
       skip_spaces();
@@ -182,7 +185,7 @@ class Scanner {
   }
 
   void attribute(std::string_view element) {
-    name("attribute name");
+    const std::string_view attribute_name = name("attribute name");
     skip_spaces();
     if (at_ >= xml_.size() || xml_[at_] != '=') {
       fail("an attribute of <" + std::string(element) + "> has no '='");
@@ -195,9 +198,11 @@ class Scanner {
     const char quote = xml_[at_++];
     const std::size_t end = xml_.find(quote, at_);
     if (end == std::string_view::npos) fail("an attribute value is not closed");
-    if (xml_.substr(at_, end - at_).find('<') != std::string_view::npos) {
+    const std::string_view value = xml_.substr(at_, end - at_);
+    if (value.find('<') != std::string_view::npos) {
       fail("'<' inside an attribute value of <" + std::string(element) + ">");
     }
+    attributes_.emplace_back(attribute_name, value);
     at_ = end + 1;
   }
 
@@ -212,6 +217,7 @@ class Scanner {
       fail<TooManyElementsError>("more than " + std::to_string(limits_.max_counted) + " <" +
                                  std::string(limits_.counted_element) + "> elements");
     }
+    if (on_element_) on_element_(XmlElement{depth, element, attributes_});
     if (has_content) open_.emplace_back(element);
   }
 
@@ -230,6 +236,8 @@ class Scanner {
 
   const std::string_view xml_;
   const XmlLimits& limits_;
+  const std::function<void(const XmlElement&)>& on_element_;
+  std::vector<std::pair<std::string_view, std::string_view>> attributes_;  // of the start tag
   std::size_t at_ = 0;
   std::vector<std::string> open_;  // names of the open elements, outermost first
   bool seen_root_ = false;
@@ -238,8 +246,9 @@ class Scanner {
 
 }  // namespace
 
-void check_xml_structure(std::string_view xml, const XmlLimits& limits) {
-  Scanner(xml, limits).run();
+void check_xml_structure(std::string_view xml, const XmlLimits& limits,
+                         const std::function<void(const XmlElement&)>& on_element) {
+  Scanner(xml, limits, on_element).run();
 }
 
 }  // namespace torqued

@@ -12,7 +12,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <span>
 #include <string_view>
+#include <utility>
 
 #include "engine/model/build.hpp"
 
@@ -32,7 +35,17 @@ class TooManyElementsError : public ModelError {
   using ModelError::ModelError;
 };
 
+// A start tag the check accepted, for a caller that needs a few attribute values before the
+// parser runs. Values are as written between the quotes (no entity is decoded).
+struct XmlElement {
+  int depth;  // 1 for the root element
+  std::string_view name;
+  std::span<const std::pair<std::string_view, std::string_view>> attributes;  // name, value
+};
+
 // Throws ModelError naming the line and what is wrong (TooManyElementsError for the count).
-void check_xml_structure(std::string_view xml, const XmlLimits& limits);
+// `on_element`, when given, sees every start tag in document order.
+void check_xml_structure(std::string_view xml, const XmlLimits& limits,
+                         const std::function<void(const XmlElement&)>& on_element = {});
 
 }  // namespace torqued

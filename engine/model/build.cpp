@@ -15,6 +15,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "engine/model/quoted.hpp"
+
 namespace torqued {
 namespace {
 
@@ -35,16 +37,6 @@ constexpr double kNegligibleInertiaDefect = 1e-6;
 constexpr double kRotationTol = 1e-6;
 
 [[noreturn]] void fail(const std::string& message) { throw ModelError(message); }
-
-// Appended piecewise: GCC 12 warns (-Wrestrict, a false positive) on "'" + std::string + "'".
-std::string quoted(std::string_view name) {
-  std::string out;
-  out.reserve(name.size() + 2);
-  out += '\'';
-  out += name;
-  out += '\'';
-  return out;
-}
 
 std::string format_number(double x) {
   std::ostringstream out;

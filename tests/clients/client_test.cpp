@@ -1,14 +1,14 @@
 // Tests clients/cpp/torqued/client.cpp against real torqued processes on loopback: results equal
 // the engine's in-process results bit for bit (the server runs the same engine code on the same
 // doubles, and the wire carries doubles exactly), a model deleted on the server is re-registered
-// transparently, UNAVAILABLE is retried until a late or restarted server answers, round_robin
-// spreads calls over two servers, and deadlines surface as DEADLINE_EXCEEDED.
+// transparently (also under threads sharing the client), UNAVAILABLE is retried until a late or
+// restarted server answers, round_robin spreads calls over two servers, and deadlines surface as
+// DEADLINE_EXCEEDED.
 #include "torqued/client.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <regex>
 #include <thread>
 
 #include "engine/algorithms/aba.hpp"
@@ -39,6 +39,16 @@ v1::RegisterModelRequest quadruped_request() {
 
 Matrix as_batch(const std::vector<double>& flat, int states) {
   return Eigen::Map<const Matrix>(flat.data(), states, static_cast<int>(flat.size()) / states);
+}
+
+// Deletes model `id` on the server behind the clients' backs (another client, an operator).
+grpc::Status delete_on_server(const ServerProcess& server, const std::string& id) {
+  v1::DeleteModelRequest request;
+  request.set_model_id(id);
+  v1::DeleteModelResponse response;
+  return with_deadline(10, [&](grpc::ClientContext* c) {
+    return server.models()->DeleteModel(c, request, &response);
+  });
 }
 
 // Servers start with an empty repository, so that models exist only once registered.
@@ -175,12 +185,7 @@ TEST_F(ClientTest, ModelDeletedOnTheServerIsReRegistered) {
   const Matrix before = client.gravity(layout.id(), q);
 
   // Someone else deletes it (another client, an operator): this client does not know.
-  v1::DeleteModelRequest remove;
-  remove.set_model_id(layout.id());
-  v1::DeleteModelResponse removed;
-  ASSERT_TRUE(with_deadline(10, [&](grpc::ClientContext* c) {
-                return server.models()->DeleteModel(c, remove, &removed);
-              }).ok());
+  ASSERT_TRUE(delete_on_server(server, layout.id()).ok());
 
   EXPECT_EQ(client.gravity(layout.id(), q), before);
   EXPECT_EQ(client.get_model(layout.id()).id(), layout.id());
@@ -198,15 +203,34 @@ TEST_F(ClientTest, ModelDeletedOnTheServerIsReRegistered) {
   no_reregistration.reregister = false;
   Client plain(no_reregistration);
   plain.register_model(quadruped_request());
-  ASSERT_TRUE(with_deadline(10, [&](grpc::ClientContext* c) {
-                return server.models()->DeleteModel(c, remove, &removed);
-              }).ok());
+  ASSERT_TRUE(delete_on_server(server, layout.id()).ok());
   try {
     plain.gravity(layout.id(), q);
     ADD_FAILURE() << "gravity succeeded without re-registration";
   } catch (const client::Error& e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::NOT_FOUND) << e.what();
   }
+}
+
+// The Client promises that threads may share it: four threads compute on one client while the
+// model is deleted on the server and re-registered by whichever thread meets the NOT_FOUND
+// first (the TSan stage of tests/run.sh checks the sharing itself).
+TEST_F(ClientTest, ThreadsShareOneClientThroughADeletionAndReRegistration) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::Model layout = client.register_model(quadruped_request());
+  const Matrix q = as_batch(random_configurations(layout, 4, 22), 4);
+  const Matrix expected = client.gravity(layout.id(), q);
+  std::vector<std::thread> threads;
+  std::vector<int> equal(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) equal[t] += client.gravity(layout.id(), q) == expected ? 1 : 0;
+    });
+  }
+  EXPECT_TRUE(delete_on_server(server, layout.id()).ok());
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(equal, std::vector<int>(4, 25));
 }
 
 TEST_F(ClientTest, RetriesUntilALateOrRestartedServerAnswers) {
@@ -254,22 +278,6 @@ TEST_F(ClientTest, RetriesUntilALateOrRestartedServerAnswers) {
     EXPECT_EQ(e.code(), grpc::StatusCode::UNAVAILABLE) << e.what();
     EXPECT_NE(std::string(e.what()).find("after 2 attempts"), std::string::npos) << e.what();
   }
-}
-
-// Calls of `method` that ended OK, from a server's Prometheus text.
-int handled_ok(const ServerProcess& server, const std::string& method) {
-  const std::string text = http_get(server.metrics_port(), "/metrics");
-  const std::regex line("grpc_server_handled_total\\{([^}]*)\\} ([0-9.e+]+)");
-  double total = 0;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
-       ++it) {
-    const std::string labels = (*it)[1];
-    if (labels.find("grpc_method=\"" + method + "\"") != std::string::npos &&
-        labels.find("grpc_code=\"OK\"") != std::string::npos) {
-      total += std::stod((*it)[2]);
-    }
-  }
-  return static_cast<int>(total);
 }
 
 TEST_F(ClientTest, RoundRobinSpreadsCallsOverServers) {

@@ -181,7 +181,7 @@ TEST(ModelRegistrationTest, KillNineLosesNoAcknowledgedModel) {
     ServerProcess server({dir.path() / "data", ""});
     for (int i = 0; i < 20; ++i) {
       v1::RegisterModelResponse response;
-      ASSERT_TRUE(register_model(server, pendulum_urdf("k" + std::to_string(i)), response).ok());
+      ASSERT_TRUE(register_model(server, pendulum_urdf('k' + std::to_string(i)), response).ok());
       ids.push_back(response.model().id());
     }
     server.signal(SIGKILL);

@@ -6,22 +6,96 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <fstream>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <random>
+#include <regex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "clients/cpp/load/workload.hpp"
 
 namespace torqued::testing {
+namespace {
+
+// Temporary directories (and server logs beside them) are named torqued-test-PID-..., PID the
+// test process that made them.
+constexpr std::string_view kTempPrefix = "torqued-test-";
+
+// Removes what test processes that are gone left in the temporary directory: a test that
+// crashed or was killed had no chance to.
+void remove_dead_runs_files() {
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kTempPrefix, 0) != 0) continue;
+    const std::size_t digits = name.find_first_not_of("0123456789", kTempPrefix.size());
+    if (digits == kTempPrefix.size() || digits == std::string::npos || name[digits] != '-')
+      continue;
+    const pid_t owner = std::stoi(name.substr(kTempPrefix.size(), digits - kTempPrefix.size()));
+    if (::kill(owner, 0) == 0 || errno != ESRCH) continue;
+    std::filesystem::remove_all(entry.path(), error);
+  }
+}
+
+// PR_SET_PDEATHSIG signals a child when the thread that forked it ends, not its process, and a
+// test may make a ServerProcess on a short-lived thread (client_test's restarter): every server
+// is forked on this one thread instead, which lasts as long as the test process.
+class ForkThread {
+ public:
+  // Runs `fork` (which forks and returns the child's pid) on the thread.
+  static pid_t run(std::function<pid_t()> fork) {
+    // Never destroyed: its thread runs until the process ends.
+    static ForkThread* const instance = new ForkThread();
+    std::packaged_task<pid_t()> task(std::move(fork));
+    std::future<pid_t> child = task.get_future();
+    {
+      std::lock_guard lock(instance->mutex_);
+      instance->tasks_.push_back(std::move(task));
+    }
+    instance->wake_.notify_one();
+    return child.get();
+  }
+
+ private:
+  ForkThread() {
+    std::thread([this] {
+      for (;;) {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return !tasks_.empty(); });
+        std::packaged_task<pid_t()> task = std::move(tasks_.front());
+        tasks_.pop_front();
+        lock.unlock();
+        task();
+      }
+    }).detach();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<pid_t()>> tasks_;
+};
+
+}  // namespace
 
 TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "torqued-test-XXXXXX").string();
+  remove_dead_runs_files();
+  std::string pattern = (std::filesystem::temp_directory_path() /
+                         (std::string(kTempPrefix) + std::to_string(::getpid()) + "-XXXXXX"))
+                            .string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   path_ = pattern;
 }
@@ -118,28 +192,34 @@ bool ServerProcess::spawn() {
   port_ = options_.port > 0 ? options_.port : free_port();
   metrics_port_ = options_.metrics ? free_port() : 0;
   std::vector<std::string> args = {torqued_binary(),
-                                   "--address=127.0.0.1",
+                                   "--address=" + options_.address,
                                    "--port=" + std::to_string(port_),
                                    "--metrics-address=127.0.0.1",
                                    "--metrics-port=" + std::to_string(metrics_port_),
                                    "--data-dir=" + options_.data_dir.string(),
                                    "--model-repository=" + options_.repository};
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
-  const pid_t pid = ::fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ForkThread::run([&] {
+    const pid_t child = ::fork();
+    if (child != 0) return child;
+    // The server dies with the test, however the test ends (a crash, an abort, CTest's timeout):
+    // the kernel kills it when the forking thread ends. Had the test died before this line, the
+    // server would have been re-parented already: then it exits at once.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
     const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
     ::_exit(127);
-  }
+  });
+  if (pid < 0) return false;
   pid_ = pid;
   return true;
 }
@@ -155,17 +235,18 @@ bool ServerProcess::wait_listening(double timeout_seconds) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::inet_pton(AF_INET, options_.address.c_str(), &addr.sin_addr);
     addr.sin_port = htons(static_cast<std::uint16_t>(port_));
     const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
     ::close(fd);
     if (connected) {
       // Only now the channel: one made earlier would sit in reconnect backoff for seconds.
-      grpc::ChannelArguments channel_args;
-      channel_args.SetMaxReceiveMessageSize(-1);
-      channel_args.SetMaxSendMessageSize(-1);
-      channel_ =
-          grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), channel_args);
+      client::ClientOptions channel_options;
+      channel_options.target = address();
+      channel_options.load_balancing_policy = "pick_first";
+      channel_options.tls = options_.client_tls;
+      channel_options.token = options_.client_token;
+      channel_ = client::make_channel(channel_options);
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -244,6 +325,21 @@ int ServerProcess::wait_exit(double timeout_seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return -1;
+}
+
+int handled_ok(const ServerProcess& server, const std::string& method) {
+  const std::string text = http_get(server.metrics_port(), "/metrics");
+  const std::regex line("grpc_server_handled_total\\{([^}]*)\\} ([0-9.e+]+)");
+  double total = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it) {
+    const std::string labels = (*it)[1];
+    if (labels.find("grpc_method=\"" + method + "\"") != std::string::npos &&
+        labels.find("grpc_code=\"OK\"") != std::string::npos) {
+      total += std::stod((*it)[2]);
+    }
+  }
+  return static_cast<int>(total);
 }
 
 std::vector<double> random_configurations(const v1::Model& model, int states, unsigned seed) {

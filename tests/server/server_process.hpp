@@ -1,5 +1,6 @@
 // Test support: runs the real torqued binary as a child process on free loopback ports with its
-// own data directory, and talks to it over gRPC with the generated stubs.
+// own data directory, and talks to it over gRPC with the generated stubs (over TLS and with a
+// token when the server wants them).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -8,16 +9,20 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "torqued/client.hpp"
 #include "torqued/v1/dynamics.grpc.pb.h"
 #include "torqued/v1/model.grpc.pb.h"
 
 namespace torqued::testing {
 
-// A fresh directory under the system's temporary directory, removed on destruction.
+// A fresh directory under the system's temporary directory, removed on destruction. Its name
+// carries the test process's pid, and making one removes what test processes that died (a
+// crash, an abort, a timeout) left there.
 class TempDir {
  public:
   TempDir();
@@ -58,21 +63,30 @@ class ServerProcess {
     std::vector<std::string> extra_args = {};
     // gRPC port; 0: a free one (for a client that must reach the server before it starts).
     int port = 0;
+    // What the test's own channel (channel(), the health probes) brings: TLS (a server started
+    // with --tls-cert in extra_args needs it) and a bearer token.
+    std::optional<client::TlsOptions> client_tls = std::nullopt;
+    std::string client_token = "";
+    // gRPC address, any of the loopback range (replicas on one machine); metrics stay on
+    // 127.0.0.1.
+    std::string address = "127.0.0.1";
   };
 
   // Starts torqued and waits (up to 60 s) until its health service says SERVING. Retries with
   // new ports if the chosen ones were taken meanwhile. Fails the test (ADD_FAILURE) on error.
   explicit ServerProcess(Options options);
-  // Kills the process (SIGKILL) if still running.
+  // Kills the process (SIGKILL) if still running. The kernel kills it too when the test process
+  // ends without getting here (a crash, an abort, a timeout).
   ~ServerProcess();
 
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return options_.address + ":" + std::to_string(port_); }
   std::string log() const;
 
   std::shared_ptr<grpc::Channel> channel() const;
@@ -107,6 +121,9 @@ class ServerProcess {
   std::filesystem::path log_path_;
   std::shared_ptr<grpc::Channel> channel_;
 };
+
+// Calls of `method` that ended OK, from a server's Prometheus text (the server needs metrics).
+int handled_ok(const ServerProcess& server, const std::string& method);
 
 // Fills a configuration of `states` states with random angles and unit quaternions.
 std::vector<double> random_configurations(const v1::Model& model, int states, unsigned seed);

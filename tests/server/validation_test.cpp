@@ -192,21 +192,21 @@ TEST_F(ValidationTest, LimitsAreResourceExhausted) {
   v1::RegisterModelRequest chain;
   for (int i = 0; i <= 25; ++i) {
     auto* link = chain.mutable_spec()->add_links();
-    link->set_name("l" + std::to_string(i));
+    link->set_name('l' + std::to_string(i));
     link->mutable_inertial()->set_mass(1.0);
     link->mutable_inertial()->mutable_inertia()->set_ixx(0.01);
     link->mutable_inertial()->mutable_inertia()->set_iyy(0.01);
     link->mutable_inertial()->mutable_inertia()->set_izz(0.01);
     if (i == 0) continue;
     auto* joint = chain.mutable_spec()->add_joints();
-    joint->set_name("j" + std::to_string(i));
+    joint->set_name('j' + std::to_string(i));
     joint->set_type(v1::JOINT_TYPE_REVOLUTE);
-    joint->set_parent_link("l" + std::to_string(i - 1));
-    joint->set_child_link("l" + std::to_string(i));
+    joint->set_parent_link('l' + std::to_string(i - 1));
+    joint->set_child_link('l' + std::to_string(i));
   }
   EXPECT_STATUS(register_model(chain), RESOURCE_EXHAUSTED, "degrees of freedom", "20");
   for (int i = 26; i < 40; ++i)
-    chain.mutable_spec()->add_links()->set_name("x" + std::to_string(i));
+    chain.mutable_spec()->add_links()->set_name('x' + std::to_string(i));
   EXPECT_STATUS(register_model(chain), RESOURCE_EXHAUSTED, "spec.links", "30");
 }
 

@@ -1,20 +1,97 @@
-// The workspace pool (server/workspace.hpp) accounts for the engine workspaces a call will bind
-// before they are bound: a call never grows a workspace past --max-workspace-bytes. Byte counts
+// Tests server/workspace.cpp in process: the pool keeps idle workspaces within its byte budget,
+// least recently used evicted first, and frees a deleted model's; it accounts for the engine
+// workspaces a call will bind before they are bound, so that a call never grows a workspace past
+// --max-workspace-bytes; and its locking holds with threads leasing and returning workspaces of
+// two models while one is deleted (the TSan stage of tests/run.sh runs this test). Byte counts
 // are exact integers, compared exactly.
 #include "server/workspace.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "engine/algorithms/aba.hpp"
-#include "engine/algorithms/aba_derivatives.hpp"
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <vector>
+
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
+#include "tests/engine/support/random_tree.hpp"
 
 namespace torqued::server {
 namespace {
 
 using ::testing::HasSubstr;
+
+// No call in the tests below comes near this.
+constexpr std::size_t kNoWorkspaceLimit = std::size_t{1} << 40;
+
+std::shared_ptr<RegisteredModel> registered(const std::string& id, int links) {
+  test_support::RandomTreeOptions options;
+  options.min_links = links;
+  options.max_links = links;
+  auto entry = std::make_shared<RegisteredModel>();
+  entry->id = id;
+  entry->model = build_model(test_support::random_tree_spec(links, options));
+  return entry;
+}
+
+TEST(WorkspacePoolTest, KeepsIdleWorkspacesWithinTheBudgetLeastRecentlyUsedFirst) {
+  const auto small = registered("small", 3);
+  const auto large = registered("large", 30);
+  const std::size_t small_bytes = ModelWorkspace(*small->model).heap_bytes();
+  const std::size_t large_bytes = ModelWorkspace(*large->model).heap_bytes();
+  ASSERT_LT(small_bytes, large_bytes);
+  WorkspacePool pool(large_bytes + small_bytes, kNoWorkspaceLimit);
+
+  std::unique_ptr<ModelWorkspace> first = pool.acquire(*large, {});
+  std::unique_ptr<ModelWorkspace> second = pool.acquire(*small, {});
+  std::unique_ptr<ModelWorkspace> third = pool.acquire(*small, {});
+  pool.release(*large, std::move(first));
+  pool.release(*small, std::move(second));
+  EXPECT_EQ(pool.idle_count(), 2u);
+  EXPECT_EQ(pool.idle_bytes(), large_bytes + small_bytes);
+  // Over the budget now: the large one, released first, goes.
+  pool.release(*small, std::move(third));
+  EXPECT_EQ(pool.idle_count(), 2u);
+  EXPECT_EQ(pool.idle_bytes(), 2 * small_bytes);
+
+  small->deleted.store(true);
+  pool.forget(*small);
+  EXPECT_EQ(pool.idle_count(), 0u);
+  pool.release(*small, pool.acquire(*small, {}));  // a deleted model's workspace is not kept
+  EXPECT_EQ(pool.idle_count(), 0u);
+}
+
+TEST(WorkspacePoolTest, ThreadsLeaseAndReturnWorkspacesWhileAModelIsDeleted) {
+  const auto kept = registered("kept", 12);
+  const auto deleted = registered("deleted", 8);
+  // Room for a few idle workspaces, so that releases also evict.
+  WorkspacePool pool(3 * ModelWorkspace(*kept->model).heap_bytes(), kNoWorkspaceLimit);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        WorkerContext worker(pool, Interruption{}, {});
+        for (const RegisteredModel* entry : {kept.get(), deleted.get()}) {
+          // Writing the whole workspace: two threads holding one would race here.
+          ModelWorkspace& workspace = worker.workspace((i + t) % 2 == 0 ? *entry : *kept);
+          std::fill(workspace.forces.begin(), workspace.forces.end(), Force::Zero());
+          workspace.data.tau.setConstant(t);
+        }
+      }
+    });
+  }
+  // As the catalog deletes a model: marked first, then its idle workspaces freed.
+  deleted->deleted.store(true);
+  pool.forget(*deleted);
+  for (std::thread& thread : threads) thread.join();
+  // Only the kept model's workspaces are idle: forgetting it empties the pool.
+  EXPECT_GT(pool.idle_count(), 0u);
+  pool.forget(*kept);
+  EXPECT_EQ(pool.idle_count(), 0u);
+  EXPECT_EQ(pool.idle_bytes(), 0u);
+}
 
 constexpr const char* kChainUrdf = R"(<robot name="chain">
   <link name="base"/>
@@ -26,9 +103,9 @@ constexpr const char* kChainUrdf = R"(<robot name="chain">
   <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="0 0 0.5"/><axis xyz="0 1 0"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
 </robot>)";
 
-class WorkspacePoolTest : public ::testing::Test {
+class WorkspaceBudgetTest : public ::testing::Test {
  protected:
-  WorkspacePoolTest() {
+  WorkspaceBudgetTest() {
     entry_.id = "chain-id";
     UrdfOptions options;
     options.floating_base = true;
@@ -40,7 +117,7 @@ class WorkspacePoolTest : public ::testing::Test {
   RegisteredModel entry_;
 };
 
-TEST_F(WorkspacePoolTest, AnIdleWorkspaceWithRoomIsReused) {
+TEST_F(WorkspaceBudgetTest, AnIdleWorkspaceWithRoomIsReused) {
   WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kAbaDerivatives));
   auto workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAbaDerivatives));
   workspace->data.bind(model(), engine_workspaces(Algorithm::kAbaDerivatives));
@@ -53,7 +130,7 @@ TEST_F(WorkspacePoolTest, AnIdleWorkspaceWithRoomIsReused) {
 
 // ABA's derivatives bind ABA's workspace and more: a workspace they used, given back, has no room
 // under a limit that fits ABA's alone, so an ABA call gets a new workspace with only ABA's bound.
-TEST_F(WorkspacePoolTest, AWorkspaceWithoutRoomForACallIsReplaced) {
+TEST_F(WorkspaceBudgetTest, AWorkspaceWithoutRoomForACallIsReplaced) {
   const std::size_t limit = workspace_bytes(model(), Algorithm::kAba);
   ASSERT_LT(limit, workspace_bytes(model(), Algorithm::kAbaDerivatives));
   WorkspacePool pool(1 << 20, limit);
@@ -68,7 +145,7 @@ TEST_F(WorkspacePoolTest, AWorkspaceWithoutRoomForACallIsReplaced) {
   EXPECT_EQ(workspace->heap_bytes_with(model(), engine_workspaces(Algorithm::kAba)), limit);
 }
 
-TEST_F(WorkspacePoolTest, ACallThatCannotFitIsRefusedNamingTheFlag) {
+TEST_F(WorkspaceBudgetTest, ACallThatCannotFitIsRefusedNamingTheFlag) {
   WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kRnea));
   EXPECT_NO_THROW(pool.acquire(entry_, engine_workspaces(Algorithm::kRnea)));
   try {
@@ -81,7 +158,7 @@ TEST_F(WorkspacePoolTest, ACallThatCannotFitIsRefusedNamingTheFlag) {
   }
 }
 
-TEST_F(WorkspacePoolTest, InverseDynamicsNeedsNoEngineWorkspace) {
+TEST_F(WorkspaceBudgetTest, InverseDynamicsNeedsNoEngineWorkspace) {
   EXPECT_EQ(workspace_bytes(model(), Algorithm::kRnea), ModelWorkspace(model()).heap_bytes());
   EXPECT_LT(workspace_bytes(model(), Algorithm::kRnea), workspace_bytes(model(), Algorithm::kAba));
 }

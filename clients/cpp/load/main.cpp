@@ -4,7 +4,9 @@
 // real call answers with (one real call, before the run, counts them): the transport floor to
 // compare the real call with.
 //
-//   torqued-load [--target HOST:PORT] (--model ID|NAME | --urdf FILE [--floating-base])
+//   torqued-load [--target HOST:PORT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+//                [--tls-server-name NAME] [--token-file FILE]
+//                (--model ID|NAME | --urdf FILE [--floating-base])
 //                [--rpc NAME] [--batch B] [--session [--pipeline P]] [--echo]
 //                [--completion-queue]
 //                [--concurrency N | --rate R] [--duration S | --requests N] [--warmup S]
@@ -15,11 +17,13 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 
 #include "clients/cpp/load/driver.hpp"
 #include "clients/cpp/load/workload.hpp"
+#include "torqued/credentials.hpp"
 
 namespace torqued::load {
 namespace {
@@ -27,6 +31,11 @@ namespace {
 const char* const kUsage =
     "usage: torqued-load [options]\n"
     "  --target HOST:PORT   server (default localhost:50051)\n"
+    "  --tls-ca FILE        TLS, the server checked against these CA certificates (PEM)\n"
+    "  --tls-cert FILE      mutual TLS: this client's certificate (PEM), with --tls-key FILE\n"
+    "  --tls-server-name N  check the server's certificate against N, not the target's host\n"
+    "  --token-file FILE    send this bearer token with every call\n"
+    "                       (each defaults as torquectl's: $TORQUED_TLS_CA, ..., $TORQUED_TOKEN)\n"
     "  --model ID|NAME      a model the server has (id, or name of a repository model)\n"
     "  --urdf FILE          register this URDF and use it (with --floating-base: free-flyer root)\n"
     "  --rpc NAME           InverseDynamics (default), ForwardDynamics, MassMatrix,\n"
@@ -56,11 +65,20 @@ const char* const kCodeNames[] = {
 
 struct Options {
   std::string target = "localhost:50051";
+  client::CredentialFiles credentials;
   ModelChoice model;
   WorkloadSpec workload;
   RunSpec run;
   std::string json;
 };
+
+using torqued::client::CredentialFiles;
+const std::map<std::string, std::string CredentialFiles::*> kCredentialFlags = {
+    {"--tls-ca", &CredentialFiles::tls_ca},
+    {"--tls-cert", &CredentialFiles::tls_cert},
+    {"--tls-key", &CredentialFiles::tls_key},
+    {"--tls-server-name", &CredentialFiles::tls_server_name},
+    {"--token-file", &CredentialFiles::token_file}};
 
 double number(const std::string& flag, const char* text) {
   char* end = nullptr;
@@ -93,6 +111,9 @@ Options parse(int argc, char** argv) {
       std::exit(0);
     } else if (flag == "--target") {
       o.target = value();
+    } else if (auto credential = kCredentialFlags.find(flag);
+               credential != kCredentialFlags.end()) {
+      o.credentials.*(credential->second) = value();
     } else if (flag == "--model") {
       o.model.model = value();
     } else if (flag == "--urdf") {
@@ -220,11 +241,11 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   try {
     Options options = parse(argc, argv);
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    auto channel =
-        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+    torqued::client::ClientOptions channel_options;
+    channel_options.target = options.target;
+    channel_options.load_balancing_policy = "pick_first";
+    torqued::client::apply_credential_files(options.credentials, channel_options);
+    auto channel = torqued::client::make_channel(channel_options);
     const torqued::v1::Model model = resolve_model(channel, options.model);
     if (options.workload.echo) {
       options.workload.echo_response_values =

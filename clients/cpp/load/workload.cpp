@@ -280,26 +280,34 @@ Workload make_workload(const v1::Model& model, const WorkloadSpec& spec) {
   return w;
 }
 
-std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel,
-                                   const v1::Model& model, WorkloadSpec spec) {
-  spec.echo = false;
-  spec.pool = 1;
-  Workload real = make_workload(model, spec);
+grpc::Status call_raw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                      const grpc::ByteBuffer& request, grpc::ByteBuffer* answer,
+                      std::chrono::system_clock::time_point deadline) {
   grpc::GenericStub stub(channel);
   grpc::CompletionQueue queue;
   grpc::ClientContext context;
-  context.set_deadline(in_seconds(60));
-  grpc::ByteBuffer answer;
+  context.set_deadline(deadline);
   grpc::Status status;
-  auto call = stub.PrepareUnaryCall(&context, real.method, real.unary_requests.front(), &queue);
+  auto call = stub.PrepareUnaryCall(&context, method, request, &queue);
   call->StartCall();
-  call->Finish(&answer, &status, nullptr);
+  call->Finish(answer, &status, nullptr);
   void* tag = nullptr;
   bool ok = false;
   queue.Next(&tag, &ok);
   queue.Shutdown();
   while (queue.Next(&tag, &ok)) {
   }
+  return status;
+}
+
+std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel,
+                                   const v1::Model& model, WorkloadSpec spec) {
+  spec.echo = false;
+  spec.pool = 1;
+  Workload real = make_workload(model, spec);
+  grpc::ByteBuffer answer;
+  const grpc::Status status =
+      call_raw(channel, real.method, real.unary_requests.front(), &answer, in_seconds(60));
   if (!status.ok()) fail(spec.rpc + " (to size the Echo answers)", status);
   std::unique_ptr<google::protobuf::Message> response(real.response_prototype->New());
   if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(&answer,

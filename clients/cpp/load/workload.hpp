@@ -6,6 +6,7 @@
 #include <google/protobuf/message.h>
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -59,6 +60,12 @@ Workload make_workload(const v1::Model& model, const WorkloadSpec& spec);
 // std::runtime_error when the call fails.
 std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel,
                                    const v1::Model& model, WorkloadSpec spec);
+
+// One unary call of `method` ("/package.Service/Method") with serialized `request`, by gRPC's
+// generic stub; a call of a streaming method sends that one message and reads one answer.
+grpc::Status call_raw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                      const grpc::ByteBuffer& request, grpc::ByteBuffer* answer,
+                      std::chrono::system_clock::time_point deadline);
 
 // Appends `states` random configurations of `model` to `out`: every coordinate in [-1, 1], then
 // each spherical and free-flyer quaternion replaced by a random unit one.

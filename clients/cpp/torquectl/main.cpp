@@ -25,6 +25,7 @@
 #include "server/server.hpp"
 #include "torquectl/tables.hpp"
 #include "torqued/client.hpp"
+#include "torqued/credentials.hpp"
 
 namespace torqued::torquectl {
 namespace {
@@ -48,6 +49,23 @@ const std::map<std::string, OptionSpec>& option_specs() {
         "gRPC target: host:port, dns:///host:port or ipv4:a:p,b:p (default $TORQUED_SERVER, "
         "else localhost:50051)"}},
       {"--deadline", {"S", "seconds a call may take, retries included (default 30)"}},
+      {"--tls-ca",
+       {"FILE",
+        "TLS: the CA certificates (PEM) that sign the server's certificate (default "
+        "$TORQUED_TLS_CA; without it or --tls-cert, plaintext)"}},
+      {"--tls-cert",
+       {"FILE",
+        "mutual TLS: this client's certificate (PEM; default $TORQUED_TLS_CLIENT_CERT; without "
+        "--tls-ca the system's roots check the server)"}},
+      {"--tls-key", {"FILE", "the key of --tls-cert (PEM; default $TORQUED_TLS_CLIENT_KEY)"}},
+      {"--tls-server-name",
+       {"NAME",
+        "check the server's certificate against NAME rather than the host of --server (default "
+        "$TORQUED_TLS_SERVER_NAME)"}},
+      {"--token-file",
+       {"FILE",
+        "send the token in FILE with every call as \"authorization: Bearer\" (default "
+        "$TORQUED_TOKEN_FILE; else the token itself from $TORQUED_TOKEN)"}},
       {"--format", {"json|csv", "output format (default json)"}},
       {"--help", {"", "this text"}},
       {"--input", {"FILE", "states as JSON or CSV (default: standard input)"}},
@@ -123,7 +141,9 @@ struct Command {
   std::function<int(const Args&)> run;
 };
 
-const std::vector<std::string> kGlobalOptions = {"--server", "--deadline", "--format", "--help"};
+const std::vector<std::string> kGlobalOptions = {"--server",     "--deadline", "--tls-ca",
+                                                 "--tls-cert",   "--tls-key",  "--tls-server-name",
+                                                 "--token-file", "--format",   "--help"};
 const std::vector<std::string> kModelOptions = {"--input", "--local", "--floating-base",
                                                 "--dh",    "--name",  "--strict"};
 
@@ -175,6 +195,16 @@ client::ClientOptions client_options(const Args& args) {
     }
     options.deadline = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(seconds));
+  }
+  try {
+    client::apply_credential_files(
+        {args.value("--tls-ca", ""), args.value("--tls-cert", ""), args.value("--tls-key", ""),
+         args.value("--tls-server-name", ""), args.value("--token-file", "")},
+        options);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
   }
   return options;
 }
@@ -905,6 +935,11 @@ std::string general_help(const std::vector<Command>& list) {
          "process, and read states (JSON or CSV) from --input or standard input.\n\n"
          "commands:\n";
   for (const Command& c : list) out << "  " << c.name << " " << c.arguments << "\n";
+  out << "\nEvery command takes --server ADDR ($TORQUED_SERVER), --deadline S, TLS and mutual TLS\n"
+         "(--tls-ca FILE, --tls-cert FILE --tls-key FILE, --tls-server-name NAME, or\n"
+         "$TORQUED_TLS_CA, $TORQUED_TLS_CLIENT_CERT, $TORQUED_TLS_CLIENT_KEY,\n"
+         "$TORQUED_TLS_SERVER_NAME) and a bearer token (--token-file FILE, $TORQUED_TOKEN_FILE,\n"
+         "or $TORQUED_TOKEN).\n";
   out << "\nexit codes: 0 ok, 1 server or RPC error, 2 usage error, 3 input file error\n";
   return out.str();
 }

@@ -1,9 +1,15 @@
 // torqued's C++ client (see client.hpp).
 #include "torqued/client.hpp"
 
+#include <grpcpp/support/client_interceptor.h>
+
 #include <cmath>
+#include <exception>
+#include <future>
 #include <random>
 #include <thread>
+
+#include "torqued/batch_split.hpp"
 
 namespace torqued::client {
 
@@ -138,15 +144,58 @@ std::string status_code_name(grpc::StatusCode code) {
 
 namespace {
 
+// Adds "authorization: Bearer <token>" to every call of a channel. An interceptor rather than
+// call credentials: gRPC sends call credentials only over TLS, and a token may also travel over
+// plaintext to a server behind a TLS-terminating proxy.
+class BearerToken final : public grpc::experimental::Interceptor {
+ public:
+  explicit BearerToken(std::string header) : header_(std::move(header)) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace("authorization", header_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::string header_;
+};
+
+class BearerTokenFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit BearerTokenFactory(const std::string& token) : header_("Bearer " + token) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new BearerToken(header_);
+  }
+
+ private:
+  std::string header_;
+};
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> make_channel(const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetLoadBalancingPolicyName(options.load_balancing_policy);
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
-  return grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls) {
+    credentials = grpc::SslCredentials(
+        {options.tls->root_certificates, options.tls->private_key, options.tls->certificate_chain});
+    if (!options.tls->server_name_override.empty()) {
+      args.SetSslTargetNameOverride(options.tls->server_name_override);
+    }
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  if (!options.token.empty()) {
+    interceptors.push_back(std::make_unique<BearerTokenFactory>(options.token));
+  }
+  return grpc::experimental::CreateCustomChannelWithInterceptors(options.target, credentials, args,
+                                                                 std::move(interceptors));
 }
-
-}  // namespace
 
 Client::Client(ClientOptions options) : Client(make_channel(options), options) {}
 
@@ -169,7 +218,10 @@ grpc::Status Client::call_with_retries(Clock::time_point deadline, Rpc rpc) {
     grpc::ClientContext context;
     context.set_deadline(deadline);
     grpc::Status status = rpc(&context);
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return status;
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::CANCELLED) {
+      return status;
+    }
     const std::chrono::nanoseconds wait = jittered(backoff);
     if (attempt >= options_.max_attempts || Clock::now() + wait >= deadline) {
       return {status.error_code(), status.error_message() + " (after " + std::to_string(attempt) +
@@ -221,6 +273,54 @@ void Client::call_model(const std::string& model_id, const CallOptions& call, Rp
       status = call_with_retries(deadline, rpc);
   }
   if (!status.ok()) throw Error(status.error_code(), status.error_message());
+}
+
+template <typename Request, typename Response>
+void Client::call_batch(const std::string& model_id, const CallOptions& call, Request& request,
+                        Response* response,
+                        grpc::Status (v1::DynamicsService::Stub::*method)(grpc::ClientContext*,
+                                                                          const Request&,
+                                                                          Response*)) {
+  const std::vector<StateRange> ranges =
+      split_states(request.batch_size(), options_.split_parts, options_.split_min_states);
+  std::vector<Request> requests(ranges.size());
+  std::vector<google::protobuf::Message*> request_parts;
+  for (Request& part : requests) request_parts.push_back(&part);
+  if (ranges.size() < 2 || !split_request(request, ranges, request_parts)) {
+    call_model(model_id, call, [&](grpc::ClientContext* c) {
+      return (dynamics_.get()->*method)(c, request, response);
+    });
+    return;
+  }
+  std::vector<Response> responses(ranges.size());
+  const auto run_part = [&](std::size_t k) {
+    call_model(model_id, call, [&](grpc::ClientContext* c) {
+      return (dynamics_.get()->*method)(c, requests[k], &responses[k]);
+    });
+  };
+  std::vector<std::future<void>> others;
+  for (std::size_t k = 1; k < ranges.size(); ++k) {
+    others.push_back(std::async(std::launch::async, run_part, k));
+  }
+  // Every part is waited for before anything is thrown (they reference this frame); the error
+  // of the earliest failed part is the call's.
+  std::exception_ptr error;
+  try {
+    run_part(0);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  for (std::future<void>& part : others) {
+    try {
+      part.get();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  std::vector<google::protobuf::Message*> response_parts;
+  for (Response& part : responses) response_parts.push_back(&part);
+  join_responses(response_parts, response);
 }
 
 v1::Model Client::register_model(const v1::RegisterModelRequest& request, const CallOptions& call) {
@@ -280,9 +380,7 @@ Matrix Client::inverse_dynamics(const std::string& model_id, const MatrixRef& q,
   put(options.external_forces, request.mutable_external_forces());
   request.set_algorithm(options.algorithm);
   v1::InverseDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->InverseDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::InverseDynamics);
   return to_matrix(response.tau(), response.batch_size());
 }
 
@@ -299,9 +397,7 @@ ForwardDynamicsResult Client::forward_dynamics(const std::string& model_id, cons
   put(options.external_forces, request.mutable_external_forces());
   request.set_algorithm(options.algorithm);
   v1::ForwardDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->ForwardDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::ForwardDynamics);
   return {to_matrix(response.a(), response.batch_size()), response.algorithm()};
 }
 
@@ -314,8 +410,7 @@ MassMatrixResult Client::mass_matrix(const std::string& model_id, const MatrixRe
   request.set_inverse(options.inverse);
   request.set_algorithm(options.algorithm);
   v1::MassMatrixResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->MassMatrix(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::MassMatrix);
   return {to_matrices(response.mass_matrix(), response.batch_size()),
           to_matrices(response.inverse(), response.batch_size())};
 }
@@ -328,9 +423,7 @@ Matrix Client::nonlinear_effects(const std::string& model_id, const MatrixRef& q
   put(q, request.mutable_q());
   put(v, request.mutable_v());
   v1::NonlinearEffectsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->NonlinearEffects(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::NonlinearEffects);
   return to_matrix(response.tau(), response.batch_size());
 }
 
@@ -340,8 +433,7 @@ Matrix Client::gravity(const std::string& model_id, const MatrixRef& q, const Ca
   request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
   put(q, request.mutable_q());
   v1::GravityResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Gravity(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Gravity);
   return to_matrix(response.tau(), response.batch_size());
 }
 
@@ -357,8 +449,7 @@ KinematicsResult Client::kinematics(const std::string& model_id, const MatrixRef
   request.set_reference(options.reference);
   request.set_jacobians(options.jacobians);
   v1::KinematicsResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Kinematics(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Kinematics);
   const std::uint32_t states = response.batch_size();
   const Eigen::Index frames = response.frames_size();
   KinematicsResult result;
@@ -398,9 +489,7 @@ AccelerationsAndForces Client::hybrid_dynamics(const std::string& model_id, cons
   put(tau, request.mutable_tau());
   put(external_forces, request.mutable_external_forces());
   v1::HybridDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->HybridDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::HybridDynamics);
   return {to_matrix(response.a(), response.batch_size()),
           to_matrix(response.tau(), response.batch_size())};
 }
@@ -416,9 +505,8 @@ AccelerationsAndForces Client::floating_base_inverse_dynamics(
   put(a, request.mutable_a());
   put(external_forces, request.mutable_external_forces());
   v1::FloatingBaseInverseDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->FloatingBaseInverseDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response,
+             &v1::DynamicsService::Stub::FloatingBaseInverseDynamics);
   return {to_matrix(response.a(), response.batch_size()),
           to_matrix(response.tau(), response.batch_size())};
 }
@@ -435,8 +523,7 @@ DerivativesResult Client::derivatives(const std::string& model_id, v1::Derivativ
   put(u, of == v1::DERIVATIVES_OF_FORWARD_DYNAMICS ? request.mutable_tau() : request.mutable_a());
   put(external_forces, request.mutable_external_forces());
   v1::DerivativesResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Derivatives(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Derivatives);
   const std::uint32_t states = response.batch_size();
   return {to_matrices(response.d_dq(), states), to_matrices(response.d_dv(), states),
           to_matrices(response.d_du(), states)};
@@ -450,9 +537,7 @@ Matrices Client::coriolis_matrix(const std::string& model_id, const MatrixRef& q
   put(q, request.mutable_q());
   put(v, request.mutable_v());
   v1::CoriolisMatrixResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->CoriolisMatrix(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::CoriolisMatrix);
   return to_matrices(response.coriolis_matrix(), response.batch_size());
 }
 
@@ -464,8 +549,7 @@ CentroidalResult Client::centroidal(const std::string& model_id, const MatrixRef
   put(q, request.mutable_q());
   put(v, request.mutable_v());
   v1::CentroidalResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Centroidal(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Centroidal);
   const std::uint32_t states = response.batch_size();
   return {to_matrix(response.com(), states), to_matrix(response.com_velocity(), states),
           to_matrices(response.com_jacobian(), states, 3), to_matrix(response.momentum(), states),
@@ -489,9 +573,7 @@ ConstrainedDynamicsResult Client::constrained_dynamics(const std::string& model_
   request.mutable_constraints()->Assign(options.constraints.begin(), options.constraints.end());
   *request.mutable_gains() = options.gains;
   v1::ConstrainedDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->ConstrainedDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::ConstrainedDynamics);
   const std::uint32_t states = response.batch_size();
   return {to_matrix(response.a(), states),
           to_matrix(response.multipliers(), states),
@@ -524,9 +606,7 @@ ContactResult Client::contact_dynamics(const std::string& model_id, const Matrix
   put_contacts(contacts, request.mutable_contacts());
   put_contact_solver(solver, request.mutable_solver());
   v1::ContactDynamicsResponse response;
-  call_model(model_id, call, [&](grpc::ClientContext* c) {
-    return dynamics_->ContactDynamics(c, request, &response);
-  });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::ContactDynamics);
   return contact_result(response, response.a(), response.forces());
 }
 
@@ -542,8 +622,7 @@ ContactResult Client::impact(const std::string& model_id, const MatrixRef& q, co
   request.set_restitution(restitution);
   put_contact_solver(solver, request.mutable_solver());
   v1::ImpactResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Impact(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Impact);
   return contact_result(response, response.v(), response.impulses());
 }
 
@@ -572,8 +651,7 @@ SimulateResult Client::simulate(const std::string& model_id, const MatrixRef& q0
   if (options.restitution_velocity) request.set_restitution_velocity(*options.restitution_velocity);
   put_contact_solver(options.solver, request.mutable_solver());
   v1::SimulateResponse response;
-  call_model(model_id, call,
-             [&](grpc::ClientContext* c) { return dynamics_->Simulate(c, request, &response); });
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Simulate);
   const std::uint32_t states = response.batch_size();
   const Eigen::Index steps = response.steps();
   SimulateResult result{to_matrices(response.q(), states, steps),

@@ -78,6 +78,19 @@ class Error : public std::runtime_error {
 // "UNAVAILABLE", "NOT_FOUND", ... for a status code.
 std::string status_code_name(grpc::StatusCode code);
 
+// TLS for the channel: PEM text, not file names (credentials.hpp reads files).
+struct TlsOptions {
+  // The CA certificates that sign the servers' certificates; empty: the system's roots.
+  std::string root_certificates;
+  // A client certificate chain and its private key, for servers that require mutual TLS
+  // (--tls-client-ca); both or neither.
+  std::string certificate_chain;
+  std::string private_key;
+  // The name the server's certificate is checked against instead of the target's host: for a
+  // server reached by an address its certificate does not name (tests, port forwarding).
+  std::string server_name_override;
+};
+
 struct ClientOptions {
   // A gRPC target: "host:port", "dns:///host:port" (every address the name resolves to) or
   // "ipv4:10.0.0.1:50051,10.0.0.2:50051"; calls are spread over the addresses by the
@@ -86,7 +99,9 @@ struct ClientOptions {
   std::string load_balancing_policy = "round_robin";
   // Time a call may take, retries and re-registration included, unless the call says otherwise.
   std::chrono::nanoseconds deadline = std::chrono::seconds(30);
-  // Retries on UNAVAILABLE (a server starting, draining or unreachable): at most max_attempts
+  // Retries on UNAVAILABLE (a server starting, draining or unreachable), and on CANCELLED,
+  // which this client never asks for: a server shutting down cancels the calls it has received
+  // but not started (every RPC is idempotent, so they are safe to send again). At most max_attempts
   // attempts in all, waiting initial_backoff, then multiplier times longer each time up to
   // max_backoff (each wait jittered to 50-100% so that clients spread out), never past the
   // call's deadline. Each retry resets the channel's own reconnection backoff, so that a server
@@ -101,7 +116,22 @@ struct ClientOptions {
   bool reregister = true;
   // Largest message sent or received; -1: no limit (the server has its own).
   int max_message_bytes = -1;
+  // TLS; unset: plaintext.
+  std::optional<TlsOptions> tls;
+  // A bearer token sent with every call as metadata "authorization: Bearer <token>" (servers
+  // started with --token-file or --admin-token-file ask for one); empty: none.
+  std::string token;
+  // Large batches over several replicas: a DynamicsService batch is cut into at most
+  // split_parts parts of contiguous states, each of at least split_min_states states, sent at
+  // once (round_robin hands each to the next replica) and joined back in order, bitwise what
+  // one call returns. 1: never split.
+  int split_parts = 1;
+  int split_min_states = 1000;
 };
+
+// The channel Client(options) makes: to options.target, TLS when options.tls is set, the token
+// on every call, with the options' load-balancing and message-size settings.
+std::shared_ptr<grpc::Channel> make_channel(const ClientOptions& options);
 
 // Per-call settings; unset fields take the client's.
 struct CallOptions {
@@ -248,10 +278,10 @@ struct SimulateResult {
 
 class Client {
  public:
-  // A channel to options.target with the options' load-balancing, reconnection and message-size
-  // settings.
+  // Over make_channel(options).
   explicit Client(ClientOptions options = {});
-  // Over an existing channel (options.target and the channel settings are then unused).
+  // Over an existing channel (options.target, the channel settings, tls and token are then
+  // unused: the channel carries its own).
   Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
 
   const ClientOptions& options() const { return options_; }
@@ -327,7 +357,8 @@ class Client {
                           const SimulateOptions& options, const CallOptions& call = {});
 
  private:
-  // Runs `rpc(context)` with retries on UNAVAILABLE until `deadline`; the last status.
+  // Runs `rpc(context)` with retries on UNAVAILABLE and CANCELLED until `deadline`; the last
+  // status.
   template <typename Rpc>
   grpc::Status call_with_retries(std::chrono::system_clock::time_point deadline, Rpc rpc);
   // call_with_retries within the call's deadline; throws Error unless it succeeds.
@@ -337,6 +368,12 @@ class Client {
   // answers NOT_FOUND for `model_id` and this client registered it.
   template <typename Rpc>
   void call_model(const std::string& model_id, const CallOptions& call, Rpc rpc);
+  // call_model for a DynamicsService batch, split across replicas as options_ say.
+  template <typename Request, typename Response>
+  void call_batch(const std::string& model_id, const CallOptions& call, Request& request,
+                  Response* response,
+                  grpc::Status (v1::DynamicsService::Stub::*method)(grpc::ClientContext*,
+                                                                    const Request&, Response*));
   std::chrono::system_clock::time_point deadline_of(const CallOptions& call) const;
 
   ClientOptions options_;

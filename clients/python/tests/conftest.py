@@ -7,18 +7,59 @@ Without a binary every test that needs a server is skipped with that message.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import pytest
 
 import torqued
 from support import REPOSITORY
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Scratch directories are named torqued-pytest-PID-..., PID the pytest process that made them.
+SCRATCH_PREFIX = "torqued-pytest-"
+
+
+# PR_SET_PDEATHSIG signals a child when the thread that forked it ends, not its process, and a
+# test may start a server from a short-lived thread (threading.Timer): every server is forked
+# on this one thread instead, which lasts as long as pytest.
+SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torqued-spawner")
+
+
+def die_with(parent: int) -> Callable[[], None]:
+    """For Popen's preexec_fn: the child gets SIGKILL when SPAWNER's thread ends, however pytest
+    ends (a crash, a kill, CTest's timeout); a child whose parent is already gone exits at once."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def set_up() -> None:
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0 or os.getppid() != parent:
+            os._exit(127)
+
+    return set_up
+
+
+def remove_dead_runs_scratch() -> None:
+    """Removes the scratch directories of pytest runs that died before they could."""
+    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*-*"):
+        owner = path.name[len(SCRATCH_PREFIX) :].split("-")[0]
+        if not owner.isdigit():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            pass
 
 
 def free_port() -> int:
@@ -29,9 +70,19 @@ def free_port() -> int:
 
 
 class TorquedProcess:
-    """torqued as a child process with its own data directory and port."""
+    """torqued as a child process with its own data directory and port.
 
-    def __init__(self, data_dir: Path, port: Optional[int] = None) -> None:
+    `args` are more torqued flags; `client_kwargs` are the torqued.Client arguments its health
+    probes need (the TLS material of a server started with --tls-cert).
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        port: Optional[int] = None,
+        args: Sequence[str] = (),
+        client_kwargs: Optional[dict[str, Any]] = None,
+    ) -> None:
         binary = os.environ.get("TORQUED_BINARY")
         if not binary:
             pytest.skip("TORQUED_BINARY is not set: no torqued binary to test against")
@@ -39,6 +90,8 @@ class TorquedProcess:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.log_path = data_dir.parent / f"{data_dir.name}-torqued.log"
+        self.args = list(args)
+        self.client_kwargs = client_kwargs or {}
         self.process: Optional[subprocess.Popen[bytes]] = None
 
     @property
@@ -48,7 +101,8 @@ class TorquedProcess:
     def start(self) -> None:
         """Launches the process without waiting for it."""
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
+            self.process = SPAWNER.submit(
+                subprocess.Popen,
                 [
                     self.binary,
                     "--address=127.0.0.1",
@@ -56,15 +110,19 @@ class TorquedProcess:
                     "--metrics-port=0",
                     f"--data-dir={self.data_dir}",
                     f"--model-repository={REPOSITORY}",
+                    *self.args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-            )
+                preexec_fn=die_with(os.getpid()),
+            ).result()
 
     def wait_serving(self, timeout: float = 60.0) -> bool:
         """Polls health until SERVING; False if the process exited or the time ran out."""
         end = time.monotonic() + timeout
-        with torqued.Client(self.address, retries=0, initial_backoff=0.02) as probe:
+        with torqued.Client(
+            self.address, retries=0, initial_backoff=0.02, **self.client_kwargs
+        ) as probe:
             while time.monotonic() < end:
                 if self.process is None or self.process.poll() is not None:
                     return False
@@ -96,7 +154,8 @@ class TorquedProcess:
 @pytest.fixture(scope="session")
 def scratch() -> Iterator[Path]:
     """A temporary directory for data directories and logs."""
-    with tempfile.TemporaryDirectory(prefix="torqued-pytest-") as path:
+    remove_dead_runs_scratch()
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-") as path:
         yield Path(path)
 
 
@@ -106,8 +165,13 @@ def launch(scratch: Path) -> Iterator[type[TorquedProcess]]:
     started: list[TorquedProcess] = []
 
     class Launched(TorquedProcess):
-        def __init__(self, port: Optional[int] = None) -> None:
-            super().__init__(Path(tempfile.mkdtemp(dir=scratch)), port)
+        def __init__(
+            self,
+            port: Optional[int] = None,
+            args: Sequence[str] = (),
+            client_kwargs: Optional[dict[str, Any]] = None,
+        ) -> None:
+            super().__init__(Path(tempfile.mkdtemp(dir=scratch)), port, args, client_kwargs)
             started.append(self)
 
     yield Launched

@@ -3,6 +3,7 @@ re-registration of the models it registered, and round_robin over several server
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 
@@ -121,3 +122,40 @@ def test_round_robin_spreads_calls_and_registers_on_each_replica(
         for _ in range(6):
             assert np.array_equal(spread.gravity(model.id, q), expected)
         first.delete_model(model.id)
+
+
+def test_a_replica_shutting_down_under_load_fails_no_call(
+    server: TorquedProcess, launch: type[TorquedProcess], bundled: dict[str, str]
+) -> None:
+    """SIGTERM to one of two replicas while calls run: the calls it has received but not
+    started come back CANCELLED, and the client sends them again, to the other replica."""
+    leaving = launch()
+    leaving.start_serving()
+    arm = bundled["stanford_arm"]
+    q = np.array([0.3, -0.6, 0.5, 0.8, -0.4, 0.2])
+    failures: list[str] = []
+    calls = [0]
+    stop = threading.Event()
+    with torqued.Client(f"ipv4:{server.address},{leaving.address}") as client:
+        expected = client.gravity(arm, q)
+
+        def load() -> None:
+            while not stop.is_set():
+                try:
+                    assert np.array_equal(client.gravity(arm, q), expected)
+                except (torqued.Error, AssertionError) as error:
+                    failures.append(repr(error))
+                calls[0] += 1
+
+        threads = [threading.Thread(target=load) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        assert leaving.process is not None
+        leaving.process.send_signal(signal.SIGTERM)
+        assert leaving.process.wait(timeout=60) == 0
+        time.sleep(0.5)
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert calls[0] > 0 and failures == []

@@ -3,12 +3,15 @@
     python -m torqued [--target HOST:PORT] list-models
     python -m torqued get-model MODEL_ID
     python -m torqued inverse-dynamics MODEL_ID --input states.json [--output result.json]
+    python -m torqued --tls-ca ca.pem [--tls-cert c.pem --tls-key c.key] [--token-file T] ...
 
 A dynamics command reads a JSON object whose keys are the keyword arguments of the Client method
 of the same name (q, v, a, tau, external_forces, acceleration_given, algorithm, inverse, frames,
 reference, jacobians) and writes an object of the result's arrays as nested lists. Numbers are
 written with Python's repr, which reads back to the same double: results can be compared bit
-for bit with another client's.
+for bit with another client's. TLS and token options default to the environment variables
+torquectl reads (TORQUED_TLS_CA, TORQUED_TLS_CLIENT_CERT, TORQUED_TLS_CLIENT_KEY,
+TORQUED_TOKEN_FILE, else the token itself in TORQUED_TOKEN).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from typing import Any, Optional, Sequence
 
@@ -52,11 +56,42 @@ def _jsonable(result: Any, name: str) -> Any:
     return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in fields.items()}
 
 
+def _environment(name: str) -> Optional[str]:
+    """An environment variable; None when unset or empty."""
+    return os.environ.get(name) or None
+
+
+def _read(path: Optional[str]) -> Optional[bytes]:
+    if path is None:
+        return None
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def _token(path: Optional[str]) -> Optional[str]:
+    """The token of a token file (less its trailing line end), else $TORQUED_TOKEN."""
+    if path is None:
+        return _environment("TORQUED_TOKEN")
+    with open(path, "rb") as file:
+        token = file.read().decode("ascii").rstrip("\r\n")
+    if not token:
+        raise ValueError(f"{path}: holds no token")
+    return token
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Runs one command; returns the process exit status (0, or 1 on a failed call)."""
+    """Runs one command; returns the process exit status (0, 1 on a failed call, 2 when a
+    certificate, key or token file cannot be used)."""
     parser = argparse.ArgumentParser(prog="python -m torqued", description=__doc__.split("\n")[0])
     parser.add_argument("--target", default="localhost:50051", help="server address")
     parser.add_argument("--timeout", type=float, default=30.0, help="deadline per call, seconds")
+    for flag, variable, text in (
+        ("--tls-ca", "TORQUED_TLS_CA", "TLS: CA certificates (PEM file)"),
+        ("--tls-cert", "TORQUED_TLS_CLIENT_CERT", "mutual TLS: client certificate (PEM file)"),
+        ("--tls-key", "TORQUED_TLS_CLIENT_KEY", "its key (PEM file)"),
+        ("--token-file", "TORQUED_TOKEN_FILE", "bearer token for every call ($TORQUED_TOKEN)"),
+    ):
+        parser.add_argument(flag, default=_environment(variable), help=f"{text} [${variable}]")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list-models", help="the models the server holds")
     commands.add_parser("get-model", help="a model's layout").add_argument("model_id")
@@ -67,7 +102,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sub.add_argument("--output", default="-", help="JSON result (default: stdout)")
     args = parser.parse_args(argv)
 
-    with Client(args.target, timeout=args.timeout) as client:
+    try:
+        client = Client(
+            args.target,
+            timeout=args.timeout,
+            root_certificates=_read(args.tls_ca),
+            certificate_chain=_read(args.tls_cert),
+            private_key=_read(args.tls_key),
+            token=_token(args.token_file),
+        )
+    except (OSError, ValueError) as error:
+        print(f"torqued: {error}", file=sys.stderr)
+        return 2
+    with client:
         try:
             if args.command == "list-models":
                 text = json.dumps(

@@ -5,14 +5,20 @@ and returns (batch, nv) vectors and (batch, nv, nv) matrices. A single state may
 arrays; the results then drop the batch axis too. Arrays are sent as float64, row-major, exactly
 as the proto describes (proto/torqued/v1/dynamics.proto documents every field).
 
+Security. TLS takes the PEM bytes grpc.ssl_channel_credentials takes (root_certificates,
+certificate_chain, private_key), or any grpc.ChannelCredentials; `token` is sent with every call
+as metadata "authorization: Bearer <token>".
+
 Reliability. Every call has a deadline (the client's `timeout`, or the call's own) covering its
-retries: a call answered UNAVAILABLE is retried with exponential backoff, up to `retries` times.
+retries: a call answered UNAVAILABLE (or CANCELLED, by a server shutting down) is retried with
+exponential backoff, up to `retries` times.
 A model registered through this client is remembered: when a call on its id answers NOT_FOUND
 (another replica, or a server that lost it), the client registers it again and retries.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
 import os
@@ -38,6 +44,7 @@ import numpy.typing as npt
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from torqued import _split
 from torqued.v1 import dynamics_pb2, model_pb2, model_pb2_grpc
 
 Response = TypeVar("Response", bound=Message)
@@ -381,6 +388,11 @@ class _PackedCall:
         return _Reply(self.response_class.FromString(bytes(rest)), arrays)
 
 
+def _pem(value: Optional[bytes | str]) -> Optional[bytes]:
+    """PEM text as the bytes grpc.ssl_channel_credentials takes."""
+    return value.encode("ascii") if isinstance(value, str) else value
+
+
 def _repeated_doubles(message: Any) -> list[Any]:
     return [f for f in message.fields if f.type == f.TYPE_DOUBLE and f.label == f.LABEL_REPEATED]
 
@@ -404,22 +416,57 @@ class Client:
         max_backoff: float = 5.0,
         round_robin: bool = True,
         credentials: Optional[grpc.ChannelCredentials] = None,
+        root_certificates: Optional[bytes | str] = None,
+        certificate_chain: Optional[bytes | str] = None,
+        private_key: Optional[bytes | str] = None,
+        token: Optional[str] = None,
         channel_options: Sequence[tuple[str, Any]] = (),
+        split_parts: int = 1,
+        split_min_states: int = 1000,
     ) -> None:
         """Opens a channel; connecting happens on the first call.
 
         Args:
             target: a gRPC target, e.g. "localhost:50051" or "dns:///torqued.example:50051".
             timeout: default deadline of a call, retries included, in seconds; None: no deadline.
-            retries: how many times a call answered UNAVAILABLE is sent again.
+            retries: how many times a call answered UNAVAILABLE or CANCELLED is sent again.
             initial_backoff: wait before the first retry, seconds; doubled after each retry (with
                 +-20% jitter), up to max_backoff. The channel reconnects on the same schedule.
             max_backoff: longest wait between two attempts, seconds.
             round_robin: spread calls over every address the target resolves to (gRPC's
                 round_robin policy) rather than sticking to the first that connects.
-            credentials: TLS credentials (grpc.ssl_channel_credentials(...)); None: plaintext.
-            channel_options: extra gRPC channel arguments, applied last.
+            credentials: TLS credentials (grpc.ssl_channel_credentials(...)); None: plaintext,
+                unless root_certificates or certificate_chain is given.
+            root_certificates: TLS, the PEM certificates of the CAs that sign the server's
+                certificate, e.g. open("ca.pem", "rb").read(); None with a certificate_chain:
+                the system's roots.
+            certificate_chain: mutual TLS: this client's PEM certificate chain.
+            private_key: the PEM private key of certificate_chain.
+            token: a bearer token for servers started with --token-file or
+                --admin-token-file; None: no token.
+            channel_options: extra gRPC channel arguments, applied last (for example
+                ("grpc.ssl_target_name_override", "torqued.internal") to check the server's
+                certificate against another name than the target's host).
+
+            split_parts: large batches over several replicas: a dynamics batch is cut into at
+                most this many parts of contiguous states, sent at once (round_robin hands each
+                to the next replica) and joined back in order, bitwise what one call returns.
+                1: never split.
+            split_min_states: the fewest states in a part.
+
+        Raises:
+            ValueError: credentials given together with PEM bytes, or a certificate chain
+                without its private key (or a key without its chain).
         """
+        if (certificate_chain is None) != (private_key is None):
+            raise ValueError("certificate_chain and private_key go together: give both or neither")
+        if root_certificates is not None or certificate_chain is not None:
+            if credentials is not None:
+                raise ValueError("give credentials or PEM certificates, not both")
+            credentials = grpc.ssl_channel_credentials(
+                _pem(root_certificates), _pem(private_key), _pem(certificate_chain)
+            )
+        self._metadata = None if not token else (("authorization", f"Bearer {token}"),)
         options: list[tuple[str, Any]] = [
             ("grpc.max_send_message_length", -1),
             ("grpc.max_receive_message_length", -1),
@@ -447,6 +494,8 @@ class Client:
         self._calls = {m.name: _PackedCall(self._channel, m.name) for m in service.methods}
         self._sources: dict[str, model_pb2.RegisterModelRequest] = {}
         self._sources_lock = threading.Lock()
+        self._split_parts = split_parts
+        self._split_min_states = split_min_states
 
     def close(self) -> None:
         """Closes the channel; calls in flight are cancelled."""
@@ -478,11 +527,14 @@ class Client:
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                return rpc(request, timeout=remaining)
+                return rpc(request, timeout=remaining, metadata=self._metadata)
             except grpc.RpcError as error:
                 code, details = error.code(), error.details() or ""
             wait = min(backoff, self._max_backoff) * random.uniform(0.8, 1.2)
-            retry = code == grpc.StatusCode.UNAVAILABLE and attempt < self._retries
+            # CANCELLED comes from a server shutting down (it cancels the calls it has received
+            # but not started); this client cancels nothing, and every RPC is idempotent.
+            retryable = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+            retry = code in retryable and attempt < self._retries
             if not retry or (deadline is not None and time.monotonic() + wait >= deadline):
                 raise Error(code, details, method)
             time.sleep(wait)
@@ -533,7 +585,17 @@ class Client:
         """Invokes DynamicsService/<name> with `fields` (float64 arrays for the double fields)."""
         call = self._calls[name]
         request = call.request(model_id=model_id, **fields)
-        return self._on_model(f"DynamicsService/{name}", call.rpc, request, model_id, timeout)
+        method = f"DynamicsService/{name}"
+        parts = _split.split_request(request, self._split_parts, self._split_min_states)
+        if len(parts) == 1:
+            return self._on_model(method, call.rpc, request, model_id, timeout)
+        with concurrent.futures.ThreadPoolExecutor(len(parts)) as pool:
+            replies = list(
+                pool.map(
+                    lambda part: self._on_model(method, call.rpc, part, model_id, timeout), parts
+                )
+            )
+        return _Reply(*_split.join_replies([(r._message, r._arrays) for r in replies]))
 
     # ------------------------------------------------------------------------------------------
     # ModelService.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <random>
 
 #include "tests/engine/support/compare.hpp"
@@ -64,7 +65,9 @@ void check_solution(const DenseProblem& p, const ContactWorkspace& ws,
     const double mu = contacts[k].friction;
     EXPECT_GE(normal, 0.0) << "contact " << k;
     EXPECT_GE(a[3 * k], -tolerance) << "normal acceleration of contact " << k;
-    EXPECT_LE(std::abs(normal * a[3 * k]), tolerance) << "complementarity of contact " << k;
+    // The solver bounds the acceleration's residual, so the product grows with the force.
+    EXPECT_LE(std::abs(normal * a[3 * k]), tolerance * std::max(1.0, normal))
+        << "complementarity of contact " << k;
     const Eigen::Vector2d ft = local.segment<2>(3 * k + 1);
     EXPECT_LE(ft.norm(), mu * normal * (1.0 + 1e-12) + 1e-12) << "friction cone, contact " << k;
   }

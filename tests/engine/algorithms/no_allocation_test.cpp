@@ -11,10 +11,10 @@
 //  - this binary is compiled with EIGEN_RUNTIME_NO_MALLOC, and Eigen's malloc is forbidden
 //    (Eigen::internal::set_is_malloc_allowed(false)) around the calls, so that any Eigen heap
 //    allocation made in code compiled into this test (inlined headers) asserts;
-//  - global operator new/delete AND malloc/calloc/realloc are replaced by counting versions, so an
-//    allocation anywhere in the engine library (which is compiled without the Eigen flag, and
-//    whose Eigen temporaries go straight to malloc, not operator new) is counted. The counters
-//    must not change across the calls.
+//  - global operator new/delete AND malloc/calloc/realloc are replaced by counting versions (under
+//    a sanitizer, its allocation hook counts instead), so an allocation anywhere in the engine
+//    library (which is compiled without the Eigen flag, and whose Eigen temporaries go straight
+//    to malloc, not operator new) is counted. The counters must not change across the calls.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -63,6 +63,24 @@ std::atomic<long> g_malloc_count{0};
 volatile double g_sink = 0.0;  // keeps the results of the calls observable
 }  // namespace
 
+#ifdef TORQUED_SANITIZER_ALLOCATOR
+// Under a sanitizer its allocator must serve every allocation (memory taken around it escapes its
+// checks, and its interceptors, strdup's for one, free what they allocate through it), so rather
+// than replacing malloc and operator new the test counts through the sanitizer's allocation hook,
+// which sees both: they count together, as mallocs.
+extern "C" int __sanitizer_install_malloc_and_free_hooks(
+    void (*malloc_hook)(const volatile void* ptr, std::size_t size),
+    void (*free_hook)(const volatile void* ptr));
+
+namespace {
+void count_allocation(const volatile void*, std::size_t) {
+  g_malloc_count.fetch_add(1, std::memory_order_relaxed);
+}
+void ignore_free(const volatile void*) {}
+[[maybe_unused]] const int g_hooks_installed =
+    __sanitizer_install_malloc_and_free_hooks(count_allocation, ignore_free);
+}  // namespace
+#else
 // glibc's own allocator entry points, which the replacements below forward to.
 extern "C" {
 void* __libc_malloc(std::size_t size);
@@ -126,6 +144,7 @@ void operator delete(void* p, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { __libc_free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { __libc_free(p); }
+#endif  // TORQUED_SANITIZER_ALLOCATOR
 
 namespace torqued {
 namespace {

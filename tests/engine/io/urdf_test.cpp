@@ -124,6 +124,26 @@ TEST(UrdfErrors, LinkWithTwoParents) {
   EXPECT_THAT(message, HasSubstr("link 'c' is the child of two joints"));
 }
 
+// Joints in a cycle are refused before urdfdom parses the document: urdfdom links the tree with
+// shared pointers and leaked every such document (found by tests/fuzz/urdf_fuzzer; the leak
+// itself is caught by LeakSanitizer in the ASan stage of tests/run.sh).
+TEST(UrdfErrors, JointCyclesAreRefusedNamingTheJoint) {
+  EXPECT_THAT(load_error(robot(link("base") + link("arm") + joint("j", "revolute", "base", "arm") +
+                               joint("spin", "continuous", "arm", "arm"))),
+              HasSubstr("joint 'spin' closes a cycle of joints through link 'arm'"));
+  EXPECT_THAT(load_error(robot(link("r") + link("a") + link("b") + link("c") +
+                               joint("ra", "fixed", "r", "a") + joint("ab", "fixed", "a", "b") +
+                               joint("bc", "fixed", "b", "c") + joint("ca", "fixed", "c", "a"))),
+              HasSubstr("closes a cycle of joints through link"));
+  // A cycle away from the root, which urdfdom would have accepted.
+  EXPECT_THAT(load_error(robot(link("r") + link("a") + link("b") + joint("ab", "fixed", "a", "b") +
+                               joint("ba", "fixed", "b", "a"))),
+              HasSubstr("closes a cycle of joints"));
+  // TinyXML would decode an entity: the name this check reads would not be urdfdom's.
+  EXPECT_THAT(load_error(robot(link("r") + link("a") + joint("j", "fixed", "r", "&#97;"))),
+              HasSubstr("joint 'j': entity references in link names are not supported"));
+}
+
 TEST(UrdfErrors, NegativeMassNamesTheLink) {
   const std::string message = load_error(
       robot(link("base") + link("bad_link", -2.0) + joint("j", "continuous", "base", "bad_link")));

@@ -1,0 +1,57 @@
+// Bearer tokens: which calls need which token, checked from a call's metadata
+// ("authorization: Bearer <token>") before any of its work.
+//
+// With --admin-token-file, ModelService.RegisterModel and DeleteModel (which change what every
+// client sees) need that token. With --token-file every RPC of torqued's own services needs that
+// token or the admin token (and without an admin token, registration and deletion need this
+// one). grpc.health.v1.Health is never checked: load balancers and Kubernetes' gRPC probes send
+// no metadata. Server reflection is gRPC's own service, where no check can be placed: the server
+// turns it off with --token-file (reflection_allowed()).
+//
+// The check runs inside each service's handlers (Call, Session) rather than in gRPC's
+// AuthMetadataProcessor, which runs only on TLS ports, or an interceptor, which in gRPC 1.51
+// cannot fail a call: so plaintext and TLS ports behave alike, and a refusal is counted in
+// grpc_server_handled_total with its status code like any other failure.
+//
+// Tokens are read once, at start, and kept only as SHA-256 digests; a presented token is hashed
+// and compared with CRYPTO_memcmp, whose time does not depend on where the digests differ, and
+// digests are of one length whatever the tokens' lengths, so timing reveals neither.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <array>
+#include <optional>
+
+#include "server/config.hpp"
+#include "server/metrics.hpp"
+
+namespace torqued::server {
+
+class AccessControl {
+ public:
+  // Every call open.
+  AccessControl() = default;
+  // Reads the token files `config` names. Throws std::runtime_error naming the flag and the file
+  // (never what it holds) when one cannot be read, is empty once its trailing newline is
+  // stripped, holds other than printable ASCII (a token travels in an HTTP/2 header), or when
+  // both files hold the same token.
+  explicit AccessControl(const Config& config);
+
+  // Whether any token is needed, and whether every call but health needs one.
+  bool any_token() const { return admin_.has_value() || caller_.has_value(); }
+  bool reflection_allowed() const { return !caller_.has_value(); }
+
+  // OK when `method` may run for a call with `context`'s metadata; UNAUTHENTICATED when it needs
+  // a token and carries none (or not as "Bearer <token>"); PERMISSION_DENIED when the token it
+  // carries is not one that grants `method`. Messages name the flag, never a token.
+  grpc::Status check(const grpc::ServerContextBase& context, Method method) const;
+
+ private:
+  using Digest = std::array<unsigned char, 32>;
+
+  std::optional<Digest> admin_;   // --admin-token-file
+  std::optional<Digest> caller_;  // --token-file
+};
+
+}  // namespace torqued::server

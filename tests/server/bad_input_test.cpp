@@ -1,0 +1,2141 @@
+// The hostile client's table: bad inputs across every RPC, every model source and the transport,
+// one row each, against one server. Every row checks the status it gets (its code, and that the
+// message names the field or the limit's flag, echoes at most a bounded part of the input, and
+// is printable UTF-8), then that the server still answers a reference InverseDynamics and
+// ForwardDynamics with the same bits as before the table, and that its resident memory has not
+// grown past kRssGrowthBound. The rows run in one process against one server on purpose: a row
+// that leaves the server damaged fails the rows after it too, and the first failure names it.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grpcpp/create_channel_posix.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "tests/server/bitwise.hpp"
+#include "tests/server/server_process.hpp"
+
+namespace torqued::testing {
+namespace {
+
+using Dynamics = v1::DynamicsService::Stub;
+using Models = v1::ModelService::Stub;
+using StatusCode = grpc::StatusCode;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The server's limits, low enough that every one is reached with a few megabytes.
+constexpr int kMaxMessageBytes = 4 << 20;
+const std::vector<std::string> kServerFlags = {
+    "--workers=2",
+    "--queue-capacity=4",
+    "--max-message-bytes=" + std::to_string(kMaxMessageBytes),
+    "--max-model-bytes=3145728",
+    "--max-urdf-bytes=2621440",
+    "--max-batch-states=10000",
+    "--max-bodies=64",
+    "--max-dof=40",
+    "--max-models=12",
+    "--max-kinematics-frames=64",
+    "--max-contacts=64",
+    "--max-constraint-rows=24",
+    "--max-solver-iterations=5000",
+    "--max-simulation-steps=20000",
+    "--max-session-queued=4",
+    "--max-workspace-bytes=262144",
+    "--workspace-cache-bytes=8388608"};
+
+// How much the server's resident memory may grow over the whole table. glibc keeps freed memory
+// (main.cpp's mallopt) and the heap trimmer gives it back only past 64 MiB free
+// (server.hpp: HeapTrimmer{64 << 20}); the workspace pool keeps up to 8 MiB idle
+// (--workspace-cache-bytes above); and gRPC holds a few messages of at most 4 MiB per connection
+// in flight (request bytes, the decoded request, the response): 64 + 8 + 24 MiB. Rows push far
+// more than this through the server (a stream that never reads asks for 928 MB of answers,
+// hundreds of idle connections, a 32 MiB compressed message), so a server that kept what a
+// hostile client sent would cross it.
+constexpr std::int64_t kRssGrowthBound = 96LL << 20;
+
+// Under AddressSanitizer or ThreadSanitizer the server holds freed memory in quarantine and
+// shadows all of it: its RSS measures the sanitizer, and the bound is not checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kRssIsTheServers = false;
+#elif defined(__has_feature)
+constexpr bool kRssIsTheServers =
+    !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer);
+#else
+constexpr bool kRssIsTheServers = true;
+#endif
+
+// A status message quotes at most this much (server/call.cpp cuts at 1 KB, then says so).
+constexpr std::size_t kMaxStatusBytes = 1100;
+
+// Bytes that are no protobuf message: field 0x1fffffff with wire type 7, which does not exist.
+const std::string kUndecodable = "\xff\xff\xff\xff\x0f\x01\x02";
+
+struct Row {
+  std::string name;
+  StatusCode code;
+  // The message must contain each: the field, the limit's flag, what is wrong.
+  std::vector<std::string> names;
+  std::function<grpc::Status()> act;
+};
+
+void PrintTo(const Row& row, std::ostream* out) { *out << row.name; }
+
+// ---- The server and what the rows share ----
+
+struct Shared {
+  std::optional<TempDir> dir;
+  std::unique_ptr<ServerProcess> server;
+  std::unique_ptr<Dynamics> dynamics;
+  std::unique_ptr<Models> models;
+  std::map<std::string, v1::Model> layouts;
+  v1::InverseDynamicsRequest reference_id;
+  v1::ForwardDynamicsRequest reference_fd;
+  v1::InverseDynamicsResponse expected_id;
+  v1::ForwardDynamicsResponse expected_fd;
+  std::int64_t baseline_rss = 0;
+  std::int64_t largest_growth = 0;  // of RSS over the baseline, at any check
+};
+
+Shared& shared() {
+  static Shared* instance = new Shared();
+  return *instance;
+}
+
+const v1::Model& layout(const std::string& name) { return shared().layouts.at(name); }
+std::string id_of(const std::string& name) { return layout(name).id(); }
+
+std::int64_t rss_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+// The server's RSS is within the bound of its start. The heap trimmer runs once a second, so a
+// spike a row just freed may take that long to go: polls for up to 3 s.
+void expect_rss_within_bound(const std::string& when) {
+  if (!kRssIsTheServers) return;
+  const pid_t pid = shared().server->pid();
+  std::int64_t rss = rss_bytes(pid);
+  for (int i = 0; i < 30 && rss - shared().baseline_rss > kRssGrowthBound; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rss = rss_bytes(pid);
+  }
+  shared().largest_growth = std::max(shared().largest_growth, rss - shared().baseline_rss);
+  EXPECT_LE(rss - shared().baseline_rss, kRssGrowthBound)
+      << when << ": RSS " << rss << " bytes, " << shared().baseline_rss << " at the start";
+}
+
+template <typename Stub>
+Stub& stub() {
+  if constexpr (std::is_same_v<Stub, Dynamics>) {
+    return *shared().dynamics;
+  } else {
+    return *shared().models;
+  }
+}
+
+// One call with a 30 s deadline on the shared channel.
+template <typename Stub, typename Request, typename Response>
+grpc::Status call(grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&, Response*),
+                  const Request& request, Response* response = nullptr) {
+  Response ignored;
+  return with_deadline(30, [&](grpc::ClientContext* c) {
+    return (stub<Stub>().*rpc)(c, request, response ? response : &ignored);
+  });
+}
+
+// Registers `request`; a model that registers anyway is deleted again, so that no row leaves a
+// model behind.
+grpc::Status register_model(const v1::RegisterModelRequest& request) {
+  v1::RegisterModelResponse response;
+  const grpc::Status status = call(&Models::RegisterModel, request, &response);
+  if (status.ok() && response.created()) {
+    v1::DeleteModelRequest remove;
+    remove.set_model_id(response.model().id());
+    call(&Models::DeleteModel, remove);
+  }
+  return status;
+}
+
+std::string delete_model(const std::string& id) {
+  v1::DeleteModelRequest remove;
+  remove.set_model_id(id);
+  return call(&Models::DeleteModel, remove).error_message();
+}
+
+// ---- Raw calls: bytes that no generated stub would send ----
+
+// The completion queue's events of one call, awaited one at a time.
+class RawCall {
+ public:
+  enum Op : std::intptr_t { kStart = 1, kWrite, kRead, kWritesDone, kFinish };
+
+  explicit RawCall(const std::shared_ptr<grpc::Channel>& channel) : stub_(channel) {
+    context_.set_deadline(deadline_in(120));
+  }
+
+  ~RawCall() {
+    context_.TryCancel();
+    if (stream_ && !outstanding_.count(kFinish) && !finished_) {
+      stream_->Finish(&status_, tag(kFinish));
+      outstanding_.insert(kFinish);
+    }
+    while (!outstanding_.empty() && next(30)) {
+    }
+    queue_.Shutdown();
+    void* ignored_tag;
+    bool ignored_ok;
+    while (queue_.Next(&ignored_tag, &ignored_ok)) {
+    }
+  }
+
+  // A unary call of `method` with `bytes` as its request.
+  grpc::Status unary(const std::string& method, const std::string& bytes) {
+    grpc::ByteBuffer request = to_buffer(bytes);
+    auto reader = stub_.PrepareUnaryCall(&context_, method, request, &queue_);
+    reader->StartCall();
+    grpc::ByteBuffer reply;
+    reader->Finish(&reply, &status_, tag(kFinish));
+    outstanding_.insert(kFinish);
+    if (!await(kFinish, 60)) return {StatusCode::UNKNOWN, "no answer within 60 s"};
+    finished_ = true;
+    return status_;
+  }
+
+  // Opens a stream of `method`; false if it could not start.
+  bool open(const std::string& method) {
+    stream_ = stub_.PrepareCall(&context_, method, &queue_);
+    stream_->StartCall(tag(kStart));
+    outstanding_.insert(kStart);
+    return await(kStart, 30);
+  }
+  // false if the write failed or did not complete within `seconds` (flow control).
+  bool write(const std::string& bytes, double seconds = 10) {
+    if (outstanding_.count(kWrite) && !await(kWrite, seconds)) return false;
+    write_buffer_ = to_buffer(bytes);
+    stream_->Write(write_buffer_, tag(kWrite));
+    outstanding_.insert(kWrite);
+    return await(kWrite, seconds);
+  }
+  std::optional<std::string> read(double seconds = 30) {
+    stream_->Read(&read_buffer_, tag(kRead));
+    outstanding_.insert(kRead);
+    if (!await(kRead, seconds)) return std::nullopt;
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (!read_buffer_.Dump(&slices).ok()) return std::nullopt;
+    for (const grpc::Slice& s : slices)
+      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    return bytes;
+  }
+  bool writes_done() {
+    stream_->WritesDone(tag(kWritesDone));
+    outstanding_.insert(kWritesDone);
+    return await(kWritesDone, 30);
+  }
+  grpc::Status finish(double seconds = 60) {
+    stream_->Finish(&status_, tag(kFinish));
+    outstanding_.insert(kFinish);
+    if (!await(kFinish, seconds)) return {StatusCode::UNKNOWN, "the stream did not end"};
+    finished_ = true;
+    return status_;
+  }
+  void cancel() { context_.TryCancel(); }
+  grpc::ClientContext& context() { return context_; }
+
+ private:
+  static void* tag(Op op) { return reinterpret_cast<void*>(op); }
+  static grpc::ByteBuffer to_buffer(const std::string& bytes) {
+    grpc::Slice slice(bytes);
+    return grpc::ByteBuffer(&slice, 1);
+  }
+  // Takes one event off the queue; false on timeout.
+  bool next(double seconds) {
+    void* got = nullptr;
+    bool ok = false;
+    if (queue_.AsyncNext(&got, &ok, deadline_in(seconds)) != grpc::CompletionQueue::GOT_EVENT) {
+      return false;
+    }
+    const auto op = static_cast<Op>(reinterpret_cast<std::intptr_t>(got));
+    outstanding_.erase(op);
+    results_[op] = ok;
+    return true;
+  }
+  // Waits until `op` completes: its ok, or false on timeout.
+  bool await(Op op, double seconds) {
+    const auto end = deadline_in(seconds);
+    while (outstanding_.count(op)) {
+      const double left =
+          std::chrono::duration<double>(end - std::chrono::system_clock::now()).count();
+      if (left <= 0 || !next(left)) return false;
+    }
+    return results_[op];
+  }
+
+  grpc::GenericStub stub_;
+  grpc::ClientContext context_;
+  grpc::CompletionQueue queue_;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> stream_;
+  grpc::ByteBuffer write_buffer_, read_buffer_;
+  grpc::Status status_;
+  std::set<Op> outstanding_;
+  std::map<Op, bool> results_;
+  bool finished_ = false;
+};
+
+const std::string kSession = "/torqued.v1.DynamicsService/Session";
+
+grpc::Status raw_unary(const std::string& method, const std::string& bytes) {
+  return RawCall(shared().server->channel()).unary(method, bytes);
+}
+
+// The status a Session answer carries (OK when it has a response).
+grpc::Status answer_status(const std::optional<std::string>& bytes) {
+  v1::SessionResponse answer;
+  if (!bytes) return {StatusCode::UNKNOWN, "no answer"};
+  if (!answer.ParseFromString(*bytes)) return {StatusCode::UNKNOWN, "the answer does not decode"};
+  return {static_cast<StatusCode>(answer.status().code()), answer.status().message()};
+}
+
+// Sends each message on one Session and returns the first answer's status, after checking that
+// every message was answered and the stream ended OK on half-close.
+grpc::Status session(const std::vector<std::string>& messages) {
+  RawCall stream(shared().server->channel());
+  if (!stream.open(kSession)) return {StatusCode::UNKNOWN, "the stream did not open"};
+  std::vector<grpc::Status> answers;
+  for (const std::string& m : messages) {
+    EXPECT_TRUE(stream.write(m));
+    answers.push_back(answer_status(stream.read()));
+  }
+  EXPECT_TRUE(stream.writes_done());
+  const grpc::Status end = stream.finish();
+  EXPECT_TRUE(end.ok()) << end.error_message();
+  return answers.front();
+}
+
+v1::SessionRequest echo_message(std::uint64_t sequence) {
+  v1::SessionRequest m;
+  m.set_sequence(sequence);
+  m.mutable_echo()->add_values(1.5);
+  return m;
+}
+
+// ---- Raw TCP ----
+
+// A TCP connection to 127.0.0.1:`port`, or -1.
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool send_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Reads (and drops) what the peer sends until it closes the connection: true, or false if it is
+// still open after `seconds`.
+bool closed_by_peer(int fd, double seconds) {
+  timeval timeout{0, 100000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const auto end = deadline_in(seconds);
+  char buffer[4096];
+  while (std::chrono::system_clock::now() < end) {
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Connections opened and held until destruction.
+struct Connections {
+  std::vector<int> fds;
+  ~Connections() {
+    for (const int fd : fds) ::close(fd);
+  }
+};
+
+// A channel over a socket this test owns, so that it can cut the connection as a crashed
+// client would: no RST_STREAM, no GOAWAY, the socket just goes.
+struct OwnedSocketChannel {
+  int fd = connect_to(shared().server->port());
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateInsecureChannelFromFd("torqued", fd);
+  void cut() {
+    linger abort{1, 0};  // an abortive close: the server sees a reset
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+    ::shutdown(fd, SHUT_RDWR);
+  }
+};
+
+// A metrics scrape: it answers, with the server's families.
+bool scrape_works() {
+  return http_get(shared().server->metrics_port(), "/metrics").find("grpc_server_started_total") !=
+         std::string::npos;
+}
+
+// ---- Requests ----
+
+int nv(const std::string& model) { return layout(model).nv(); }
+
+void fill(google::protobuf::RepeatedField<double>* field, std::int64_t count, double value = 0.1) {
+  for (std::int64_t i = 0; i < count; ++i) field->Add(value);
+}
+
+// A request for `states` valid random configurations of `model`.
+template <typename Request>
+Request on(const std::string& model, int states = 1) {
+  Request r;
+  r.set_model_id(id_of(model));
+  r.set_batch_size(states);
+  const std::vector<double> q = random_configurations(layout(model), states, 11);
+  r.mutable_q()->Add(q.begin(), q.end());
+  return r;
+}
+
+v1::InverseDynamicsRequest inverse_dynamics(const std::string& model = "puma560", int states = 1) {
+  auto r = on<v1::InverseDynamicsRequest>(model, states);
+  fill(r.mutable_v(), states * nv(model));
+  fill(r.mutable_a(), states * nv(model), 0.2);
+  return r;
+}
+
+v1::ForwardDynamicsRequest forward_dynamics(const std::string& model = "puma560", int states = 1) {
+  auto r = on<v1::ForwardDynamicsRequest>(model, states);
+  fill(r.mutable_v(), states * nv(model));
+  fill(r.mutable_tau(), states * nv(model), 0.3);
+  return r;
+}
+
+v1::ConstrainedDynamicsRequest constrained(const std::string& model = "quadruped") {
+  auto r = on<v1::ConstrainedDynamicsRequest>(model);
+  fill(r.mutable_v(), nv(model));
+  fill(r.mutable_tau(), nv(model));
+  return r;
+}
+
+v1::Constraint point_constraint(const std::string& frame) {
+  v1::Constraint c;
+  c.set_type(v1::CONSTRAINT_TYPE_POINT);
+  c.mutable_frame1()->set_frame(frame);
+  return c;
+}
+
+v1::PointContact contact(const std::string& frame, double friction = 0.8) {
+  v1::PointContact c;
+  c.set_frame(frame);
+  c.set_friction(friction);
+  return c;
+}
+
+const std::vector<std::string> kFeet = {"FL_foot", "FR_foot", "HL_foot", "HR_foot"};
+
+v1::ContactDynamicsRequest contact_dynamics(int states = 1) {
+  auto r = on<v1::ContactDynamicsRequest>("quadruped", states);
+  fill(r.mutable_v(), states * nv("quadruped"));
+  fill(r.mutable_tau(), states * nv("quadruped"));
+  for (const std::string& foot : kFeet) *r.add_contacts() = contact(foot);
+  return r;
+}
+
+v1::ImpactRequest impact() {
+  auto r = on<v1::ImpactRequest>("quadruped");
+  fill(r.mutable_v(), nv("quadruped"), -0.5);
+  for (const std::string& foot : kFeet) *r.add_contacts() = contact(foot);
+  r.set_restitution(0.5);
+  return r;
+}
+
+v1::SimulateRequest simulate(int steps = 10) {
+  auto r = on<v1::SimulateRequest>("quadruped");
+  fill(r.mutable_v(), nv("quadruped"));
+  r.set_steps(steps);
+  r.set_time_step(1e-3);
+  for (const std::string& foot : kFeet) r.add_candidates()->set_frame(foot);
+  r.mutable_ground()->set_friction(0.8);
+  return r;
+}
+
+// A contact problem that takes minutes unless stopped: 2,000 states of 24 frictional contacts
+// and a tolerance no iterate meets, so every state runs the solver's 5,000 Gauss-Seidel sweeps.
+v1::ContactDynamicsRequest endless_contact_problem() {
+  auto r = contact_dynamics(2000);
+  for (int k = 4; k < 24; ++k) {
+    v1::PointContact c = contact(kFeet[k % 4]);
+    for (const double x : {0.01 * (k / 4), 0.0, 0.0}) c.add_point(x);
+    *r.add_contacts() = c;
+  }
+  r.mutable_solver()->set_tolerance(0.0);
+  r.mutable_solver()->set_max_iterations(5000);
+  return r;
+}
+
+// A massive enough link for build_model, in an explicit spec.
+v1::LinkSpec link(const std::string& name, double mass = 1.0) {
+  v1::LinkSpec l;
+  l.set_name(name);
+  l.mutable_inertial()->set_mass(mass);
+  l.mutable_inertial()->mutable_inertia()->set_ixx(0.01);
+  l.mutable_inertial()->mutable_inertia()->set_iyy(0.01);
+  l.mutable_inertial()->mutable_inertia()->set_izz(0.01);
+  return l;
+}
+
+// A chain of `joints` revolute joints l0 - j1 - l1 - ... in an explicit spec.
+v1::RegisterModelRequest chain(int joints) {
+  v1::RegisterModelRequest r;
+  r.set_name("hostile_chain");
+  *r.mutable_spec()->add_links() = link("l0");
+  for (int i = 1; i <= joints; ++i) {
+    *r.mutable_spec()->add_links() = link("l" + std::to_string(i));
+    v1::JointSpec* joint = r.mutable_spec()->add_joints();
+    joint->set_name("j" + std::to_string(i));
+    joint->set_type(v1::JOINT_TYPE_REVOLUTE);
+    joint->set_parent_link("l" + std::to_string(i - 1));
+    joint->set_child_link("l" + std::to_string(i));
+    joint->mutable_origin()->mutable_xyz()->set_x(0.1);
+    joint->mutable_axis()->set_z(1.0);
+  }
+  return r;
+}
+
+// A two-link URDF: link `child` (mass `mass`) hangs from `base` on joint `joint` about `axis`.
+std::string urdf(const std::string& child = "b", const std::string& mass = "1.0",
+                 const std::string& axis = "0 0 1", const std::string& joint = "j") {
+  return "<robot name='hostile'><link name='base'/><link name='" + child +
+         "'><inertial><mass value='" + mass +
+         "'/><inertia ixx='0.01' iyy='0.01' izz='0.01' ixy='0' ixz='0' iyz='0'/></inertial>"
+         "</link><joint name='" +
+         joint + "' type='revolute'><parent link='base'/><child link='" + child + "'/><axis xyz='" +
+         axis + "'/><limit lower='-1' upper='1' effort='1' velocity='1'/></joint></robot>";
+}
+
+v1::RegisterModelRequest urdf_request(const std::string& text) {
+  v1::RegisterModelRequest r;
+  r.set_urdf(text);
+  return r;
+}
+
+// A two-link standard DH table.
+v1::RegisterModelRequest dh(int links = 2) {
+  v1::RegisterModelRequest r;
+  r.mutable_dh()->set_convention(v1::DH_CONVENTION_STANDARD);
+  for (int i = 0; i < links; ++i) {
+    v1::DhLink* l = r.mutable_dh()->add_links();
+    l->set_name("dh" + std::to_string(i));
+    l->set_joint_name("dj" + std::to_string(i));
+    l->set_type(v1::JOINT_TYPE_REVOLUTE);
+    l->set_a(0.3);
+    l->set_mass(1.0);
+    l->mutable_inertia()->set_ixx(0.01);
+    l->mutable_inertia()->set_iyy(0.01);
+    l->mutable_inertia()->set_izz(0.01);
+  }
+  return r;
+}
+
+v1::LoopClosure loop(const std::string& name, const std::string& link1, const std::string& link2,
+                     v1::ConstraintType type = v1::CONSTRAINT_TYPE_POINT) {
+  v1::LoopClosure l;
+  l.set_name(name);
+  l.set_type(type);
+  l.set_link1(link1);
+  l.set_link2(link2);
+  return l;
+}
+
+v1::RegisterModelRequest chain_with_loops(const std::vector<v1::LoopClosure>& loops) {
+  v1::RegisterModelRequest r = chain(3);
+  for (const v1::LoopClosure& l : loops) *r.add_loop_closures() = l;
+  return r;
+}
+
+// A name of 1 MiB: a message may quote 64 bytes of it, never 65 (checked for every row).
+const std::string kHugeName(1 << 20, 'n');
+const std::string kOverEchoed(65, 'n');
+// Control characters a name could use to forge log lines or drive a terminal.
+constexpr char kControlBytes[] = "evil\nname\0with\x1b[2Jescapes\r";
+const std::string kControlName(kControlBytes, sizeof(kControlBytes) - 1);
+
+// ---- The rows: model sources and ModelService ----
+
+std::vector<Row> model_rows() {
+  using C = StatusCode;
+  return {
+      {"RegisterWithoutSource",
+       C::INVALID_ARGUMENT,
+       {"source"},
+       [] { return register_model(v1::RegisterModelRequest()); }},
+      {"RegisterUnknownBaseType",
+       C::INVALID_ARGUMENT,
+       {"base", "99"},
+       [] {
+         auto r = chain(1);
+         r.set_base(static_cast<v1::BaseType>(99));
+         return register_model(r);
+       }},
+      {"RegisterNanGravity",
+       C::INVALID_ARGUMENT,
+       {"gravity"},
+       [] {
+         auto r = chain(1);
+         r.mutable_gravity()->set_z(kNaN);
+         return register_model(r);
+       }},
+      {"RegisterNameWithTerminalEscapes",
+       C::OK,
+       {},
+       [] {
+         auto r = chain(1);
+         r.set_name(kControlName);
+         v1::RegisterModelResponse registered;
+         const grpc::Status status = call(&Models::RegisterModel, r, &registered);
+         EXPECT_EQ(delete_model(registered.model().id()), "");
+         // The log names the model with its control characters escaped: no forged line.
+         const std::string log = shared().server->log();
+         EXPECT_EQ(log.find("\x1b[2J"), std::string::npos);
+         EXPECT_EQ(log.find("\nname"), std::string::npos);
+         EXPECT_NE(log.find("evil\\x0aname"), std::string::npos);
+         return status;
+       }},
+      {"RegisterUndecodable",
+       C::INVALID_ARGUMENT,
+       {"request", "torqued.v1.RegisterModelRequest"},
+       [] { return raw_unary("/torqued.v1.ModelService/RegisterModel", kUndecodable); }},
+      {"RegisterOverModelBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"request", "--max-model-bytes"},
+       [] {
+         auto r = chain(1);
+         r.set_name(std::string(3500000, 'x'));
+         return register_model(r);
+       }},
+      {"RegisterUntilMaxModels",
+       C::RESOURCE_EXHAUSTED,
+       {"models held", "--max-models"},
+       [] {
+         grpc::Status refused;
+         std::vector<std::string> created;
+         for (int joints = 1; joints <= 20 && refused.ok(); ++joints) {
+           v1::RegisterModelResponse response;
+           refused = call(&Models::RegisterModel, chain(joints), &response);
+           if (refused.ok()) created.push_back(response.model().id());
+         }
+         for (const std::string& id : created) EXPECT_EQ(delete_model(id), "");
+         return refused;
+       }},
+      {"UrdfNotXml",
+       C::INVALID_ARGUMENT,
+       {"URDF"},
+       [] { return register_model(urdf_request("\x01\x02 not <xml at all")); }},
+      {"UrdfNestedTooDeep",
+       C::INVALID_ARGUMENT,
+       {"URDF", "nest"},
+       [] {
+         std::string deep = "<robot name='deep'>";
+         for (int i = 0; i < 100000; ++i) deep += "<a>";
+         return register_model(urdf_request(deep));
+       }},
+      {"UrdfOverUrdfBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"urdf", "--max-urdf-bytes"},
+       [] {
+         return register_model(urdf_request(urdf() + "<!--" + std::string(2800000, ' ') + "-->"));
+       }},
+      {"UrdfTooManyLinks",
+       C::RESOURCE_EXHAUSTED,
+       {"urdf", "--max-bodies"},
+       [] {
+         std::string text = "<robot name='wide'>";
+         for (int i = 0; i < 100; ++i) text += "<link name='l" + std::to_string(i) + "'/>";
+         return register_model(urdf_request(text + "</robot>"));
+       }},
+      {"UrdfNanMass",
+       C::INVALID_ARGUMENT,
+       {"URDF"},
+       [] { return register_model(urdf_request(urdf("b", "nan"))); }},
+      {"UrdfNegativeMass",
+       C::INVALID_ARGUMENT,
+       {"'b'", "negative mass"},
+       [] { return register_model(urdf_request(urdf("b", "-1"))); }},
+      {"UrdfZeroAxis",
+       C::INVALID_ARGUMENT,
+       {"'j'", "zero axis"},
+       [] { return register_model(urdf_request(urdf("b", "1", "0 0 0"))); }},
+      {"UrdfUnknownParentLink",
+       C::INVALID_ARGUMENT,
+       {"URDF"},
+       [] {
+         std::string text = urdf();
+         text.replace(text.find("<parent link='base'/>"), 21, "<parent link='nowhere'/>");
+         return register_model(urdf_request(text));
+       }},
+      {"UrdfHugeLinkName",
+       C::INVALID_ARGUMENT,
+       {"link", "negative mass"},
+       [] { return register_model(urdf_request(urdf(kHugeName, "-1"))); }},
+      {"UrdfHugeJointName",
+       C::INVALID_ARGUMENT,
+       {"joint", "zero axis"},
+       [] { return register_model(urdf_request(urdf("b", "1", "0 0 0", kHugeName))); }},
+      {"SpecUnspecifiedJointType",
+       C::INVALID_ARGUMENT,
+       {"spec.joints[0]", "type"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_joints(0)->set_type(v1::JOINT_TYPE_UNSPECIFIED);
+         return register_model(r);
+       }},
+      {"SpecUnknownJointType",
+       C::INVALID_ARGUMENT,
+       {"spec.joints[1]", "type"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_joints(1)->set_type(static_cast<v1::JointType>(1234));
+         return register_model(r);
+       }},
+      {"SpecNegativeMass",
+       C::INVALID_ARGUMENT,
+       {"'l1'", "negative mass"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(1)->mutable_inertial()->set_mass(-1.0);
+         return register_model(r);
+       }},
+      {"SpecNanInertia",
+       C::INVALID_ARGUMENT,
+       {"'l2'", "inertia"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(2)->mutable_inertial()->mutable_inertia()->set_iyy(kNaN);
+         return register_model(r);
+       }},
+      {"SpecIndefiniteInertia",
+       C::INVALID_ARGUMENT,
+       {"'l1'", "positive semi-definite"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(1)->mutable_inertial()->mutable_inertia()->set_izz(-5);
+         return register_model(r);
+       }},
+      {"SpecInfiniteJointOrigin",
+       C::INVALID_ARGUMENT,
+       {"'j1'", "origin"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_joints(0)->mutable_origin()->mutable_rpy()->set_y(kInf);
+         return register_model(r);
+       }},
+      {"SpecUnknownParentLink",
+       C::INVALID_ARGUMENT,
+       {"'j2'", "unknown parent link"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_joints(1)->set_parent_link("nowhere");
+         return register_model(r);
+       }},
+      {"SpecCycle",
+       C::INVALID_ARGUMENT,
+       {"cycle"},
+       [] {
+         auto r = chain(2);
+         v1::JointSpec* back = r.mutable_spec()->add_joints();
+         *back = r.spec().joints(0);
+         back->set_name("j_back");
+         back->set_parent_link("l2");
+         back->set_child_link("l0");
+         return register_model(r);
+       }},
+      {"SpecDuplicateLinkNames",
+       C::INVALID_ARGUMENT,
+       {"duplicate link name", "'l1'"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(2)->set_name("l1");
+         return register_model(r);
+       }},
+      {"SpecNoLinks",
+       C::INVALID_ARGUMENT,
+       {"no links"},
+       [] {
+         v1::RegisterModelRequest r;
+         r.mutable_spec();
+         return register_model(r);
+       }},
+      {"SpecOverMaxBodies",
+       C::RESOURCE_EXHAUSTED,
+       {"spec.links", "--max-bodies"},
+       [] { return register_model(chain(70)); }},
+      {"SpecOverMaxDof",
+       C::RESOURCE_EXHAUSTED,
+       {"degrees of freedom", "--max-dof"},
+       [] { return register_model(chain(45)); }},
+      {"SpecControlCharactersInName",
+       C::INVALID_ARGUMENT,
+       {"negative mass"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(1)->set_name(kControlName);
+         r.mutable_spec()->mutable_joints(0)->set_child_link(kControlName);
+         r.mutable_spec()->mutable_joints(1)->set_parent_link(kControlName);
+         r.mutable_spec()->mutable_links(1)->mutable_inertial()->set_mass(-1.0);
+         return register_model(r);
+       }},
+      {"SpecHugeJointName",
+       C::INVALID_ARGUMENT,
+       {"spec.joints[0]", "type"},
+       [] {
+         auto r = chain(1);
+         r.mutable_spec()->mutable_joints(0)->set_name(kHugeName);
+         r.mutable_spec()->mutable_joints(0)->set_type(v1::JOINT_TYPE_UNSPECIFIED);
+         return register_model(r);
+       }},
+      {"SpecHugeLinkNameDuplicated",
+       C::INVALID_ARGUMENT,
+       {"duplicate link name"},
+       [] {
+         auto r = chain(1);
+         r.mutable_spec()->mutable_links(0)->set_name(kHugeName);
+         r.mutable_spec()->mutable_links(1)->set_name(kHugeName);
+         return register_model(r);
+       }},
+      {"DhUnspecifiedConvention",
+       C::INVALID_ARGUMENT,
+       {"dh.convention"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->set_convention(v1::DH_CONVENTION_UNSPECIFIED);
+         return register_model(r);
+       }},
+      {"DhSphericalJoint",
+       C::INVALID_ARGUMENT,
+       {"dh.links[1].type"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(1)->set_type(v1::JOINT_TYPE_SPHERICAL);
+         return register_model(r);
+       }},
+      {"DhNanParameter",
+       C::INVALID_ARGUMENT,
+       {"'dj0'", "non-finite DH parameter"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(0)->set_alpha(kNaN);
+         return register_model(r);
+       }},
+      {"DhNegativeMass",
+       C::INVALID_ARGUMENT,
+       {"'dh1'", "negative mass"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(1)->set_mass(-2.0);
+         return register_model(r);
+       }},
+      {"DhOverMaxBodies",
+       C::RESOURCE_EXHAUSTED,
+       {"dh.links", "--max-bodies"},
+       [] { return register_model(dh(100)); }},
+      {"LoopUnspecifiedType",
+       C::INVALID_ARGUMENT,
+       {"loop_closures[0]", "type"},
+       [] {
+         return register_model(
+             chain_with_loops({loop("closure", "l3", "l0", v1::CONSTRAINT_TYPE_UNSPECIFIED)}));
+       }},
+      {"LoopUnknownLink",
+       C::INVALID_ARGUMENT,
+       {"'closure'", "unknown link", "'nowhere'"},
+       [] { return register_model(chain_with_loops({loop("closure", "nowhere", "l0")})); }},
+      {"LoopLinkToItself",
+       C::INVALID_ARGUMENT,
+       {"'closure'", "to itself"},
+       [] { return register_model(chain_with_loops({loop("closure", "l2", "l2")})); }},
+      {"LoopWithoutName",
+       C::INVALID_ARGUMENT,
+       {"loop closure", "no name"},
+       [] { return register_model(chain_with_loops({loop("", "l3", "l0")})); }},
+      {"LoopDuplicateName",
+       C::INVALID_ARGUMENT,
+       {"duplicate loop closure name", "'closure'"},
+       [] {
+         return register_model(
+             chain_with_loops({loop("closure", "l3", "l0"), loop("closure", "l2", "l0")}));
+       }},
+      {"LoopInSpecHugeName",
+       C::INVALID_ARGUMENT,
+       {"spec.loop_closures[0]", "type"},
+       [] {
+         auto r = chain(3);
+         *r.mutable_spec()->add_loop_closures() =
+             loop(kHugeName, "l3", "l0", v1::CONSTRAINT_TYPE_UNSPECIFIED);
+         return register_model(r);
+       }},
+      {"GetModelUnknownId",
+       C::NOT_FOUND,
+       {"model_id", "0123"},
+       [] {
+         v1::GetModelRequest r;
+         r.set_model_id("0123456789abcdef0123456789abcdef");
+         return call(&Models::GetModel, r);
+       }},
+      {"GetModelHugeId",
+       C::NOT_FOUND,
+       {"model_id", "1048576 bytes"},
+       [] {
+         v1::GetModelRequest r;
+         r.set_model_id(kHugeName);
+         return call(&Models::GetModel, r);
+       }},
+      {"GetModelIdWithTerminalEscapes",
+       C::NOT_FOUND,
+       {"model_id", "evil"},
+       [] {
+         v1::GetModelRequest r;
+         r.set_model_id(kControlName);
+         return call(&Models::GetModel, r);
+       }},
+      {"GetModelIdCutInsideACharacter",
+       C::NOT_FOUND,
+       {"model_id"},
+       [] {
+         v1::GetModelRequest r;
+         std::string id = "a";
+         for (int i = 0; i < 100; ++i) id += "\xc3\xa9";  // é: 64 bytes end inside one
+         r.set_model_id(id);
+         return call(&Models::GetModel, r);
+       }},
+      {"GetModelInvalidUtf8",
+       C::INVALID_ARGUMENT,
+       {"request", "torqued.v1.GetModelRequest"},
+       [] {
+         // Field 1 (model_id), length 3: bytes that are no UTF-8, which proto3 strings must be.
+         return raw_unary("/torqued.v1.ModelService/GetModel", std::string("\x0a\x03\xff\xfe\xfd"));
+       }},
+      {"GetModelUndecodable",
+       C::INVALID_ARGUMENT,
+       {"request"},
+       [] { return raw_unary("/torqued.v1.ModelService/GetModel", kUndecodable); }},
+      {"ListModelsUndecodable",
+       C::INVALID_ARGUMENT,
+       {"request"},
+       [] { return raw_unary("/torqued.v1.ModelService/ListModels", kUndecodable); }},
+      {"DeleteModelUnknownId",
+       C::NOT_FOUND,
+       {"model_id"},
+       [] {
+         v1::DeleteModelRequest r;
+         r.set_model_id("ffffffffffffffffffffffffffffffff");
+         return call(&Models::DeleteModel, r);
+       }},
+      {"DeleteModelPathTraversal",
+       C::NOT_FOUND,
+       {"model_id"},
+       [] {
+         v1::DeleteModelRequest r;
+         r.set_model_id("../../../../etc/passwd");
+         return call(&Models::DeleteModel, r);
+       }},
+      {"DeleteModelFromRepository",
+       C::FAILED_PRECONDITION,
+       {"model_id", "repository"},
+       [] {
+         v1::DeleteModelRequest r;
+         r.set_model_id(id_of("puma560"));
+         return call(&Models::DeleteModel, r);
+       }},
+      {"DeleteModelTwiceThenUseIt",
+       C::NOT_FOUND,
+       {"model_id"},
+       [] {
+         v1::RegisterModelResponse registered;
+         EXPECT_TRUE(call(&Models::RegisterModel, chain(2), &registered).ok());
+         EXPECT_EQ(delete_model(registered.model().id()), "");
+         EXPECT_NE(delete_model(registered.model().id()), "");
+         auto r = inverse_dynamics();
+         r.set_model_id(registered.model().id());
+         r.clear_q();
+         r.clear_v();
+         r.clear_a();
+         fill(r.mutable_q(), 2);
+         fill(r.mutable_v(), 2);
+         fill(r.mutable_a(), 2);
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"DeleteModelUndecodable",
+       C::INVALID_ARGUMENT,
+       {"request"},
+       [] { return raw_unary("/torqued.v1.ModelService/DeleteModel", kUndecodable); }},
+      {"HugeModelNameInLaterErrors",
+       C::INVALID_ARGUMENT,
+       {"frames[0]", "see Model.frames"},
+       [] {
+         auto r = chain(2);
+         r.set_name(kHugeName);
+         v1::RegisterModelResponse registered;
+         EXPECT_TRUE(call(&Models::RegisterModel, r, &registered).ok());
+         v1::KinematicsRequest k;
+         k.set_model_id(registered.model().id());
+         fill(k.mutable_q(), 2);
+         k.add_frames("no_such_frame");
+         const grpc::Status status = call(&Dynamics::Kinematics, k);
+         EXPECT_EQ(delete_model(registered.model().id()), "");
+         return status;
+       }},
+  };
+}
+
+// ---- The rows: DynamicsService's unary RPCs ----
+
+std::vector<Row> undecodable_rows() {
+  std::vector<Row> rows;
+  for (const char* method :
+       {"InverseDynamics", "ForwardDynamics", "MassMatrix", "NonlinearEffects", "Gravity",
+        "Kinematics", "HybridDynamics", "FloatingBaseInverseDynamics", "Derivatives",
+        "CoriolisMatrix", "Centroidal", "ConstrainedDynamics", "ContactDynamics", "Impact",
+        "Simulate", "Echo"}) {
+    const std::string path = std::string("/torqued.v1.DynamicsService/") + method;
+    rows.push_back({std::string(method) + "Undecodable",
+                    StatusCode::INVALID_ARGUMENT,
+                    {"request", std::string("torqued.v1.") + method + "Request"},
+                    [path] { return raw_unary(path, kUndecodable); }});
+  }
+  return rows;
+}
+
+std::vector<Row> dynamics_rows() {
+  using C = StatusCode;
+  return {
+      {"InverseDynamicsShortQ",
+       C::INVALID_ARGUMENT,
+       {"q:", "expected 6", "got 5"},
+       [] {
+         auto r = inverse_dynamics();
+         r.mutable_q()->RemoveLast();
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsNanV",
+       C::INVALID_ARGUMENT,
+       {"v[2]", "NaN"},
+       [] {
+         auto r = inverse_dynamics();
+         r.set_v(2, kNaN);
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsNegativeBatchSize",
+       C::RESOURCE_EXHAUSTED,
+       {"batch_size", "4294967295", "--max-batch-states"},
+       [] {
+         auto r = inverse_dynamics();
+         r.set_batch_size(static_cast<std::uint32_t>(-1));
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsBatchSizeWithoutStates",
+       C::INVALID_ARGUMENT,
+       {"q:", "expected 60000"},
+       [] {
+         auto r = inverse_dynamics();
+         r.set_batch_size(10000);
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsUnknownModel",
+       C::NOT_FOUND,
+       {"model_id", "no_such_model"},
+       [] {
+         auto r = inverse_dynamics();
+         r.set_model_id("no_such_model");
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsHugeModelId",
+       C::NOT_FOUND,
+       {"model_id", "1048576 bytes"},
+       [] {
+         auto r = inverse_dynamics();
+         r.set_model_id(kHugeName);
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsUnknownAlgorithm",
+       C::INVALID_ARGUMENT,
+       {"algorithm", "77"},
+       [] {
+         auto r = inverse_dynamics();
+         r.set_algorithm(static_cast<v1::InverseDynamicsAlgorithm>(77));
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsExternalForcesWrongSize",
+       C::INVALID_ARGUMENT,
+       {"external_forces:", "expected 36 values", "got 5"},
+       [] {
+         auto r = inverse_dynamics();
+         fill(r.mutable_external_forces(), 5);
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"InverseDynamicsOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"4194304"},
+       [] {
+         auto r = inverse_dynamics();
+         fill(r.mutable_external_forces(), 600000);
+         return call(&Dynamics::InverseDynamics, r);
+       }},
+      {"ForwardDynamicsSingularModel",
+       C::FAILED_PRECONDITION,
+       {"singular"},
+       [] {
+         auto spec = chain(1);
+         spec.mutable_spec()->mutable_links(1)->clear_inertial();
+         v1::RegisterModelResponse registered;
+         EXPECT_TRUE(call(&Models::RegisterModel, spec, &registered).ok());
+         auto r = forward_dynamics();
+         r.set_model_id(registered.model().id());
+         r.clear_q();
+         r.clear_v();
+         r.clear_tau();
+         fill(r.mutable_q(), 1);
+         fill(r.mutable_v(), 1);
+         fill(r.mutable_tau(), 1);
+         r.set_algorithm(v1::FORWARD_DYNAMICS_ALGORITHM_CRBA);
+         const grpc::Status status = call(&Dynamics::ForwardDynamics, r);
+         EXPECT_EQ(delete_model(registered.model().id()), "");
+         return status;
+       }},
+      {"ForwardDynamicsOverflowingVelocities",
+       C::FAILED_PRECONDITION,
+       {"not finite", "state 0"},
+       [] {
+         auto r = forward_dynamics();
+         r.clear_v();
+         fill(r.mutable_v(), 6, 1e200);
+         return call(&Dynamics::ForwardDynamics, r);
+       }},
+      {"ForwardDynamicsUnknownAlgorithm",
+       C::INVALID_ARGUMENT,
+       {"algorithm", "9"},
+       [] {
+         auto r = forward_dynamics();
+         r.set_algorithm(static_cast<v1::ForwardDynamicsAlgorithm>(9));
+         return call(&Dynamics::ForwardDynamics, r);
+       }},
+      {"MassMatrixResponseOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"batch_size", "--max-message-bytes"},
+       [] { return call(&Dynamics::MassMatrix, on<v1::MassMatrixRequest>("quadruped", 10000)); }},
+      {"NonlinearEffectsMissingV",
+       C::INVALID_ARGUMENT,
+       {"v:", "expected 6", "got 0"},
+       [] {
+         return call(&Dynamics::NonlinearEffects, on<v1::NonlinearEffectsRequest>("puma560"));
+       }},
+      {"GravityNonUnitQuaternion",
+       C::INVALID_ARGUMENT,
+       {"q:", "quaternion", "root_joint"},
+       [] {
+         auto r = on<v1::GravityRequest>("quadruped");
+         r.set_q(6, 3.0);
+         return call(&Dynamics::Gravity, r);
+       }},
+      {"GravityZeroQuaternion",
+       C::INVALID_ARGUMENT,
+       {"q:", "quaternion", "norm 0"},
+       [] {
+         auto r = on<v1::GravityRequest>("quadruped");
+         for (int i = 3; i < 7; ++i) r.set_q(i, 0.0);
+         return call(&Dynamics::Gravity, r);
+       }},
+      {"KinematicsUnknownFrame",
+       C::INVALID_ARGUMENT,
+       {"frames[1]", "no_such_frame"},
+       [] {
+         auto r = on<v1::KinematicsRequest>("puma560");
+         r.add_frames("link6");
+         r.add_frames("no_such_frame");
+         return call(&Dynamics::Kinematics, r);
+       }},
+      {"KinematicsHugeFrameName",
+       C::INVALID_ARGUMENT,
+       {"frames[0]", "1048576 bytes"},
+       [] {
+         auto r = on<v1::KinematicsRequest>("puma560");
+         r.add_frames(kHugeName);
+         return call(&Dynamics::Kinematics, r);
+       }},
+      {"KinematicsFrameWithTerminalEscapes",
+       C::INVALID_ARGUMENT,
+       {"frames[0]", "evil"},
+       [] {
+         auto r = on<v1::KinematicsRequest>("puma560");
+         r.add_frames(kControlName);
+         return call(&Dynamics::Kinematics, r);
+       }},
+      {"KinematicsOverMaxFrames",
+       C::RESOURCE_EXHAUSTED,
+       {"frames", "--max-kinematics-frames"},
+       [] {
+         auto r = on<v1::KinematicsRequest>("puma560");
+         for (int i = 0; i < 65; ++i) r.add_frames("link6");
+         return call(&Dynamics::Kinematics, r);
+       }},
+      {"KinematicsUnknownReference",
+       C::INVALID_ARGUMENT,
+       {"reference", "99"},
+       [] {
+         auto r = on<v1::KinematicsRequest>("puma560");
+         r.set_reference(static_cast<v1::ReferenceFrame>(99));
+         return call(&Dynamics::Kinematics, r);
+       }},
+      {"HybridDynamicsInputsWrongSize",
+       C::INVALID_ARGUMENT,
+       {"inputs:", "expected 6", "got 2"},
+       [] {
+         auto r = on<v1::HybridDynamicsRequest>("puma560");
+         fill(r.mutable_v(), 6);
+         fill(r.mutable_a(), 6);
+         fill(r.mutable_tau(), 6);
+         r.add_inputs(v1::DOF_INPUT_FORCE);
+         r.add_inputs(v1::DOF_INPUT_FORCE);
+         return call(&Dynamics::HybridDynamics, r);
+       }},
+      {"HybridDynamicsUnknownInput",
+       C::INVALID_ARGUMENT,
+       {"inputs[0]", "unknown value 7"},
+       [] {
+         auto r = on<v1::HybridDynamicsRequest>("puma560");
+         fill(r.mutable_v(), 6);
+         fill(r.mutable_a(), 6);
+         fill(r.mutable_tau(), 6);
+         r.add_inputs(static_cast<v1::DofInput>(7));
+         for (int i = 1; i < 6; ++i) r.add_inputs(v1::DOF_INPUT_FORCE);
+         return call(&Dynamics::HybridDynamics, r);
+       }},
+      {"FloatingBaseInverseDynamicsOnFixedBase",
+       C::FAILED_PRECONDITION,
+       {"model_id", "free-flyer"},
+       [] {
+         auto r = on<v1::FloatingBaseInverseDynamicsRequest>("puma560");
+         fill(r.mutable_v(), 6);
+         fill(r.mutable_a(), 6);
+         return call(&Dynamics::FloatingBaseInverseDynamics, r);
+       }},
+      {"DerivativesUnknownOf",
+       C::INVALID_ARGUMENT,
+       {"of:", "4"},
+       [] {
+         auto r = on<v1::DerivativesRequest>("puma560");
+         fill(r.mutable_v(), 6);
+         fill(r.mutable_a(), 6);
+         r.set_of(static_cast<v1::DerivativesOf>(4));
+         return call(&Dynamics::Derivatives, r);
+       }},
+      {"DerivativesOfForwardDynamicsWithA",
+       C::INVALID_ARGUMENT,
+       {"a:", "must be empty"},
+       [] {
+         auto r = on<v1::DerivativesRequest>("puma560");
+         fill(r.mutable_v(), 6);
+         fill(r.mutable_a(), 6);
+         r.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+         return call(&Dynamics::Derivatives, r);
+       }},
+      {"CoriolisMatrixVTooLong",
+       C::INVALID_ARGUMENT,
+       {"v:", "expected 6", "got 7"},
+       [] {
+         auto r = on<v1::CoriolisMatrixRequest>("puma560");
+         fill(r.mutable_v(), 7);
+         return call(&Dynamics::CoriolisMatrix, r);
+       }},
+      {"CentroidalInfiniteQ",
+       C::INVALID_ARGUMENT,
+       {"q[4]", "infinite"},
+       [] {
+         auto r = on<v1::CentroidalRequest>("puma560");
+         r.set_q(4, -kInf);
+         fill(r.mutable_v(), 6);
+         return call(&Dynamics::Centroidal, r);
+       }},
+      {"ConstrainedUnknownFrame",
+       C::INVALID_ARGUMENT,
+       {"constraints[0].frame1.frame", "no_such_frame"},
+       [] {
+         auto r = constrained();
+         *r.add_constraints() = point_constraint("no_such_frame");
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedSameBody",
+       C::INVALID_ARGUMENT,
+       {"constraints[0]", "same body"},
+       [] {
+         auto r = constrained();
+         v1::Constraint c = point_constraint("FL_foot");
+         c.mutable_frame2()->set_frame("FL_shank");
+         *r.add_constraints() = c;
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedNegativeGain",
+       C::INVALID_ARGUMENT,
+       {"gains.position"},
+       [] {
+         auto r = constrained();
+         *r.add_constraints() = point_constraint("FL_foot");
+         r.mutable_gains()->set_position(-1.0);
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedNanGain",
+       C::INVALID_ARGUMENT,
+       {"gains.velocity"},
+       [] {
+         auto r = constrained();
+         *r.add_constraints() = point_constraint("FL_foot");
+         r.mutable_gains()->set_velocity(kNaN);
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedOverMaxRows",
+       C::RESOURCE_EXHAUSTED,
+       {"constraints", "--max-constraint-rows"},
+       [] {
+         auto r = constrained();
+         for (const std::string& foot : kFeet) {
+           v1::Constraint weld = point_constraint(foot);
+           weld.set_type(v1::CONSTRAINT_TYPE_WELD);
+           weld.set_name("weld_" + foot);
+           *r.add_constraints() = weld;
+           weld.set_name("again_" + foot);
+           weld.mutable_frame1()->mutable_placement()->mutable_xyz()->set_x(0.01);
+           *r.add_constraints() = weld;
+         }
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedUnknownMode",
+       C::INVALID_ARGUMENT,
+       {"mode", "3"},
+       [] {
+         auto r = constrained();
+         r.set_mode(static_cast<v1::ConstrainedDynamicsMode>(3));
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedInputsInForwardMode",
+       C::INVALID_ARGUMENT,
+       {"inputs", "must be empty"},
+       [] {
+         auto r = constrained();
+         r.add_inputs(v1::DOF_INPUT_FORCE);
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedDuplicateHugeName",
+       C::INVALID_ARGUMENT,
+       {"constraints[1]", "already used"},
+       [] {
+         auto r = constrained();
+         v1::Constraint c = point_constraint("FL_foot");
+         c.set_name(kHugeName);
+         *r.add_constraints() = c;
+         *r.add_constraints() = c;
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ContactUnknownFrame",
+       C::INVALID_ARGUMENT,
+       {"contacts[4].frame", "no_such_foot"},
+       [] {
+         auto r = contact_dynamics();
+         *r.add_contacts() = contact("no_such_foot");
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactOnFixedBase",
+       C::INVALID_ARGUMENT,
+       {"contacts[0].frame", "fixed base"},
+       [] {
+         auto r = on<v1::ContactDynamicsRequest>("puma560");
+         fill(r.mutable_v(), 6);
+         fill(r.mutable_tau(), 6);
+         *r.add_contacts() = contact("base");
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactNonUnitNormal",
+       C::INVALID_ARGUMENT,
+       {"contacts[0].normal", "unit"},
+       [] {
+         auto r = contact_dynamics();
+         for (const double x : {0.0, 0.0, 2.0}) r.mutable_contacts(0)->add_normal(x);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactNegativeFriction",
+       C::INVALID_ARGUMENT,
+       {"contacts[2].friction"},
+       [] {
+         auto r = contact_dynamics();
+         r.mutable_contacts(2)->set_friction(-0.1);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactNanPoint",
+       C::INVALID_ARGUMENT,
+       {"contacts[1].point[1]", "NaN"},
+       [] {
+         auto r = contact_dynamics();
+         for (const double x : {0.0, kNaN, 0.0}) r.mutable_contacts(1)->add_point(x);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactOverMaxContacts",
+       C::RESOURCE_EXHAUSTED,
+       {"contacts", "65", "--max-contacts"},
+       [] {
+         auto r = contact_dynamics();
+         for (int k = 4; k < 65; ++k) *r.add_contacts() = contact(kFeet[k % 4]);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactOverWorkspaceBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"contacts", "--max-workspace-bytes"},
+       [] {
+         auto r = contact_dynamics();
+         for (int k = 4; k < 60; ++k) *r.add_contacts() = contact(kFeet[k % 4]);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactOverMaxSolverIterations",
+       C::RESOURCE_EXHAUSTED,
+       {"solver.max_iterations", "--max-solver-iterations"},
+       [] {
+         auto r = contact_dynamics();
+         r.mutable_solver()->set_max_iterations(4000000000u);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactZeroSolverIterations",
+       C::INVALID_ARGUMENT,
+       {"solver.max_iterations"},
+       [] {
+         auto r = contact_dynamics();
+         r.mutable_solver()->set_max_iterations(0);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ContactNanTolerance",
+       C::INVALID_ARGUMENT,
+       {"solver.tolerance", "NaN"},
+       [] {
+         auto r = contact_dynamics();
+         r.mutable_solver()->set_tolerance(kNaN);
+         return call(&Dynamics::ContactDynamics, r);
+       }},
+      {"ImpactRestitutionAboveOne",
+       C::INVALID_ARGUMENT,
+       {"restitution", "[0, 1]"},
+       [] {
+         auto r = impact();
+         r.set_restitution(2.0);
+         return call(&Dynamics::Impact, r);
+       }},
+      {"ImpactNanRestitution",
+       C::INVALID_ARGUMENT,
+       {"restitution", "NaN"},
+       [] {
+         auto r = impact();
+         r.set_restitution(kNaN);
+         return call(&Dynamics::Impact, r);
+       }},
+      {"SimulateZeroSteps",
+       C::INVALID_ARGUMENT,
+       {"steps"},
+       [] { return call(&Dynamics::Simulate, simulate(0)); }},
+      {"SimulateOverMaxSteps",
+       C::RESOURCE_EXHAUSTED,
+       {"steps", "--max-simulation-steps"},
+       [] { return call(&Dynamics::Simulate, simulate(20001)); }},
+      {"SimulateNegativeTimeStep",
+       C::INVALID_ARGUMENT,
+       {"time_step"},
+       [] {
+         auto r = simulate();
+         r.set_time_step(-1e-3);
+         return call(&Dynamics::Simulate, r);
+       }},
+      {"SimulateRk4WithCandidates",
+       C::INVALID_ARGUMENT,
+       {"integrator", "INTEGRATOR_RK4"},
+       [] {
+         auto r = simulate();
+         r.set_integrator(v1::INTEGRATOR_RK4);
+         return call(&Dynamics::Simulate, r);
+       }},
+      {"SimulateResponseOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"--max-message-bytes", "fewer steps"},
+       [] { return call(&Dynamics::Simulate, simulate(20000)); }},
+      {"SimulateTauWrongSize",
+       C::INVALID_ARGUMENT,
+       {"tau:", "got 7"},
+       [] {
+         auto r = simulate();
+         fill(r.mutable_tau(), 7);
+         return call(&Dynamics::Simulate, r);
+       }},
+      {"SimulateNanGroundRestitution",
+       C::INVALID_ARGUMENT,
+       {"ground.restitution", "NaN"},
+       [] {
+         auto r = simulate();
+         r.mutable_ground()->set_restitution(kNaN);
+         return call(&Dynamics::Simulate, r);
+       }},
+      {"EchoResponseOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"response_values", "--max-message-bytes"},
+       [] {
+         v1::EchoRequest r;
+         r.set_response_values(4000000000u);
+         return call(&Dynamics::Echo, r);
+       }},
+      {"EchoPayloadOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"4194304"},
+       [] {
+         v1::EchoRequest r;
+         r.set_payload(std::string(5 << 20, 'p'));
+         return call(&Dynamics::Echo, r);
+       }},
+  };
+}
+
+// ---- The rows: calls that end early, overload ----
+
+std::vector<Row> call_rows() {
+  using C = StatusCode;
+  return {
+      {"UnaryCancelledMidCompute",
+       C::CANCELLED,
+       {},
+       [] {
+         grpc::ClientContext context;
+         context.set_deadline(deadline_in(120));
+         std::thread canceller([&] {
+           std::this_thread::sleep_for(std::chrono::milliseconds(300));
+           context.TryCancel();
+         });
+         v1::ContactDynamicsResponse response;
+         const grpc::Status status =
+             shared().dynamics->ContactDynamics(&context, endless_contact_problem(), &response);
+         canceller.join();
+         return status;
+       }},
+      {"UnaryDeadlineExpiresMidCompute",
+       C::DEADLINE_EXCEEDED,
+       {},
+       [] {
+         grpc::ClientContext context;
+         context.set_deadline(deadline_in(0.3));
+         v1::ContactDynamicsResponse response;
+         return shared().dynamics->ContactDynamics(&context, endless_contact_problem(), &response);
+       }},
+      {"UnaryDeadlineAlreadyPassed",
+       C::DEADLINE_EXCEEDED,
+       {},
+       [] {
+         grpc::ClientContext context;
+         context.set_deadline(std::chrono::system_clock::now() - std::chrono::seconds(1));
+         v1::InverseDynamicsResponse response;
+         return shared().dynamics->InverseDynamics(&context, inverse_dynamics(), &response);
+       }},
+      {"UnaryClientVanishesMidCompute",
+       C::OK,
+       {},
+       [] {
+         OwnedSocketChannel owned;
+         grpc::ClientContext context;
+         context.set_deadline(deadline_in(60));
+         v1::ContactDynamicsResponse response;
+         std::atomic<bool> done = false;
+         grpc::Status status;
+         const v1::ContactDynamicsRequest request = endless_contact_problem();
+         v1::DynamicsService::NewStub(owned.channel)
+             ->async()
+             ->ContactDynamics(&context, &request, &response, [&](grpc::Status s) {
+               status = std::move(s);
+               done = true;
+             });
+         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+         owned.cut();
+         for (int i = 0; i < 600 && !done; ++i) {
+           std::this_thread::sleep_for(std::chrono::milliseconds(50));
+         }
+         EXPECT_TRUE(done);
+         EXPECT_FALSE(status.ok());
+         return grpc::Status::OK;
+       }},
+      {"OverloadedQueue",
+       C::RESOURCE_EXHAUSTED,
+       {"queue", "--queue-capacity"},
+       [] {
+         // 40 calls at once, each of tens of milliseconds of contact problems, against 2
+         // workers and 4 queued tasks.
+         auto request = endless_contact_problem();
+         request.set_batch_size(2);
+         request.mutable_q()->Truncate(2 * layout("quadruped").nq());
+         request.mutable_v()->Truncate(2 * nv("quadruped"));
+         request.mutable_tau()->Truncate(2 * nv("quadruped"));
+         constexpr int kCalls = 40;
+         std::vector<grpc::ClientContext> contexts(kCalls);
+         std::vector<v1::ContactDynamicsResponse> responses(kCalls);
+         std::vector<grpc::Status> statuses(kCalls);
+         std::mutex mutex;
+         std::condition_variable all_done;
+         int done = 0;
+         for (int i = 0; i < kCalls; ++i) {
+           contexts[i].set_deadline(deadline_in(60));
+           shared().dynamics->async()->ContactDynamics(&contexts[i], &request, &responses[i],
+                                                       [&, i](grpc::Status s) {
+                                                         std::lock_guard lock(mutex);
+                                                         statuses[i] = std::move(s);
+                                                         if (++done == kCalls)
+                                                           all_done.notify_one();
+                                                       });
+         }
+         std::unique_lock lock(mutex);
+         EXPECT_TRUE(
+             all_done.wait_for(lock, std::chrono::seconds(90), [&] { return done == kCalls; }));
+         for (const grpc::Status& s : statuses) {
+           if (s.error_code() == C::RESOURCE_EXHAUSTED) return s;
+         }
+         return grpc::Status::OK;
+       }},
+      {"HugeMetadata",
+       C::RESOURCE_EXHAUSTED,
+       {},
+       [] {
+         // On a connection of its own, as another client's: an oversized header block is an
+         // HTTP/2 connection error, and the server closes the connection it came on.
+         const auto channel =
+             grpc::CreateChannel(shared().server->address(), grpc::InsecureChannelCredentials());
+         grpc::ClientContext context;
+         context.set_deadline(deadline_in(30));
+         context.AddMetadata("x-hostile", std::string(1 << 20, 'm'));
+         v1::InverseDynamicsResponse response;
+         return v1::DynamicsService::NewStub(channel)->InverseDynamics(&context, inverse_dynamics(),
+                                                                       &response);
+       }},
+      {"CompressionBomb",
+       C::RESOURCE_EXHAUSTED,
+       {},
+       [] {
+         // 32 MiB of zeros compress to 32 kB: the server must not inflate past its limit.
+         grpc::ClientContext context;
+         context.set_deadline(deadline_in(60));
+         context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+         v1::EchoRequest r;
+         r.set_payload(std::string(32 << 20, '\0'));
+         v1::EchoResponse response;
+         return shared().dynamics->Echo(&context, r, &response);
+       }},
+      {"UnknownMethod",
+       C::UNIMPLEMENTED,
+       {},
+       [] { return raw_unary("/torqued.v1.DynamicsService/Teleport", ""); }},
+      {"UnknownService",
+       C::UNIMPLEMENTED,
+       {},
+       [] { return raw_unary("/evil.v1.Backdoor/Open", "payload"); }},
+  };
+}
+
+// ---- The rows: Session streams ----
+
+std::vector<Row> session_rows() {
+  using C = StatusCode;
+  return {
+      {"SessionUndecodableMessageThenValid",
+       C::INVALID_ARGUMENT,
+       {"message 1", "torqued.v1.SessionRequest"},
+       [] {
+         grpc::Status second;
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kSession));
+         EXPECT_TRUE(stream.write(kUndecodable));
+         const grpc::Status first = answer_status(stream.read());
+         EXPECT_TRUE(stream.write(echo_message(2).SerializeAsString()));
+         second = answer_status(stream.read());
+         EXPECT_TRUE(second.ok()) << second.error_message();
+         EXPECT_TRUE(stream.writes_done());
+         EXPECT_TRUE(stream.finish().ok());
+         return first;
+       }},
+      {"SessionNoRequestSet",
+       C::INVALID_ARGUMENT,
+       {"request", "no request set"},
+       [] {
+         v1::SessionRequest empty;
+         empty.set_sequence(1);
+         return session({empty.SerializeAsString(), echo_message(2).SerializeAsString()});
+       }},
+      {"SessionUnknownModel",
+       C::NOT_FOUND,
+       {"model_id", "missing"},
+       [] {
+         v1::SessionRequest m;
+         m.set_model_id("missing");
+         *m.mutable_gravity() = on<v1::GravityRequest>("puma560");
+         m.mutable_gravity()->clear_model_id();
+         return session({m.SerializeAsString(), echo_message(2).SerializeAsString()});
+       }},
+      {"SessionHugeModelId",
+       C::NOT_FOUND,
+       {"model_id", "1048576 bytes"},
+       [] {
+         v1::SessionRequest m;
+         m.set_model_id(kHugeName);
+         *m.mutable_gravity() = on<v1::GravityRequest>("puma560");
+         m.mutable_gravity()->clear_model_id();
+         return session({m.SerializeAsString(), echo_message(2).SerializeAsString()});
+       }},
+      {"SessionModelIdCutInsideACharacter",
+       C::NOT_FOUND,
+       {"model_id"},
+       [] {
+         // The answer's CallStatus.message is a proto3 string: cut inside a character it would
+         // not be UTF-8, and the client could not decode the answer.
+         v1::SessionRequest m;
+         std::string id = "a";
+         for (int i = 0; i < 100; ++i) id += "\xc3\xa9";
+         m.set_model_id(id);
+         *m.mutable_gravity() = on<v1::GravityRequest>("puma560");
+         m.mutable_gravity()->clear_model_id();
+         return session({m.SerializeAsString(), echo_message(2).SerializeAsString()});
+       }},
+      {"SessionBadFieldInsideMessage",
+       C::INVALID_ARGUMENT,
+       {"v:", "expected 6"},
+       [] {
+         v1::SessionRequest m;
+         *m.mutable_inverse_dynamics() = inverse_dynamics();
+         m.mutable_inverse_dynamics()->mutable_v()->RemoveLast();
+         return session({m.SerializeAsString(), echo_message(2).SerializeAsString()});
+       }},
+      {"SessionModelDeletedMidStream",
+       C::NOT_FOUND,
+       {"model_id"},
+       [] {
+         v1::RegisterModelResponse registered;
+         EXPECT_TRUE(call(&Models::RegisterModel, chain(2), &registered).ok());
+         v1::SessionRequest m;
+         m.set_model_id(registered.model().id());
+         fill(m.mutable_gravity()->mutable_q(), 2);
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kSession));
+         EXPECT_TRUE(stream.write(m.SerializeAsString()));
+         EXPECT_TRUE(answer_status(stream.read()).ok());
+         EXPECT_EQ(delete_model(registered.model().id()), "");
+         m.clear_model_id();  // the stream's model, now gone
+         EXPECT_TRUE(stream.write(m.SerializeAsString()));
+         const grpc::Status gone = answer_status(stream.read());
+         EXPECT_TRUE(stream.writes_done());
+         EXPECT_TRUE(stream.finish().ok());
+         return gone;
+       }},
+      {"SessionMessageOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"4194304"},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kSession));
+         v1::SessionRequest m;
+         m.mutable_echo()->set_payload(std::string(5 << 20, 'p'));
+         stream.write(m.SerializeAsString());
+         return stream.finish();
+       }},
+      {"SessionCancelledMidCompute",
+       C::CANCELLED,
+       {},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kSession));
+         v1::SessionRequest m;
+         *m.mutable_contact_dynamics() = endless_contact_problem();
+         EXPECT_TRUE(stream.write(m.SerializeAsString()));
+         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+         stream.cancel();
+         return stream.finish();
+       }},
+      {"SessionClientVanishesMidCompute",
+       C::OK,
+       {},
+       [] {
+         OwnedSocketChannel owned;
+         RawCall stream(owned.channel);
+         EXPECT_TRUE(stream.open(kSession));
+         v1::SessionRequest m;
+         *m.mutable_contact_dynamics() = endless_contact_problem();
+         EXPECT_TRUE(stream.write(m.SerializeAsString()));
+         EXPECT_TRUE(stream.write(echo_message(2).SerializeAsString()));
+         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+         owned.cut();
+         EXPECT_FALSE(stream.finish().ok());
+         return grpc::Status::OK;
+       }},
+      {"SessionHalfClosedWithAnswersPending",
+       C::OK,
+       {},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kSession));
+         for (int i = 1; i <= 3; ++i)
+           EXPECT_TRUE(stream.write(echo_message(i).SerializeAsString()));
+         EXPECT_TRUE(stream.writes_done());
+         for (int i = 1; i <= 3; ++i) {
+           const grpc::Status answer = answer_status(stream.read());
+           EXPECT_TRUE(answer.ok()) << answer.error_message();
+         }
+         return stream.finish();
+       }},
+      {"SessionHalfClosedNeverRead",
+       C::CANCELLED,
+       {},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kSession));
+         for (int i = 1; i <= 3; ++i)
+           EXPECT_TRUE(stream.write(echo_message(i).SerializeAsString()));
+         EXPECT_TRUE(stream.writes_done());
+         std::this_thread::sleep_for(std::chrono::milliseconds(200));
+         stream.cancel();
+         return stream.finish();
+       }},
+      {"SessionNeverReadsItsAnswers",
+       C::CANCELLED,
+       {},
+       [] {
+         // Each message carries 64 kB and asks for 864 kB of answer: 1,000 of them would hold
+         // 928 MB if the server kept what the client does not read. It stops reading instead
+         // (--max-session-queued), and flow control stops the client's writes.
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kSession));
+         v1::SessionRequest m;
+         m.mutable_echo()->set_payload(std::string(64 << 10, 'p'));
+         m.mutable_echo()->set_response_values(100000);
+         int written = 0;
+         while (written < 1000 && stream.write(m.SerializeAsString(), 1.0)) ++written;
+         EXPECT_LT(written, 1000) << "no back-pressure";
+         expect_rss_within_bound("with the stream stuck");
+         stream.cancel();
+         return stream.finish();
+       }},
+      {"SessionManyIdleStreams",
+       C::OK,
+       {},
+       [] {
+         std::vector<std::unique_ptr<RawCall>> streams;
+         for (int i = 0; i < 200; ++i) {
+           streams.push_back(std::make_unique<RawCall>(shared().server->channel()));
+           EXPECT_TRUE(streams.back()->open(kSession));
+         }
+         const grpc::Status answered = call(&Dynamics::InverseDynamics, inverse_dynamics());
+         EXPECT_TRUE(answered.ok()) << answered.error_message();
+         expect_rss_within_bound("with 200 idle streams");
+         return grpc::Status::OK;
+       }},
+  };
+}
+
+// ---- The rows: the transport and the metrics port ----
+
+std::vector<Row> transport_rows() {
+  using C = StatusCode;
+  return {
+      {"GarbageBytesOnGrpcPort",
+       C::OK,
+       {},
+       [] {
+         const int fd = connect_to(shared().server->port());
+         std::string garbage(64 << 10, '\0');
+         for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 131);
+         send_all(fd, garbage);
+         EXPECT_TRUE(closed_by_peer(fd, 10)) << "the server kept a connection of garbage open";
+         ::close(fd);
+         return grpc::Status::OK;
+       }},
+      {"Http11RequestOnGrpcPort",
+       C::OK,
+       {},
+       [] {
+         const int fd = connect_to(shared().server->port());
+         send_all(fd, "GET /torqued.v1.ModelService/ListModels HTTP/1.1\r\nHost: x\r\n\r\n");
+         EXPECT_TRUE(closed_by_peer(fd, 10)) << "the server kept an HTTP/1.1 connection open";
+         ::close(fd);
+         return grpc::Status::OK;
+       }},
+      {"IdleConnectionsLeftOpen",
+       C::OK,
+       {},
+       [] {
+         Connections idle;
+         for (int i = 0; i < 300; ++i) idle.fds.push_back(connect_to(shared().server->port()));
+         const grpc::Status answered = call(&Dynamics::InverseDynamics, inverse_dynamics());
+         EXPECT_TRUE(answered.ok()) << answered.error_message();
+         expect_rss_within_bound("with 300 idle connections");
+         return grpc::Status::OK;
+       }},
+      {"PrefaceOnlyConnectionsLeftOpen",
+       C::OK,
+       {},
+       [] {
+         Connections idle;
+         for (int i = 0; i < 100; ++i) {
+           idle.fds.push_back(connect_to(shared().server->port()));
+           send_all(idle.fds.back(), "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+         }
+         const grpc::Status answered = call(&Dynamics::InverseDynamics, inverse_dynamics());
+         EXPECT_TRUE(answered.ok()) << answered.error_message();
+         return grpc::Status::OK;
+       }},
+      {"MetricsSilentClients",
+       C::OK,
+       {},
+       [] {
+         Connections silent;
+         for (int i = 0; i < 4; ++i)
+           silent.fds.push_back(connect_to(shared().server->metrics_port()));
+         for (int i = 0; i < 3; ++i) EXPECT_TRUE(scrape_works()) << "scrape " << i;
+         return grpc::Status::OK;
+       }},
+      {"MetricsTricklingClients",
+       C::OK,
+       {},
+       [] {
+         Connections slow;
+         for (int i = 0; i < 4; ++i)
+           slow.fds.push_back(connect_to(shared().server->metrics_port()));
+         std::atomic<bool> stop = false;
+         std::thread trickler([&] {
+           const std::string request = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+           for (std::size_t i = 0; !stop; ++i) {
+             for (const int fd : slow.fds)
+               send_all(fd, std::string(1, request[i % request.size()]));
+             std::this_thread::sleep_for(std::chrono::milliseconds(100));
+           }
+         });
+         for (int i = 0; i < 3; ++i) EXPECT_TRUE(scrape_works()) << "scrape " << i;
+         stop = true;
+         trickler.join();
+         return grpc::Status::OK;
+       }},
+      {"MetricsGarbageRequest",
+       C::OK,
+       {},
+       [] {
+         const int fd = connect_to(shared().server->metrics_port());
+         send_all(fd, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) +
+                          std::string(4096, '\xee') + "\r\n\r\n");
+         EXPECT_TRUE(closed_by_peer(fd, 10));
+         ::close(fd);
+         EXPECT_TRUE(scrape_works());
+         return grpc::Status::OK;
+       }},
+      {"MetricsPathTraversal",
+       C::OK,
+       {},
+       [] {
+         for (const char* target : {"/../../../../etc/passwd", "/metrics/../../etc/passwd",
+                                    "/%2e%2e/%2e%2e/etc/passwd"}) {
+           EXPECT_EQ(http_get(shared().server->metrics_port(), target).find("root:"),
+                     std::string::npos)
+               << target;
+         }
+         EXPECT_TRUE(scrape_works());
+         return grpc::Status::OK;
+       }},
+      {"MetricsHugeHeader",
+       C::OK,
+       {},
+       [] {
+         const int fd = connect_to(shared().server->metrics_port());
+         send_all(fd, "GET /metrics HTTP/1.1\r\nX-Huge: " + std::string(1 << 20, 'h') + "\r\n\r\n");
+         EXPECT_TRUE(closed_by_peer(fd, 10));
+         ::close(fd);
+         EXPECT_TRUE(scrape_works());
+         return grpc::Status::OK;
+       }},
+  };
+}
+
+// ---- The rows: the health service ----
+
+std::vector<Row> health_rows() {
+  using C = StatusCode;
+  return {
+      {"HealthCheckHugeServiceName",
+       C::NOT_FOUND,
+       {"service", "1048576 bytes"},
+       [] {
+         grpc::health::v1::HealthCheckRequest r;
+         r.set_service(kHugeName);
+         grpc::health::v1::HealthCheckResponse response;
+         return with_deadline(30, [&](grpc::ClientContext* c) {
+           return shared().server->health()->Check(c, r, &response);
+         });
+       }},
+      {"HealthCheckUndecodable",
+       C::INVALID_ARGUMENT,
+       {},
+       [] { return raw_unary("/grpc.health.v1.Health/Check", kUndecodable); }},
+      // Watch is gRPC's typed server-streaming handler: it ends the stream with UNIMPLEMENTED.
+      {"HealthWatchUndecodable",
+       C::UNIMPLEMENTED,
+       {},
+       [] {
+         RawCall watch(shared().server->channel());
+         EXPECT_TRUE(watch.open("/grpc.health.v1.Health/Watch"));
+         watch.write(kUndecodable);
+         watch.writes_done();
+         return watch.finish(30);
+       }},
+      {"HealthWatchStreamsNeverRead",
+       C::OK,
+       {},
+       [] {
+         std::vector<std::unique_ptr<RawCall>> watches;
+         grpc::health::v1::HealthCheckRequest r;
+         r.set_service("torqued.v1.DynamicsService");
+         for (int i = 0; i < 200; ++i) {
+           watches.push_back(std::make_unique<RawCall>(shared().server->channel()));
+           EXPECT_TRUE(watches.back()->open("/grpc.health.v1.Health/Watch"));
+           EXPECT_TRUE(watches.back()->write(r.SerializeAsString()));
+         }
+         const grpc::Status answered = call(&Dynamics::InverseDynamics, inverse_dynamics());
+         EXPECT_TRUE(answered.ok()) << answered.error_message();
+         return grpc::Status::OK;
+       }},
+  };
+}
+
+std::vector<Row> all_rows() {
+  std::vector<Row> rows;
+  for (auto group : {model_rows, undecodable_rows, dynamics_rows, call_rows, session_rows,
+                     health_rows, transport_rows}) {
+    for (Row& row : group()) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// ---- The table ----
+
+bool valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto byte = static_cast<unsigned char>(s[i]);
+    const int length = byte < 0x80           ? 1
+                       : (byte >> 5) == 0x6  ? 2
+                       : (byte >> 4) == 0xe  ? 3
+                       : (byte >> 3) == 0x1e ? 4
+                                             : 0;
+    if (length == 0 || i + length > s.size()) return false;
+    for (int k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+class BadInputTest : public ::testing::TestWithParam<Row> {
+ protected:
+  static void SetUpTestSuite() { start_server(); }
+
+  static void start_server() {
+    Shared& s = shared();
+    s.server.reset();
+    s.dir.emplace();
+    s.server = std::make_unique<ServerProcess>(
+        ServerProcess::Options{s.dir->path() / "data", repository_dir(), true, kServerFlags});
+    ASSERT_TRUE(s.server->running());
+    s.dynamics = s.server->dynamics();
+    s.models = s.server->models();
+    v1::ListModelsResponse list;
+    ASSERT_TRUE(call(&Models::ListModels, v1::ListModelsRequest(), &list).ok());
+    for (const v1::ModelSummary& m : list.models())
+      s.layouts[m.name()] = s.server->model_layout(m.id());
+    ASSERT_EQ(s.layouts.count("quadruped"), 1u) << s.server->log();
+    // The reference: a small batch answered inline and one large enough for the workers, so
+    // that a row leaving the workers busy shows too.
+    s.reference_id = inverse_dynamics("puma560", 4);
+    s.reference_fd = forward_dynamics("quadruped", 200);
+    ASSERT_TRUE(call(&Dynamics::InverseDynamics, s.reference_id, &s.expected_id).ok());
+    ASSERT_TRUE(call(&Dynamics::ForwardDynamics, s.reference_fd, &s.expected_fd).ok());
+    s.baseline_rss = rss_bytes(s.server->pid());
+  }
+
+  void SetUp() override {
+    if (!shared().server || !shared().server->running() || shared().server->wait_exit(0) != -1) {
+      ADD_FAILURE() << "the server was gone before this row; restarting it";
+      start_server();
+    }
+  }
+
+  static void TearDownTestSuite() {
+    const std::int64_t rss = rss_bytes(shared().server->pid());
+    std::cout << "server RSS " << shared().baseline_rss / 1024 << " kB at the start, " << rss / 1024
+              << " kB after the table, at most " << shared().largest_growth / 1024
+              << " kB above the start at any check (bound " << kRssGrowthBound / 1024 << " kB)\n";
+    shared().server.reset();
+    shared().dir.reset();
+  }
+};
+
+TEST_P(BadInputTest, Row) {
+  const Row& row = GetParam();
+  const grpc::Status status = row.act();
+  const std::string& message = status.error_message();
+  EXPECT_EQ(status.error_code(), row.code) << message;
+  for (const std::string& name : row.names) {
+    EXPECT_NE(message.find(name), std::string::npos)
+        << "the message \"" << message << "\" lacks \"" << name << "\"";
+  }
+  EXPECT_LE(message.size(), kMaxStatusBytes);
+  EXPECT_TRUE(valid_utf8(message)) << message;
+  EXPECT_TRUE(
+      std::none_of(message.begin(), message.end(),
+                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      << "control characters in: " << message;
+  EXPECT_EQ(message.find(kOverEchoed), std::string::npos) << "echoes too much: " << message;
+
+  // The server is unharmed: the same bits as before the table, memory within its bound.
+  v1::InverseDynamicsResponse id;
+  v1::ForwardDynamicsResponse fd;
+  const grpc::Status id_status = call(&Dynamics::InverseDynamics, shared().reference_id, &id);
+  const grpc::Status fd_status = call(&Dynamics::ForwardDynamics, shared().reference_fd, &fd);
+  ASSERT_TRUE(id_status.ok()) << id_status.error_message() << "\n" << shared().server->log();
+  ASSERT_TRUE(fd_status.ok()) << fd_status.error_message();
+  const auto& expected_tau = shared().expected_id.tau();
+  const auto& expected_a = shared().expected_fd.a();
+  expect_bitwise_equal(id.tau(), {expected_tau.begin(), expected_tau.end()}, "reference tau");
+  expect_bitwise_equal(fd.a(), {expected_a.begin(), expected_a.end()}, "reference a");
+  expect_rss_within_bound("after the row");
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadInputTest, ::testing::ValuesIn(all_rows()),
+                         [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace torqued::testing

@@ -1,0 +1,703 @@
+// Regression tests for what a hostile or careless client did to the server (issue 11's
+// findings), each against the real torqued binary:
+// 1. cancelling Session streams that carry Simulate messages crashed it ("pure virtual method
+//    called"): a worker finishing a message used the reactor after gRPC had deleted it;
+// 2. a deeply nested URDF overflowed the XML parser's stack (tests/engine/io/xml_guard_test.cpp
+//    has the reader's side);
+// 3. contact and simulation calls ignored deadlines and cancellation (an hour per state), starved
+//    health checks and kept SIGTERM from ending the process;
+// 4. memory only grew: registrations were decoded before their size was checked, and per-thread
+//    workspaces of deleted models were never freed;
+// 5. an undecodable message ended a Session with OK and dropped every message after it;
+// 6. huge ids were echoed whole, names reached the log raw, undecodable unary requests answered
+//    UNIMPLEMENTED, a full disk answered UNAVAILABLE with a path, overflowing results came back OK.
+#include <fcntl.h>
+#include <grpcpp/impl/client_unary_call.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/server/server_process.hpp"
+
+namespace torqued::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Resident memory of a process, bytes (VmRSS of /proc/PID/status).
+std::int64_t rss_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+// CPU time a process has used, seconds (utime + stime of /proc/PID/stat).
+double cpu_seconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  long long ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stoll(field);
+  }
+  return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+grpc::ByteBuffer bytes(const std::string& data) {
+  grpc::Slice slice(data.data(), data.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+grpc::ByteBuffer serialized(const google::protobuf::Message& message) {
+  return bytes(message.SerializeAsString());
+}
+
+template <typename Message>
+Message parsed(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string data;
+  for (const grpc::Slice& s : slices)
+    data.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  Message message;
+  EXPECT_TRUE(message.ParseFromString(data));
+  return message;
+}
+
+// A unary call of `method` ("/torqued.v1.Service/Method") with these bytes as the request.
+grpc::Status raw_unary(const ServerProcess& server, const std::string& method,
+                       const std::string& request) {
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(30));
+  grpc::ByteBuffer response;
+  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      server.channel().get(),
+      grpc::internal::RpcMethod(method.c_str(), grpc::internal::RpcMethod::NORMAL_RPC), &context,
+      bytes(request), &response);
+}
+
+// A Session stream that sends and receives bytes, so that a message can be undecodable.
+std::unique_ptr<RawStream> raw_session(const ServerProcess& server, grpc::ClientContext* context) {
+  return std::unique_ptr<RawStream>(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          server.channel().get(),
+          grpc::internal::RpcMethod("/torqued.v1.DynamicsService/Session",
+                                    grpc::internal::RpcMethod::BIDI_STREAMING),
+          context));
+}
+
+// A chain of `links` revolute links as a URDF; `mass` tells models apart (the id hashes it).
+std::string chain_urdf(int links, double mass) {
+  std::ostringstream xml;
+  xml.precision(17);
+  xml << "<robot name=\"chain\"><link name=\"base\"/>";
+  for (int i = 0; i < links; ++i) {
+    xml << "<link name=\"l" << i << "\"><inertial><mass value=\"" << mass
+        << "\"/><origin xyz=\"0 0 0.05\"/><inertia ixx=\"0.01\" ixy=\"0\" ixz=\"0\" iyy=\"0.01\" "
+           "iyz=\"0\" izz=\"0.01\"/></inertial></link>"
+        << "<joint name=\"j" << i << "\" type=\"revolute\"><parent link=\""
+        << (i == 0 ? std::string("base") : 'l' + std::to_string(i - 1)) << "\"/><child link=\"l"
+        << i << "\"/><origin xyz=\"0 0 0.1\"/><axis xyz=\"" << (i % 2 ? "0 1 0" : "1 0 0")
+        << "\"/><limit lower=\"-3\" upper=\"3\" effort=\"10\" velocity=\"10\"/></joint>";
+  }
+  xml << "</robot>";
+  return xml.str();
+}
+
+class HardeningTest : public ::testing::Test {
+ protected:
+  void start(std::vector<std::string> args, bool metrics = false) {
+    server_ = std::make_unique<ServerProcess>(
+        ServerProcess::Options{dir_.path() / "data", repository_dir(), metrics, std::move(args)});
+    ASSERT_TRUE(server_->running());
+    dynamics_ = server_->dynamics();
+    models_ = server_->models();
+  }
+
+  v1::Model bundled(const std::string& name) {
+    grpc::ClientContext context;
+    v1::ListModelsResponse list;
+    EXPECT_TRUE(models_->ListModels(&context, {}, &list).ok());
+    for (const auto& summary : list.models()) {
+      if (summary.name() == name) return server_->model_layout(summary.id());
+    }
+    ADD_FAILURE() << "no bundled model " << name;
+    return {};
+  }
+
+  grpc::Status register_urdf(const std::string& urdf, v1::Model* model,
+                             const std::string& name = "") {
+    v1::RegisterModelRequest request;
+    request.set_urdf(urdf);
+    request.set_name(name);
+    v1::RegisterModelResponse response;
+    const grpc::Status status = with_deadline(
+        60, [&](grpc::ClientContext* c) { return models_->RegisterModel(c, request, &response); });
+    if (model != nullptr) *model = response.model();
+    return status;
+  }
+
+  grpc::Status delete_model(const std::string& id) {
+    v1::DeleteModelRequest request;
+    request.set_model_id(id);
+    v1::DeleteModelResponse response;
+    return with_deadline(
+        30, [&](grpc::ClientContext* c) { return models_->DeleteModel(c, request, &response); });
+  }
+
+  // The request's model id and `states` states of the bundled quadruped standing still: the
+  // neutral configuration (free-flyer first) and zero velocity.
+  template <typename Request>
+  static void set_standing_states(const v1::Model& quadruped, int states, Request& r) {
+    r.set_model_id(quadruped.id());
+    r.set_batch_size(states);
+    for (int s = 0; s < states; ++s) {
+      for (int k = 0; k < quadruped.nq(); ++k) r.add_q(k == 6 ? 1.0 : 0.0);
+    }
+    r.mutable_v()->Resize(states * quadruped.nv(), 0.0);
+  }
+
+  // A contact problem no solver can finish: `contacts` frictional contacts cycling over the four
+  // feet (coincident points: the Delassus matrix is singular), a zero tolerance and the most
+  // iterations the server allows. Each state would run for seconds.
+  v1::ContactDynamicsRequest pathological_contacts(const v1::Model& quadruped, int states,
+                                                   int contacts = 256) {
+    v1::ContactDynamicsRequest r;
+    set_standing_states(quadruped, states, r);
+    r.mutable_tau()->Resize(states * quadruped.nv(), 0.0);
+    const char* feet[] = {"FL_foot", "FR_foot", "HL_foot", "HR_foot"};
+    for (int c = 0; c < contacts; ++c) {
+      v1::PointContact* contact = r.add_contacts();
+      contact->set_frame(feet[c % 4]);
+      contact->set_friction(0.8);
+    }
+    r.mutable_solver()->set_tolerance(0.0);
+    r.mutable_solver()->set_max_iterations(10000);
+    return r;
+  }
+
+  // A trajectory no solver can finish: every foot duplicated 64 times under a ground plane far
+  // above the robot, so that every step solves a singular 256-contact problem to no tolerance.
+  v1::SimulateRequest pathological_simulation(const v1::Model& quadruped, int states) {
+    v1::SimulateRequest r;
+    set_standing_states(quadruped, states, r);
+    r.set_steps(100);
+    r.mutable_ground()->set_height(10.0);
+    r.mutable_ground()->set_friction(0.8);
+    const char* feet[] = {"FL_foot", "FR_foot", "HL_foot", "HR_foot"};
+    for (int c = 0; c < 256; ++c) r.add_candidates()->set_frame(feet[c % 4]);
+    r.mutable_solver()->set_tolerance(0.0);
+    r.mutable_solver()->set_max_iterations(10000);
+    return r;
+  }
+
+  // Busy workers, from /metrics (the server must have been started with metrics).
+  int busy_workers() {
+    const std::string text = http_get(server_->metrics_port(), "/metrics");
+    const std::string name = "\ntorqued_executor_busy_workers ";
+    const auto at = text.find(name);
+    if (at == std::string::npos) return -1;
+    return static_cast<int>(std::stod(text.substr(at + name.size())));
+  }
+
+  bool health_serving(double deadline_seconds) {
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(deadline_seconds));
+    grpc::health::v1::HealthCheckResponse response;
+    return server_->health()->Check(&context, {}, &response).ok() &&
+           response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  }
+
+  // Until the server's CPU time stops growing (under 5% of a core over 200 ms); the seconds it
+  // took, or a large number after `limit` seconds.
+  double seconds_until_idle(double limit) {
+    const auto start = Clock::now();
+    while (seconds_since(start) < limit) {
+      const double before = cpu_seconds(server_->pid());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (cpu_seconds(server_->pid()) - before < 0.01) return seconds_since(start);
+    }
+    return 1e9;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<v1::DynamicsService::Stub> dynamics_;
+  std::unique_ptr<v1::ModelService::Stub> models_;
+};
+
+// Finding 1. Streams carrying Simulate messages, cancelled by the client while workers compute
+// and while answers are being written. Before the fix the server aborted within 2-4 streams.
+TEST_F(HardeningTest, CancellingSessionsCarryingSimulationsLeavesTheServerUp) {
+  start({"--workers=2"});
+  const v1::Model quadruped = bundled("quadruped");
+  v1::SessionRequest message;
+  message.set_model_id(quadruped.id());
+  v1::SimulateRequest* simulate = message.mutable_simulate();
+  set_standing_states(quadruped, 4, *simulate);
+  simulate->set_steps(300);
+  simulate->mutable_ground()->set_height(0.3);
+  simulate->mutable_ground()->set_friction(0.8);
+  for (const char* foot : {"FL_foot", "FR_foot", "HL_foot", "HR_foot"}) {
+    simulate->add_candidates()->set_frame(foot);
+  }
+  for (int stream_index = 0; stream_index < 24; ++stream_index) {
+    grpc::ClientContext context;
+    auto stream = dynamics_->Session(&context);
+    for (int m = 0; m < 6; ++m) {
+      message.set_sequence(m);
+      if (!stream->Write(message)) break;
+    }
+    // Cancel at staggered moments: before any answer, between answers, while writing.
+    const int answers_read = stream_index % 4;
+    v1::SessionResponse response;
+    for (int a = 0; a < answers_read && stream->Read(&response); ++a) {
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500 * (stream_index % 7)));
+    context.TryCancel();
+    while (stream->Read(&response)) {
+    }
+    stream->Finish();
+  }
+  ASSERT_TRUE(health_serving(5.0)) << server_->log();
+  EXPECT_EQ(::waitpid(server_->pid(), nullptr, WNOHANG), 0) << "the server died";
+}
+
+// Finding 2, end to end: the document that crashed the server is refused and the server lives.
+TEST_F(HardeningTest, DeeplyNestedUrdfIsInvalidArgument) {
+  start({});
+  std::string urdf = "<robot name=\"r\"><link name=\"l\">";
+  for (int i = 0; i < 37000; ++i) urdf += "<a>";
+  for (int i = 0; i < 37000; ++i) urdf += "</a>";
+  urdf += "</link></robot>";
+  const grpc::Status status = register_urdf(urdf, nullptr);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("nested deeper than 64 levels"), std::string::npos)
+      << status.error_message();
+  EXPECT_TRUE(health_serving(5.0));
+}
+
+// Finding 3. Four calls that would each run for minutes, with 1 s deadlines: health answers while
+// they run, they end DEADLINE_EXCEEDED, and the server is idle within 1 s of the deadline.
+// Two of them are single states, which once ran inline on the gRPC threads health needs.
+TEST_F(HardeningTest, PathologicalCallsStopAtTheirDeadlineAndHealthStillAnswers) {
+  start({"--workers=2"}, true);
+  const v1::Model quadruped = bundled("quadruped");
+  std::vector<std::thread> calls;
+  std::vector<grpc::Status> statuses(4);
+  std::vector<double> ended(4);
+  const auto start_time = Clock::now();
+  for (int k = 0; k < 4; ++k) {
+    calls.emplace_back([&, k] {
+      grpc::ClientContext context;
+      context.set_deadline(deadline_in(1.0));
+      if (k % 2 == 0) {
+        v1::ContactDynamicsResponse response;
+        statuses[k] = dynamics_->ContactDynamics(
+            &context, pathological_contacts(quadruped, k == 0 ? 1 : 8), &response);
+      } else {
+        v1::SimulateResponse response;
+        statuses[k] = dynamics_->Simulate(
+            &context, pathological_simulation(quadruped, k == 1 ? 1 : 8), &response);
+      }
+      ended[k] = seconds_since(start_time);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto asked = Clock::now();
+  EXPECT_TRUE(health_serving(1.0)) << "health did not answer while the calls ran";
+  EXPECT_LT(seconds_since(asked), 1.0);
+  for (auto& c : calls) c.join();
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(statuses[k].error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+        << k << ": " << statuses[k].error_message();
+    EXPECT_LT(ended[k], 1.5) << k;
+  }
+  EXPECT_LT(seconds_until_idle(3.0), 1.0) << "the server kept computing after the deadlines";
+  EXPECT_EQ(busy_workers(), 0);
+}
+
+// Finding 3. The client goes away (cancels) instead of a deadline passing.
+TEST_F(HardeningTest, CancelledPathologicalCallStopsComputing) {
+  start({"--workers=2"});
+  const v1::Model quadruped = bundled("quadruped");
+  grpc::ClientContext context;
+  std::thread call([&] {
+    v1::ContactDynamicsResponse response;
+    EXPECT_EQ(dynamics_->ContactDynamics(&context, pathological_contacts(quadruped, 4), &response)
+                  .error_code(),
+              grpc::StatusCode::CANCELLED);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  context.TryCancel();
+  call.join();
+  EXPECT_LT(seconds_until_idle(3.0), 1.0) << "the server kept computing for a cancelled call";
+}
+
+// Finding 3. SIGTERM while pathological calls run (their own deadlines far away): the drain
+// cancels them at its deadline, the engine's loops stop, and the process exits 0 in time.
+TEST_F(HardeningTest, SigtermDuringPathologicalCallsExitsZeroWithinTheDrainTime) {
+  start({"--workers=2", "--drain-seconds=2"});
+  const v1::Model quadruped = bundled("quadruped");
+  std::vector<std::thread> calls;
+  for (int k = 0; k < 4; ++k) {
+    calls.emplace_back([&, k] {
+      grpc::ClientContext context;
+      context.set_deadline(deadline_in(600));
+      v1::ContactDynamicsResponse response;
+      const grpc::Status status =
+          dynamics_->ContactDynamics(&context, pathological_contacts(quadruped, 4), &response);
+      EXPECT_FALSE(status.ok()) << k;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto signalled = Clock::now();
+  server_->signal(SIGTERM);
+  const int status = server_->wait_exit(10.0);
+  const double took = seconds_since(signalled);
+  for (auto& c : calls) c.join();
+  ASSERT_NE(status, -1) << "still running 10 s after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << server_->log();
+  EXPECT_LT(took, 2.0 + 1.0) << "the drain time is 2 s";
+}
+
+// Finding 3. A client that sets no deadline cannot pin a worker either: the server bounds each
+// call's work (--max-call-seconds), and each Session message's, whose stream has no deadline.
+TEST_F(HardeningTest, TheServerBoundsTheWorkOfCallsWithoutDeadlines) {
+  start({"--workers=2", "--max-call-seconds=0.5"});
+  const v1::Model quadruped = bundled("quadruped");
+  grpc::ClientContext context;
+  v1::ContactDynamicsResponse response;
+  const auto started = Clock::now();
+  const grpc::Status status =
+      dynamics_->ContactDynamics(&context, pathological_contacts(quadruped, 2), &response);
+  EXPECT_LT(seconds_since(started), 1.5);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_NE(status.error_message().find("limit of 0.5 s of work per call (--max-call-seconds)"),
+            std::string::npos)
+      << status.error_message();
+
+  grpc::ClientContext stream_context;
+  auto stream = dynamics_->Session(&stream_context);
+  v1::SessionRequest message;
+  *message.mutable_contact_dynamics() = pathological_contacts(quadruped, 1);
+  message.set_sequence(7);
+  ASSERT_TRUE(stream->Write(message));
+  message.mutable_echo()->add_values(1.0);
+  message.set_sequence(8);
+  ASSERT_TRUE(stream->Write(message));
+  ASSERT_TRUE(stream->WritesDone());
+  v1::SessionResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.sequence(), 7u);
+  EXPECT_EQ(answer.status().code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.sequence(), 8u);
+  EXPECT_EQ(answer.status().code(), 0);
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Finding 3. Solver iterations have a server-side cap, named in the refusal.
+TEST_F(HardeningTest, SolverIterationsAboveTheServerCapAreResourceExhausted) {
+  start({"--max-solver-iterations=500"});
+  const v1::Model quadruped = bundled("quadruped");
+  v1::ContactDynamicsRequest request = pathological_contacts(quadruped, 1, 4);
+  request.mutable_solver()->set_max_iterations(501);
+  v1::ContactDynamicsResponse response;
+  const grpc::Status status = with_deadline(30, [&](grpc::ClientContext* c) {
+    return dynamics_->ContactDynamics(c, request, &response);
+  });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("--max-solver-iterations"), std::string::npos)
+      << status.error_message();
+}
+
+// Finding 4. A registration larger than --max-model-bytes is refused before it is decoded (a
+// 40 MB DH table once took 1 GB of decoded messages that stayed), and the memory comes back.
+TEST_F(HardeningTest, OversizedRegistrationIsRefusedBeforeDecodingAndMemoryReturns) {
+  start({"--max-model-bytes=1000000"});
+  const std::int64_t before = rss_bytes(server_->pid());
+  v1::RegisterModelRequest request;
+  for (int i = 0; i < 400000; ++i) {
+    v1::DhLink* link = request.mutable_dh()->add_links();
+    link->set_a(0.1);
+    link->set_alpha(0.2);
+    link->set_d(0.3);
+    link->set_mass(1.0);
+  }
+  ASSERT_GT(request.ByteSizeLong(), 10'000'000u);
+  v1::RegisterModelResponse response;
+  const grpc::Status status = with_deadline(
+      60, [&](grpc::ClientContext* c) { return models_->RegisterModel(c, request, &response); });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(status.error_message().find("--max-model-bytes"), std::string::npos)
+      << status.error_message();
+  // The heap trimmer runs once a second.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_LT(rss_bytes(server_->pid()) - before, 20'000'000) << "bytes kept after the refusal";
+}
+
+// Finding 4. A large model's workspaces are freed when the model is deleted, on every thread that
+// computed it, and glibc gives the memory back: the server keeps at most 64 MB of freed heap
+// (server/heap_trimmer.hpp) out of the >100 MB this call took.
+TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
+  start({"--workers=2"});
+  const std::int64_t before = rss_bytes(server_->pid());
+  v1::Model chain;
+  ASSERT_TRUE(register_urdf(chain_urdf(800, 1.0), &chain).ok());
+  v1::DerivativesRequest request;
+  request.set_model_id(chain.id());
+  request.set_batch_size(4);  // split over both workers
+  request.mutable_q()->Resize(4 * chain.nq(), 0.1);
+  request.mutable_v()->Resize(4 * chain.nv(), 0.1);
+  request.mutable_tau()->Resize(4 * chain.nv(), 0.1);
+  request.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+  v1::DerivativesResponse response;
+  ASSERT_TRUE(with_deadline(120, [&](grpc::ClientContext* c) {
+                return dynamics_->Derivatives(c, request, &response);
+              }).ok());
+  const std::int64_t peak = rss_bytes(server_->pid());
+  // Each worker's workspace binds ABA's derivatives: 8 matrices of 800 x 800 (41 MB); the answer's
+  // buffers come on top.
+  EXPECT_GT(peak - before, 100'000'000) << "the workspaces of an 800-DOF chain are large";
+  response.Clear();
+  ASSERT_TRUE(delete_model(chain.id()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::int64_t after = rss_bytes(server_->pid());
+  EXPECT_LT(after - before, 80'000'000) << "before " << before << ", peak " << peak;
+}
+
+// A workspace holds what the calls made on it bind (engine/model/data.hpp): a 100-DOF chain
+// registers and computes inverse dynamics within 256 KiB (no nv x nv matrix), while ABA's
+// derivatives, 8 matrices of 100 x 100 (640 kB), are refused before anything is allocated.
+TEST_F(HardeningTest, ACallWhoseWorkspaceWouldPassTheLimitIsRefused) {
+  start({"--max-workspace-bytes=262144"});
+  v1::Model chain;
+  ASSERT_TRUE(register_urdf(chain_urdf(100, 1.0), &chain).ok());
+  v1::InverseDynamicsRequest inverse;
+  inverse.set_model_id(chain.id());
+  inverse.mutable_q()->Resize(chain.nq(), 0.1);
+  inverse.mutable_v()->Resize(chain.nv(), 0.1);
+  inverse.mutable_a()->Resize(chain.nv(), 0.1);
+  v1::InverseDynamicsResponse tau;
+  const grpc::Status rnea = with_deadline(
+      30, [&](grpc::ClientContext* c) { return dynamics_->InverseDynamics(c, inverse, &tau); });
+  EXPECT_TRUE(rnea.ok()) << rnea.error_message();
+
+  v1::DerivativesRequest request;
+  request.set_model_id(chain.id());
+  request.mutable_q()->Resize(chain.nq(), 0.1);
+  request.mutable_v()->Resize(chain.nv(), 0.1);
+  request.mutable_tau()->Resize(chain.nv(), 0.1);
+  request.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+  v1::DerivativesResponse response;
+  const grpc::Status status = with_deadline(
+      30, [&](grpc::ClientContext* c) { return dynamics_->Derivatives(c, request, &response); });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  for (const char* part : {"aba_derivatives", "--max-workspace-bytes", "262144"}) {
+    EXPECT_NE(status.error_message().find(part), std::string::npos) << status.error_message();
+  }
+}
+
+// Finding 4, the bar: 10,000 distinct models registered, computed and deleted in turn leave the
+// server's memory within 2x of what it held after the first 100. The data directory is on tmpfs
+// when there is one: the test is about memory, and 20,000 fsyncs of a disk take minutes.
+TEST_F(HardeningTest, CyclingTenThousandModelsKeepsMemoryBounded) {
+  std::string shm_template = "/dev/shm/torqued-test-XXXXXX";
+  const bool on_tmpfs =
+      std::filesystem::is_directory("/dev/shm") && ::mkdtemp(shm_template.data()) != nullptr;
+  server_ = std::make_unique<ServerProcess>(ServerProcess::Options{
+      on_tmpfs ? std::filesystem::path(shm_template) / "data" : dir_.path() / "data",
+      repository_dir(),
+      false,
+      {"--workers=2"}});
+  ASSERT_TRUE(server_->running());
+  dynamics_ = server_->dynamics();
+  models_ = server_->models();
+  std::int64_t warm = 0;
+  for (int i = 0; i < 10000; ++i) {
+    v1::Model model;
+    const grpc::Status registered = register_urdf(chain_urdf(3, 1.0 + 1e-6 * i), &model);
+    ASSERT_TRUE(registered.ok()) << i << ": " << registered.error_message();
+    v1::InverseDynamicsRequest request;
+    request.set_model_id(model.id());
+    request.mutable_q()->Resize(model.nq(), 0.3);
+    request.mutable_v()->Resize(model.nv(), 0.2);
+    request.mutable_a()->Resize(model.nv(), 0.1);
+    v1::InverseDynamicsResponse response;
+    ASSERT_TRUE(with_deadline(30, [&](grpc::ClientContext* c) {
+                  return dynamics_->InverseDynamics(c, request, &response);
+                }).ok());
+    ASSERT_TRUE(delete_model(model.id()).ok());
+    if (i == 99) warm = rss_bytes(server_->pid());
+  }
+  const std::int64_t end = rss_bytes(server_->pid());
+  std::cout << "RSS after 100 models " << warm << " bytes, after 10,000 " << end << " bytes\n";
+  EXPECT_LT(end, 2 * warm);
+  server_.reset();
+  if (on_tmpfs) std::filesystem::remove_all(shm_template);
+}
+
+// Finding 5. A message that does not decode is answered INVALID_ARGUMENT in its place, and the
+// messages after it are answered too; the stream then ends OK on half-close.
+TEST_F(HardeningTest, UndecodableSessionMessageIsAnsweredAndTheStreamGoesOn) {
+  start({});
+  const v1::Model pendulum = bundled("double_pendulum");
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(30));
+  auto stream = raw_session(*server_, &context);
+  v1::SessionRequest good;
+  good.set_model_id(pendulum.id());
+  good.mutable_gravity()->mutable_q()->Add(0.1);
+  good.mutable_gravity()->mutable_q()->Add(0.2);
+  good.set_sequence(1);
+  ASSERT_TRUE(stream->Write(serialized(good)));
+  ASSERT_TRUE(stream->Write(bytes(std::string("\xff\xff\xff\xff garbage", 13))));
+  good.set_sequence(3);
+  ASSERT_TRUE(stream->Write(serialized(good)));
+  ASSERT_TRUE(stream->WritesDone());
+  std::vector<v1::SessionResponse> answers;
+  grpc::ByteBuffer buffer;
+  while (stream->Read(&buffer)) answers.push_back(parsed<v1::SessionResponse>(buffer));
+  EXPECT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[0].sequence(), 1u);
+  EXPECT_EQ(answers[0].status().code(), 0);
+  EXPECT_EQ(answers[1].status().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(answers[1].status().message().find("message 2"), std::string::npos)
+      << answers[1].status().message();
+  EXPECT_NE(answers[1].status().message().find("torqued.v1.SessionRequest"), std::string::npos);
+  EXPECT_EQ(answers[2].sequence(), 3u);
+  EXPECT_EQ(answers[2].status().code(), 0);
+  EXPECT_EQ(answers[2].gravity().tau_size(), 2);
+}
+
+// Finding 6. Undecodable unary requests are INVALID_ARGUMENT saying what could not be read, on
+// both services (gRPC's typed handlers answered UNIMPLEMENTED with no message).
+TEST_F(HardeningTest, UndecodableUnaryRequestIsInvalidArgument) {
+  start({});
+  for (const char* method :
+       {"/torqued.v1.DynamicsService/InverseDynamics", "/torqued.v1.DynamicsService/Simulate",
+        "/torqued.v1.ModelService/RegisterModel", "/torqued.v1.ModelService/GetModel"}) {
+    const grpc::Status status = raw_unary(*server_, method, std::string("\x0a\xff\xff\xff\x0f", 5));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_NE(status.error_message().find("request: the 5 bytes received are not a valid"),
+              std::string::npos)
+        << method << ": " << status.error_message();
+  }
+}
+
+// Finding 6. A 1 MB model id is echoed as 64 bytes and its length: the client sees NOT_FOUND, not
+// a transport error about oversized metadata; the log line is bounded too.
+TEST_F(HardeningTest, HugeIdsAreNotEchoedWhole) {
+  start({});
+  v1::GravityRequest request;
+  request.set_model_id(std::string(1 << 20, 'x'));
+  request.mutable_q()->Resize(2, 0.1);
+  v1::GravityResponse response;
+  const grpc::Status status = with_deadline(
+      30, [&](grpc::ClientContext* c) { return dynamics_->Gravity(c, request, &response); });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_LT(status.error_message().size(), 300u);
+  EXPECT_NE(status.error_message().find("(1048576 bytes)"), std::string::npos)
+      << status.error_message();
+  EXPECT_LT(server_->log().size(), 100'000u);
+}
+
+// Finding 6. Names carrying newlines, NUL and terminal escapes are escaped in the text log: no
+// forged log line, no raw control byte.
+TEST_F(HardeningTest, ClientNamesAreEscapedInTheLog) {
+  start({});
+  const std::string name =
+      std::string("evil\n2026-01-01 00:00:00.000 info  FORGED\x1b[31m") + '\0' + "end";
+  const grpc::Status status = register_urdf(chain_urdf(1, 1.0), nullptr, name);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const std::string log = server_->log();
+  EXPECT_EQ(log.find("\ninfo  FORGED"), std::string::npos);
+  EXPECT_EQ(log.find("\n2026-01-01 00:00:00.000 info  FORGED"), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos);
+  EXPECT_EQ(log.find('\0'), std::string::npos);
+  EXPECT_NE(log.find("evil\\x0a2026"), std::string::npos) << log;
+}
+
+// Finding 6. Finite inputs whose dynamics overflow are FAILED_PRECONDITION naming the state, not
+// an OK answer full of inf and NaN.
+TEST_F(HardeningTest, OverflowingResultsAreFailedPreconditionNamingTheState) {
+  start({});
+  const v1::Model pendulum = bundled("double_pendulum");
+  v1::InverseDynamicsRequest request;
+  request.set_model_id(pendulum.id());
+  request.set_batch_size(3);
+  request.mutable_q()->Resize(6, 0.1);
+  for (const double v : {0.1, 0.1, 1e200, 1e200, 0.1, 0.1}) request.add_v(v);
+  request.mutable_a()->Resize(6, 0.0);
+  v1::InverseDynamicsResponse response;
+  const grpc::Status status = with_deadline(30, [&](grpc::ClientContext* c) {
+    return dynamics_->InverseDynamics(c, request, &response);
+  });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(status.error_message().find("state 1"), std::string::npos) << status.error_message();
+}
+
+// Finding 6. A full disk is RESOURCE_EXHAUSTED (UNAVAILABLE made clients retry forever) and the
+// message shows no server path. The data directory is a 64 KB tmpfs mounted in a private mount
+// namespace of this test process, which the server inherits; needs CAP_SYS_ADMIN.
+TEST_F(HardeningTest, FullDiskIsResourceExhaustedWithoutAPath) {
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    GTEST_SKIP() << "cannot make a private mount namespace (needs CAP_SYS_ADMIN)";
+  }
+  const std::filesystem::path data = dir_.path() / "data";
+  std::filesystem::create_directories(data);
+  ASSERT_EQ(::mount("tmpfs", data.c_str(), "tmpfs", 0, "size=64k"), 0);
+  start({});
+  grpc::Status status;
+  for (int i = 0; i < 200 && status.ok(); ++i)
+    status = register_urdf(chain_urdf(4, 1.0 + i), nullptr);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_NE(status.error_message().find("store is full"), std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(status.error_message().find(data.string()), std::string::npos)
+      << status.error_message();
+  server_.reset();
+  ::umount(data.c_str());
+}
+
+TEST(HardeningHelpTest, HelpSaysBothPortsBindEveryInterfaceByDefault) {
+  const std::string command = torqued_binary() + " --help 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string help;
+  char chunk[4096];
+  while (const std::size_t n = std::fread(chunk, 1, sizeof(chunk), pipe)) help.append(chunk, n);
+  ::pclose(pipe);
+  std::size_t count = 0;
+  for (auto at = help.find("binds every interface"); at != std::string::npos;
+       at = help.find("binds every interface", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 2u) << help;
+}
+
+}  // namespace
+}  // namespace torqued::testing
