@@ -124,6 +124,28 @@ std::string chain_urdf(int links, double mass) {
   return xml.str();
 }
 
+// One state of inverse dynamics on `model`.
+v1::InverseDynamicsRequest inverse_dynamics_request(const v1::Model& model) {
+  v1::InverseDynamicsRequest request;
+  request.set_model_id(model.id());
+  request.mutable_q()->Resize(model.nq(), 0.3);
+  request.mutable_v()->Resize(model.nv(), 0.2);
+  request.mutable_a()->Resize(model.nv(), 0.1);
+  return request;
+}
+
+// `states` states of the forward dynamics' derivatives on `model`.
+v1::DerivativesRequest forward_derivatives_request(const v1::Model& model, int states) {
+  v1::DerivativesRequest request;
+  request.set_model_id(model.id());
+  request.set_batch_size(states);
+  request.mutable_q()->Resize(states * model.nq(), 0.1);
+  request.mutable_v()->Resize(states * model.nv(), 0.1);
+  request.mutable_tau()->Resize(states * model.nv(), 0.1);
+  request.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+  return request;
+}
+
 class HardeningTest : public ::testing::Test {
  protected:
   void start(std::vector<std::string> args, bool metrics = false) {
@@ -465,13 +487,7 @@ TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
   const std::int64_t before = rss_bytes(server_->pid());
   v1::Model chain;
   ASSERT_TRUE(register_urdf(chain_urdf(800, 1.0), &chain).ok());
-  v1::DerivativesRequest request;
-  request.set_model_id(chain.id());
-  request.set_batch_size(4);  // split over both workers
-  request.mutable_q()->Resize(4 * chain.nq(), 0.1);
-  request.mutable_v()->Resize(4 * chain.nv(), 0.1);
-  request.mutable_tau()->Resize(4 * chain.nv(), 0.1);
-  request.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+  const v1::DerivativesRequest request = forward_derivatives_request(chain, 4);  // both workers
   v1::DerivativesResponse response;
   ASSERT_TRUE(with_deadline(120, [&](grpc::ClientContext* c) {
                 return dynamics_->Derivatives(c, request, &response);
@@ -494,22 +510,13 @@ TEST_F(HardeningTest, ACallWhoseWorkspaceWouldPassTheLimitIsRefused) {
   start({"--max-workspace-bytes=262144"});
   v1::Model chain;
   ASSERT_TRUE(register_urdf(chain_urdf(100, 1.0), &chain).ok());
-  v1::InverseDynamicsRequest inverse;
-  inverse.set_model_id(chain.id());
-  inverse.mutable_q()->Resize(chain.nq(), 0.1);
-  inverse.mutable_v()->Resize(chain.nv(), 0.1);
-  inverse.mutable_a()->Resize(chain.nv(), 0.1);
+  const v1::InverseDynamicsRequest inverse = inverse_dynamics_request(chain);
   v1::InverseDynamicsResponse tau;
   const grpc::Status rnea = with_deadline(
       30, [&](grpc::ClientContext* c) { return dynamics_->InverseDynamics(c, inverse, &tau); });
   EXPECT_TRUE(rnea.ok()) << rnea.error_message();
 
-  v1::DerivativesRequest request;
-  request.set_model_id(chain.id());
-  request.mutable_q()->Resize(chain.nq(), 0.1);
-  request.mutable_v()->Resize(chain.nv(), 0.1);
-  request.mutable_tau()->Resize(chain.nv(), 0.1);
-  request.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+  const v1::DerivativesRequest request = forward_derivatives_request(chain, 1);
   v1::DerivativesResponse response;
   const grpc::Status status = with_deadline(
       30, [&](grpc::ClientContext* c) { return dynamics_->Derivatives(c, request, &response); });
@@ -539,11 +546,7 @@ TEST_F(HardeningTest, CyclingTenThousandModelsKeepsMemoryBounded) {
     v1::Model model;
     const grpc::Status registered = register_urdf(chain_urdf(3, 1.0 + 1e-6 * i), &model);
     ASSERT_TRUE(registered.ok()) << i << ": " << registered.error_message();
-    v1::InverseDynamicsRequest request;
-    request.set_model_id(model.id());
-    request.mutable_q()->Resize(model.nq(), 0.3);
-    request.mutable_v()->Resize(model.nv(), 0.2);
-    request.mutable_a()->Resize(model.nv(), 0.1);
+    const v1::InverseDynamicsRequest request = inverse_dynamics_request(model);
     v1::InverseDynamicsResponse response;
     ASSERT_TRUE(with_deadline(30, [&](grpc::ClientContext* c) {
                   return dynamics_->InverseDynamics(c, request, &response);
