@@ -151,14 +151,18 @@ Vec3 to_vec3(const urdf::Vector3& v) { return {v.x, v.y, v.z}; }
 
 // The rotation turning +z into the unit normal of a planar joint. Flattened, GCC 12 warns that
 // the 2x3 SVD Eigen uses for antiparallel vectors may read an uninitialized coefficient; it
-// reads only the ones it wrote.
+// reads only the ones it wrote. (Clang has no such warning, and -Werror refuses an unknown one.)
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 [[gnu::flatten]] Transform plane_alignment(const Vec3& unit_normal) {
   return {Eigen::Quaterniond::FromTwoVectors(Vec3::UnitZ(), unit_normal).toRotationMatrix(),
           Vec3::Zero()};
 }
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 [[gnu::flatten]] Transform compose(const Transform& aMb, const Transform& bMc) { return aMb * bMc; }
 
