@@ -40,16 +40,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Resident memory of a process, bytes (VmRSS of /proc/PID/status).
-std::int64_t rss_bytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
-}
-
 // CPU time a process has used, seconds (utime + stime of /proc/PID/stat).
 double cpu_seconds(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -476,7 +466,9 @@ TEST_F(HardeningTest, OversizedRegistrationIsRefusedBeforeDecodingAndMemoryRetur
       << status.error_message();
   // The heap trimmer runs once a second.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  EXPECT_LT(rss_bytes(server_->pid()) - before, 20'000'000) << "bytes kept after the refusal";
+  if (kRssIsTheServers) {
+    EXPECT_LT(rss_bytes(server_->pid()) - before, 20'000'000) << "bytes kept after the refusal";
+  }
 }
 
 // Finding 4. A large model's workspaces are freed when the model is deleted, on every thread that
@@ -495,12 +487,16 @@ TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
   const std::int64_t peak = rss_bytes(server_->pid());
   // Each worker's workspace binds ABA's derivatives: 8 matrices of 800 x 800 (41 MB); the answer's
   // buffers come on top.
-  EXPECT_GT(peak - before, 100'000'000) << "the workspaces of an 800-DOF chain are large";
+  if (kRssIsTheServers) {
+    EXPECT_GT(peak - before, 100'000'000) << "the workspaces of an 800-DOF chain are large";
+  }
   response.Clear();
   ASSERT_TRUE(delete_model(chain.id()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   const std::int64_t after = rss_bytes(server_->pid());
-  EXPECT_LT(after - before, 80'000'000) << "before " << before << ", peak " << peak;
+  if (kRssIsTheServers) {
+    EXPECT_LT(after - before, 80'000'000) << "before " << before << ", peak " << peak;
+  }
 }
 
 // A workspace holds what the calls made on it bind (engine/model/data.hpp): a 100-DOF chain
@@ -556,7 +552,7 @@ TEST_F(HardeningTest, CyclingTenThousandModelsKeepsMemoryBounded) {
   }
   const std::int64_t end = rss_bytes(server_->pid());
   std::cout << "RSS after 100 models " << warm << " bytes, after 10,000 " << end << " bytes\n";
-  EXPECT_LT(end, 2 * warm);
+  if (kRssIsTheServers) EXPECT_LT(end, 2 * warm);
   server_.reset();
   if (on_tmpfs) std::filesystem::remove_all(shm_template);
 }
