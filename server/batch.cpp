@@ -34,7 +34,8 @@ bool call_should_stop(const void* state) {
 grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& metrics,
                        WorkspacePool& workspaces, const CallLimit& limit, int begin, int end) {
   try {
-    WorkerContext worker(workspaces, Interruption{&call_should_stop, &limit});
+    WorkerContext worker(workspaces, Interruption{&call_should_stop, &limit},
+                         engine_workspaces(algorithm));
     const Clock::time_point start = metrics.start();
     int slice = 1;
     for (int first = begin; first < end;) {

@@ -28,12 +28,6 @@ namespace torqued::server {
 // RESOURCE_EXHAUSTED, anything else INTERNAL).
 using ChunkKernel = std::function<void(WorkerContext& worker, int begin, int end)>;
 
-// A workspace a call would need is larger than the server allows (--max-workspace-bytes).
-class WorkspaceLimitError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // Work that is not a batch (registration, deletion): returns the call's status.
 using CallTask = std::function<grpc::Status()>;
 

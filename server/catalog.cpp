@@ -40,8 +40,9 @@ grpc::Status Catalog::add(BuiltModel built, const v1::RegisterModelRequest& requ
     created = false;
     return grpc::Status::OK;
   }
-  // The model's first workspace, built here to learn what every later one costs; it becomes the
-  // pool's first idle workspace for the model.
+  // The model's first workspace, built here to learn what the part every call shares costs (each
+  // call's algorithms add theirs, checked against the same limit before the call runs); it
+  // becomes the pool's first idle workspace for the model.
   auto workspace = std::make_unique<ModelWorkspace>(*built.model);
   const std::size_t workspace_bytes = workspace->heap_bytes();
   if (static_cast<std::int64_t>(workspace_bytes) > limits_.max_workspace_bytes) {
@@ -76,7 +77,6 @@ grpc::Status Catalog::add(BuiltModel built, const v1::RegisterModelRequest& requ
   entry->id = built.id;
   entry->layout = make_layout(*built.model, built.id, origin);
   entry->model = std::move(built.model);
-  entry->workspace_bytes = workspace_bytes;
   entry->stored_bytes = stored_bytes;
   out = registry_.insert(std::move(entry));
   created = true;

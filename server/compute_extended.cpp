@@ -41,21 +41,22 @@ void floating_base_inverse_dynamics(const Model& model, ModelWorkspace& ws,
 void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRequest& request,
                  int begin, int end, const DerivativesOutput& out) {
   const bool forward = request.of() == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
-  const Data& d = ws.data;
   for (int s = begin; s < end; ++s) {
     const ConstMap q = row(request.q(), s, model.nq);
     const ConstMap v = row(request.v(), s, model.nv);
     const std::span<const Force> forces = external_forces(model, ws, request.external_forces(), s);
     if (forward) {
-      aba_derivatives(model, ws.data, q, v, row(request.tau(), s, model.nv), forces);
+      const AbaDerivativesWorkspace& d =
+          aba_derivatives(model, ws.data, q, v, row(request.tau(), s, model.nv), forces);
       copy_out_matrix(d.ddq_dq, out.d_dq, s);
       copy_out_matrix(d.ddq_dv, out.d_dv, s);
       copy_out_matrix(d.ddq_dtau, out.d_du, s);
     } else {
-      rnea_derivatives(model, ws.data, q, v, row(request.a(), s, model.nv), forces);
+      const RneaDerivativesWorkspace& d =
+          rnea_derivatives(model, ws.data, q, v, row(request.a(), s, model.nv), forces);
       copy_out_matrix(d.dtau_dq, out.d_dq, s);
       copy_out_matrix(d.dtau_dv, out.d_dv, s);
-      copy_out_matrix(d.M, out.d_du, s);
+      copy_out_matrix(ws.data.mass_matrix->M, out.d_du, s);
     }
   }
 }
@@ -77,8 +78,8 @@ void centroidal(const Model& model, ModelWorkspace& ws, const v1::CentroidalRequ
     const ConstMap q = row(request.q(), s, model.nq);
     const ConstMap v = row(request.v(), s, model.nv);
     center_of_mass(model, d, q, v);
-    copy_out(d.com, out.com, s);
-    copy_out(d.vcom, out.com_velocity, s);
+    copy_out(d.centroidal->com, out.com, s);
+    copy_out(d.centroidal->vcom, out.com_velocity, s);
     copy_out_matrix(center_of_mass_jacobian(model, d, q), out.com_jacobian, s);
     copy_out(centroidal_momentum(model, d, q, v).to_vector(), out.momentum, s);
     copy_out_matrix(centroidal_momentum_matrix(model, d, q), out.momentum_matrix, s);

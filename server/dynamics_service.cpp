@@ -173,6 +173,17 @@ DynamicsService::DynamicsService(const Catalog& catalog, BatchRunner& runner, Me
       limits_(limits),
       ready_(ready) {}
 
+grpc::Status DynamicsService::check_workspace(const RegisteredModel& entry,
+                                              Algorithm algorithm) const {
+  const auto bytes = static_cast<std::int64_t>(workspace_bytes(*entry.model, algorithm));
+  if (bytes > limits_.max_workspace_bytes) {
+    return over_limit(
+        std::string("the workspace bytes of ") + algorithm_name(algorithm) + " for this model",
+        bytes, limits_.max_workspace_bytes, "--max-workspace-bytes");
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status DynamicsService::prepare(const std::string& model_id, std::uint32_t batch_size,
                                       const DoubleArray& q, RegisteredModelPtr& model,
                                       int& states) const {
@@ -537,6 +548,18 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
     return over_limit("constraints: constraint rows", rows, limits_.max_constraint_rows,
                       "--max-constraint-rows");
   }
+  const Algorithm algorithm =
+      inverse ? Algorithm::kClosedChainInverseDynamics : Algorithm::kConstrainedDynamics;
+  // The constraint workspace grows to the call's rows, beyond the loop closures' that
+  // workspace_bytes() counts.
+  const auto workspace = static_cast<std::int64_t>(workspace_bytes(m, algorithm) +
+                                                   ConstraintWorkspace::bytes(m, rows) -
+                                                   ConstraintWorkspace::bytes(m));
+  if (workspace > limits_.max_workspace_bytes) {
+    return over_limit(
+        "constraints: the workspace bytes for " + std::to_string(rows) + " constraint rows",
+        workspace, limits_.max_workspace_bytes, "--max-workspace-bytes");
+  }
   const std::int64_t states = n;
   if (s = check_response_size(states * ((inverse ? 2 : 1) * m.nv + rows),
                               limits_.max_message_bytes);
@@ -562,9 +585,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       resize(response->mutable_multipliers(), states * rows),
       inverse ? resize(response->mutable_tau(), states * m.nv) : nullptr};
   const BaumgarteGains gains{request->gains().position(), request->gains().velocity()};
-  job = {inverse ? Algorithm::kClosedChainInverseDynamics : Algorithm::kConstrainedDynamics,
-         [entry, request, constraints = std::move(constraints), gains, inputs = std::move(inputs),
-          rows, out](WorkerContext& w, int b, int e) {
+  job = {algorithm, [entry, request, constraints = std::move(constraints), gains,
+                     inputs = std::move(inputs), rows, out](WorkerContext& w, int b, int e) {
            constrained_dynamics(*entry->model, w.workspace(*entry), *request, constraints, gains,
                                 inputs, rows, b, e, out);
          }};

@@ -139,6 +139,7 @@ class DynamicsService final : public RawDynamicsService {
     RegisteredModelPtr entry;
     grpc::Status status = prepare(model_id, request.batch_size(), request.q(), entry, states);
     if (status.ok()) status = plan(entry, states, &request, response, job);
+    if (status.ok()) status = check_workspace(*entry, job.algorithm);
     return status;
   }
 
@@ -147,6 +148,10 @@ class DynamicsService final : public RawDynamicsService {
 
  private:
   friend class SessionReactor;
+
+  // RESOURCE_EXHAUSTED when the workspace `algorithm` binds for the model would pass
+  // --max-workspace-bytes, before anything is allocated for the call.
+  grpc::Status check_workspace(const RegisteredModel& entry, Algorithm algorithm) const;
 
   // The checks every dynamics call starts with: server ready, known model, batch size, q.
   grpc::Status prepare(const std::string& model_id, std::uint32_t batch_size, const DoubleArray& q,

@@ -104,8 +104,9 @@ grpc::Status check_contact_count(const char* field, int count, const RequestLimi
   if (count > limits.max_contacts) {
     return over_limit(field, count, limits.max_contacts, "--max-contacts");
   }
-  const std::int64_t bytes = static_cast<std::int64_t>(
-      entry.workspace_bytes + contact_workspace_bytes(entry.model->nv, count));
+  const std::int64_t bytes =
+      static_cast<std::int64_t>(workspace_bytes(*entry.model, Algorithm::kSimulate) +
+                                contact_workspace_bytes(entry.model->nv, count));
   if (bytes > limits.max_workspace_bytes) {
     return over_limit(std::string(field) + ": the workspace bytes for " + std::to_string(count),
                       bytes, limits.max_workspace_bytes, "--max-workspace-bytes");

@@ -13,6 +13,23 @@ const char* const kCodeNames[] = {
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
 
+// The metrics port's HTTP server (CivetWeb) serves one connection per thread, and prometheus-cpp
+// starts 2 threads by default: two clients that connected and sent nothing held both for
+// CivetWeb's default 30 s request timeout, and every scrape waited. A scrape takes milliseconds,
+// so a client that has not sent its request within 5 s (half of Prometheus's default scrape
+// timeout) is cut, and 8 threads leave room for scrapes beside a few stalled clients.
+constexpr int kMetricsThreads = 8;
+constexpr int kMetricsRequestTimeoutMs = 5000;
+
+// Exponential buckets: start, start·factor, ... (count of them).
+prometheus::Histogram::BucketBoundaries exponential(double start, double factor, int count) {
+  prometheus::Histogram::BucketBoundaries b;
+  for (int i = 0; i < count; ++i) b.push_back(start * std::pow(factor, i));
+  return b;
+}
+
+}  // namespace
+
 const char* algorithm_name(Algorithm a) {
   switch (a) {
     case Algorithm::kRnea:
@@ -66,23 +83,6 @@ const char* algorithm_name(Algorithm a) {
   }
   return "";
 }
-
-// The metrics port's HTTP server (CivetWeb) serves one connection per thread, and prometheus-cpp
-// starts 2 threads by default: two clients that connected and sent nothing held both for
-// CivetWeb's default 30 s request timeout, and every scrape waited. A scrape takes milliseconds,
-// so a client that has not sent its request within 5 s (half of Prometheus's default scrape
-// timeout) is cut, and 8 threads leave room for scrapes beside a few stalled clients.
-constexpr int kMetricsThreads = 8;
-constexpr int kMetricsRequestTimeoutMs = 5000;
-
-// Exponential buckets: start, start·factor, ... (count of them).
-prometheus::Histogram::BucketBoundaries exponential(double start, double factor, int count) {
-  prometheus::Histogram::BucketBoundaries b;
-  for (int i = 0; i < count; ++i) b.push_back(start * std::pow(factor, i));
-  return b;
-}
-
-}  // namespace
 
 const char* method_name(Method method) {
   switch (method) {

@@ -72,6 +72,8 @@ enum class Algorithm : int {
 };
 
 const char* method_name(Method method);
+// "rnea", "aba", ... (the algorithm label).
+const char* algorithm_name(Algorithm algorithm);
 // "OK", "INVALID_ARGUMENT", ... (the grpc_code label).
 const char* status_code_name(grpc::StatusCode code);
 const char* method_service(Method method);

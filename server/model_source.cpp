@@ -153,7 +153,10 @@ grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
 
 }  // namespace
 
-Transform to_transform(const v1::Placement& p) {
+// Flattened, in a file compiled without contraction into FMA (server/CMakeLists.txt): the
+// placements of specs and loop closures go into model ids, which must not depend on the build
+// (engine/model/build.cpp).
+[[gnu::flatten]] Transform to_transform(const v1::Placement& p) {
   const Vec3 rpy = to_vec3(p.rpy());
   Transform t;
   t.rotation =
@@ -250,7 +253,7 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       return over_limit("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies,
                         "--max-bodies");
     }
-    ModelPtr model = build_model(spec);
+    ModelPtr model = build_model(spec, BuildOptions{.warnings_are_errors = request.strict()});
     if (model->nv > limits.max_dof) {
       return over_limit("degrees of freedom (nv)", model->nv, limits.max_dof, "--max-dof");
     }

@@ -18,8 +18,7 @@ struct RegisteredModel {
   std::string id;
   ModelPtr model;
   v1::Model layout;
-  std::size_t workspace_bytes = 0;  // heap bytes of one ModelWorkspace (workspace.hpp)
-  std::size_t stored_bytes = 0;     // of its store file; 0 for a repository model
+  std::size_t stored_bytes = 0;  // of its store file; 0 for a repository model
   // Set when the model is deleted, so that workspaces still leased for it are freed when they
   // come back instead of being kept (workspace.hpp).
   mutable std::atomic<bool> deleted{false};

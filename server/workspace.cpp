@@ -1,7 +1,72 @@
 // The workspace pool and the per-chunk worker context (see workspace.hpp).
 #include "server/workspace.hpp"
 
+#include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
+#include "engine/algorithms/coriolis_matrix.hpp"
+#include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/forward_dynamics_crba.hpp"
+#include "engine/algorithms/lagrange_homogeneous.hpp"
+#include "engine/algorithms/minverse.hpp"
+#include "server/validation.hpp"
+
 namespace torqued::server {
+
+WorkspaceSet engine_workspaces(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kRnea:
+    case Algorithm::kNonlinearEffects:
+    case Algorithm::kGravity:
+    case Algorithm::kKinematics:
+    case Algorithm::kCount:
+      return {};
+    case Algorithm::kLagrangeHomogeneous:
+    case Algorithm::kLagrangeHomogeneousMassMatrix:
+      return kHomogeneousWorkspaces;
+    case Algorithm::kLagrangeHomogeneousMassMatrixInverse:
+      return kHomogeneousWorkspaces | kMinverseWorkspaces;
+    case Algorithm::kAba:
+    case Algorithm::kForwardDynamicsFactorization:
+    case Algorithm::kHybridDynamics:
+    case Algorithm::kFloatingBaseInverseDynamics:
+      return kAbaWorkspaces;
+    case Algorithm::kForwardDynamicsCrba:
+      return kForwardDynamicsCrbaWorkspaces;
+    case Algorithm::kCrba:
+      return kCrbaWorkspaces;
+    case Algorithm::kMassMatrixInverse:
+      return kCrbaWorkspaces | kMinverseWorkspaces;
+    case Algorithm::kRneaDerivatives:
+      return kRneaDerivativesWorkspaces;
+    case Algorithm::kAbaDerivatives:
+      return kAbaDerivativesWorkspaces;
+    case Algorithm::kCoriolisMatrix:
+      return kCoriolisWorkspaces;
+    case Algorithm::kCentroidal:
+      return kCentroidalWorkspaces;
+    case Algorithm::kConstrainedDynamics:
+      return kConstrainedDynamicsWorkspaces;
+    case Algorithm::kClosedChainInverseDynamics:
+      return kClosedChainInverseDynamicsWorkspaces;
+    case Algorithm::kContactDynamics:
+    case Algorithm::kImpact:
+      return kContactWorkspaces;
+    case Algorithm::kSimulate:
+      return kSimulateWorkspaces;
+  }
+  return {};
+}
+
+std::size_t workspace_bytes(const Model& model, WorkspaceSet needs) {
+  return Data::workspace_bytes(model, needs) +
+         static_cast<std::size_t>(model.nbodies()) * sizeof(Force);
+}
+
+std::size_t workspace_bytes(const Model& model, Algorithm algorithm) {
+  return workspace_bytes(model, engine_workspaces(algorithm));
+}
 
 std::size_t ModelWorkspace::heap_bytes() const {
   return data.heap_bytes() + forces.capacity() * sizeof(Force) +
@@ -9,17 +74,35 @@ std::size_t ModelWorkspace::heap_bytes() const {
          (simulation ? sizeof(SimulationWorkspace) + simulation->heap_bytes() : 0);
 }
 
-std::unique_ptr<ModelWorkspace> WorkspacePool::acquire(const RegisteredModel& entry) {
+std::size_t ModelWorkspace::heap_bytes_with(const Model& model, WorkspaceSet needs) const {
+  return heap_bytes() + (data.heap_bytes_with(model, needs) - data.heap_bytes());
+}
+
+std::unique_ptr<ModelWorkspace> WorkspacePool::acquire(const RegisteredModel& entry,
+                                                       WorkspaceSet needs) {
+  std::unique_ptr<ModelWorkspace> workspace;
   {
     std::lock_guard lock(mutex_);
     if (auto it = by_id_.find(entry.id); it != by_id_.end()) {
       const auto idle = it->second;
       by_id_.erase(it);
-      std::unique_ptr<ModelWorkspace> workspace = std::move(idle->workspace);
+      workspace = std::move(idle->workspace);
       idle_bytes_ -= idle->bytes;
       lru_.erase(idle);
-      return workspace;
     }
+  }
+  if (workspace && workspace->heap_bytes_with(*entry.model, needs) <= max_workspace_bytes_) {
+    return workspace;
+  }
+  // What earlier calls bound leaves no room: a new workspace binds only what this call needs.
+  workspace.reset();
+  const std::size_t bytes = workspace_bytes(*entry.model, needs);
+  if (bytes > max_workspace_bytes_) {
+    throw WorkspaceLimitError(
+        over_limit("the workspace bytes this call binds for model \"" + entry.id + "\"",
+                   static_cast<std::int64_t>(bytes),
+                   static_cast<std::int64_t>(max_workspace_bytes_), "--max-workspace-bytes")
+            .error_message());
   }
   return std::make_unique<ModelWorkspace>(*entry.model);
 }
@@ -84,7 +167,7 @@ ModelWorkspace& WorkerContext::workspace(const RegisteredModel& entry) {
   for (Lease& lease : leases_) {
     if (lease.entry == &entry) return *lease.workspace;
   }
-  leases_.push_back({&entry, pool_.acquire(entry)});
+  leases_.push_back({&entry, pool_.acquire(entry, needs_)});
   return *leases_.back().workspace;
 }
 

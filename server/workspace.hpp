@@ -2,7 +2,8 @@
 // the external forces in engine form, the contact and simulation buffers), and the pool that
 // keeps them between calls.
 //
-// A workspace can be large (a 1,000-DOF chain's Data holds about 160 MB), so workspaces live in
+// A workspace grows as calls bind the engine's workspaces for their algorithms (a 1,000-DOF
+// chain's Data holds about 160 MB with every algorithm's bound), so workspaces live in
 // one pool shared by every thread instead of a cache per thread: a thread leases a workspace for
 // one chunk of work and gives it back. Idle workspaces are kept up to a byte budget, the least
 // recently used evicted first; a deleted model's idle workspaces are freed at once and its leased
@@ -16,6 +17,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -23,15 +25,33 @@
 #include "engine/algorithms/interruption.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "engine/model/data.hpp"
+#include "server/metrics.hpp"
 #include "server/registry.hpp"
 
 namespace torqued::server {
+
+// A workspace a call would need is larger than the server allows (--max-workspace-bytes).
+class WorkspaceLimitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The engine workspaces a call of `algorithm` binds in a ModelWorkspace's Data (data.hpp).
+WorkspaceSet engine_workspaces(Algorithm algorithm);
+
+// The heap bytes of a new ModelWorkspace for `model` once `needs` (or `algorithm`'s engine
+// workspaces) are bound, contact and simulation buffers aside, without building one: what a call
+// must fit within --max-workspace-bytes before anything is allocated for it.
+std::size_t workspace_bytes(const Model& model, WorkspaceSet needs);
+std::size_t workspace_bytes(const Model& model, Algorithm algorithm);
 
 struct ModelWorkspace {
   explicit ModelWorkspace(const Model& model)
       : data(model), forces(model.nbodies(), Force::Zero()) {}
 
   std::size_t heap_bytes() const;
+  // The same once `needs` is bound in `data`, without binding anything.
+  std::size_t heap_bytes_with(const Model& model, WorkspaceSet needs) const;
 
   Data data;
   std::vector<Force> forces;  // per body, [0] unused and kept zero
@@ -43,12 +63,16 @@ struct ModelWorkspace {
 
 class WorkspacePool {
  public:
-  // Keeps at most `idle_budget_bytes` of idle workspaces.
-  explicit WorkspacePool(std::size_t idle_budget_bytes) : idle_budget_(idle_budget_bytes) {}
+  // Keeps at most `idle_budget_bytes` of idle workspaces; no workspace may pass
+  // `max_workspace_bytes` (--max-workspace-bytes) once a call has bound what it needs.
+  WorkspacePool(std::size_t idle_budget_bytes, std::size_t max_workspace_bytes)
+      : idle_budget_(idle_budget_bytes), max_workspace_bytes_(max_workspace_bytes) {}
 
-  // A workspace for `entry`'s model, the caller's alone until release(): an idle one when there
-  // is one, else a new one.
-  std::unique_ptr<ModelWorkspace> acquire(const RegisteredModel& entry);
+  // A workspace for `entry`'s model in which the engine workspaces `needs` can be bound within
+  // the limit, the caller's alone until release(): an idle one when there is one (a new one in
+  // its place when what earlier calls bound in it leaves no room for `needs`), else a new one.
+  // Throws WorkspaceLimitError when even a new one would pass the limit.
+  std::unique_ptr<ModelWorkspace> acquire(const RegisteredModel& entry, WorkspaceSet needs);
   // Gives a workspace back: kept idle (evicting the least recently used beyond the budget), or
   // freed when its model has been deleted meanwhile.
   void release(const RegisteredModel& entry, std::unique_ptr<ModelWorkspace> workspace);
@@ -68,6 +92,7 @@ class WorkspacePool {
   void evict_beyond_budget(std::vector<std::unique_ptr<ModelWorkspace>>& freed);
 
   const std::size_t idle_budget_;
+  const std::size_t max_workspace_bytes_;
   mutable std::mutex mutex_;
   std::list<Idle> lru_;  // most recently released first
   std::unordered_multimap<std::string, std::list<Idle>::iterator> by_id_;
@@ -75,11 +100,12 @@ class WorkspacePool {
 };
 
 // What a kernel works with while it runs one chunk of a call: the workspaces it leased (given
-// back when the context ends) and the call's interruption for the engine's long loops.
+// back when the context ends), with room for the engine workspaces its algorithm binds, and the
+// call's interruption for the engine's long loops.
 class WorkerContext {
  public:
-  WorkerContext(WorkspacePool& pool, Interruption interruption)
-      : pool_(pool), interruption_(interruption) {}
+  WorkerContext(WorkspacePool& pool, Interruption interruption, WorkspaceSet needs)
+      : pool_(pool), interruption_(interruption), needs_(needs) {}
   ~WorkerContext();
 
   WorkerContext(const WorkerContext&) = delete;
@@ -97,6 +123,7 @@ class WorkerContext {
 
   WorkspacePool& pool_;
   const Interruption interruption_;
+  const WorkspaceSet needs_;
   std::vector<Lease> leases_;
 };
 

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then runs each stage, stopping at the first that
 # fails (the command then fails):
-#   release     GCC Release build, every test                                build/test
-#   asan        clang-14 ASan + UBSan build (with the fuzzers), every test    build/asan
+#   release     GCC Release build, portable (x86-64 baseline), every test    build/test
+#   asan        clang-14 ASan + UBSan build for this machine's CPU (-march=native: AVX2 and FMA
+#               where the CPU has them), with the fuzzers, every test         build/asan
 #   tsan        clang-14 TSan build, the server, Session and client tests    build/tsan
 #   fuzz        every libFuzzer target of build/asan on its seeds, 10 s each  build/asan
 #   containers  the image, the compose stack and the Kubernetes manifests, built and run, the
 #               image's results compared with build/test's (tests/deploy/run.sh)
+#   native      (not by default) GCC Release for this machine's CPU, every test  build/test-native
+# The ASan stage is the native one, so that a second ISA level is built and tested (model ids must
+# match the portable build's, results agree within bounds that hold with FMA) without a third full
+# build: a GCC native stage costs another ~13 minutes of CI's 60 on two cores.
 # The sanitizer builds use clang-14: it compiles them in a third of GCC 12's time, and it is the
-# compiler libFuzzer needs anyway. TORQUED_TEST_STAGES picks stages (default "release asan tsan
-# fuzz containers"; TORQUED_SKIP_CONTAINERS=1 skips the containers). Arguments go to every
+# compiler libFuzzer needs anyway. TORQUED_TEST_STAGES picks stages (default "release asan
+# tsan fuzz containers"; TORQUED_SKIP_CONTAINERS=1 skips the containers). Arguments go to every
 # stage's ctest (e.g. -R Session). Sanitizer reports of any process, the servers the tests start
 # included, are collected in <build>/sanitizer-reports/ and fail their stage.
 set -euo pipefail
@@ -61,6 +66,17 @@ run_release() {
   ctest --test-dir build/test --output-on-failure -j"$jobs" "$@"
 }
 
+# The suite built for this machine's CPU (AVX2, FMA and wider registers where it has them), where
+# floating-point contraction and Eigen's alignment differ from the portable build while results
+# must agree and model ids must not change (tests/server/model_id_test.cpp pins the portable
+# build's).
+run_native() {
+  echo "CPU: $(grep -qw avx2 /proc/cpuinfo && echo AVX2 || echo "no AVX2")"
+  configure build/test-native -DTORQUED_NATIVE=ON -DTORQUED_BUILD_BENCH=OFF
+  cmake --build build/test-native -j"$jobs"
+  ctest --test-dir build/test-native --output-on-failure -j"$jobs" "$@"
+}
+
 sanitizer_build() {  # BUILD_DIR, SANITIZER, CMake options...
   local dir=$1 sanitizer=$2
   shift 2
@@ -68,7 +84,8 @@ sanitizer_build() {  # BUILD_DIR, SANITIZER, CMake options...
 }
 
 run_asan() {
-  sanitizer_build build/asan address -DTORQUED_FUZZ=ON
+  echo "CPU: $(grep -qw avx2 /proc/cpuinfo && echo AVX2 || echo "no AVX2")"
+  sanitizer_build build/asan address -DTORQUED_FUZZ=ON -DTORQUED_NATIVE=ON
   cmake --build build/asan -j"$jobs"
   ctest_with_reports build/asan "$@"
 }
@@ -82,7 +99,7 @@ run_tsan() {
 }
 
 run_fuzz() {
-  sanitizer_build build/asan address -DTORQUED_FUZZ=ON
+  sanitizer_build build/asan address -DTORQUED_FUZZ=ON -DTORQUED_NATIVE=ON
   cmake --build build/asan -j"$jobs" --target fuzzers
   bash tests/fuzz/run.sh build/asan 10
 }
@@ -94,12 +111,13 @@ run_containers() {
 for stage in $stages; do
   case $stage in
     release) title="Release build: every test" ;;
+    native) title="Native build (-march=native): every test" ;;
     asan) title="ASan + UBSan build (clang-14): every test" ;;
     tsan) title="TSan build (clang-14): server, Session and client tests" ;;
     fuzz) title="Fuzzing: every libFuzzer target, 10 s each" ;;
     containers) title="Containers: the image, the compose stack, the Kubernetes manifests" ;;
     *)
-      echo "unknown stage $stage (release, asan, tsan, fuzz, containers)" >&2
+      echo "unknown stage $stage (release, native, asan, tsan, fuzz, containers)" >&2
       exit 2
       ;;
   esac

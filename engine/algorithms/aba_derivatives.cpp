@@ -2,47 +2,37 @@
 // M(q) q̈ + b(q, q̇) = τ at fixed τ gives
 //   ∂q̈/∂q = −M⁻¹ ∂τ/∂q,   ∂q̈/∂q̇ = −M⁻¹ ∂τ/∂q̇,   ∂q̈/∂τ = M⁻¹,
 // with the RNEA derivatives taken at (q, q̇, q̈). So: ABA for q̈, the RNEA derivatives there (which
-// also give M), then M⁻¹ from the sparse factorization M = Lᵀ D L of Featherstone (RBDA 2008,
-// §6.5, Table 6.3), whose L keeps the tree's sparsity: L_ki ≠ 0 only for i an ancestor of k in the
-// DOF tree (data.dof_parent). With G = L⁻¹ (same sparsity: column c lives on c's subtree, a
-// contiguous range of DOFs),
+// also give M), then M⁻¹ from the sparse factorization M = Lᵀ D L of ltdl.cpp (Featherstone,
+// RBDA 2008, §6.5, Table 6.3), whose L keeps the tree's sparsity: L_ki ≠ 0 only for i an
+// ancestor of k in the DOF tree (data.dof_parent). With G = L⁻¹ (same sparsity: column c lives on
+// c's subtree, a contiguous range of DOFs),
 //   M⁻¹ = G D⁻¹ Gᵀ = Σ_c g_c g_cᵀ / D_c,
 // a sum of rank-one updates on the subtree blocks: O(Σ_c |subtree(c)|²) instead of O(n³).
 // Column k of ∂τ/∂q (and ∂τ/∂q̇) is non-zero only on the DOFs related to k (its ancestors and its
 // subtree), so the products by M⁻¹ only read those columns of M⁻¹.
 #include "engine/algorithms/aba_derivatives.hpp"
 
+#include <cassert>
+
+#include "engine/algorithms/ltdl.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 
 namespace torqued {
 
 namespace {
 
-// In place on the lower triangle of h (nv x nv, column-major, holding M): D on the diagonal and
-// L_ki at (k, i) below it (RBDA Table 6.3).
-void factor_ltdl(const std::vector<int>& parent, int nv, double* h) {
-  const auto at = [nv](int r, int c) { return r + static_cast<std::ptrdiff_t>(c) * nv; };
-  for (int k = nv - 1; k >= 0; --k) {
-    const double inv_d = 1.0 / h[at(k, k)];
-    for (int i = parent[k]; i >= 0; i = parent[i]) {
-      const double l = h[at(k, i)] * inv_d;
-      for (int j = i; j >= 0; j = parent[j]) h[at(i, j)] -= l * h[at(k, j)];
-      h[at(k, i)] = l;
-    }
-  }
-}
-
-// g = L⁻¹ for the unit lower L of factor_ltdl, column c on rows c .. end[c] − 1: row a of L g = 0
-// below the diagonal reads g_ac = −Σ_{k ancestor of a, k ≥ c} L_ak g_kc.
+// g = L⁻¹ for the unit lower L of ltdl_factorize (L_ak held at (k, a), above the diagonal),
+// column c on rows c .. end[c] − 1: row a of L g = 0 below the diagonal reads
+// g_ac = −Σ_{k ancestor of a, k ≥ c} L_ak g_kc.
 void invert_unit_lower(const std::vector<int>& parent, const std::vector<int>& end, int nv,
                        const double* l, double* g) {
   for (int c = 0; c < nv; ++c) {
     double* gc = g + static_cast<std::ptrdiff_t>(c) * nv;
     gc[c] = 1.0;
     for (int a = c + 1; a < end[c]; ++a) {
+      const double* l_a = l + static_cast<std::ptrdiff_t>(a) * nv;
       double sum = 0.0;
-      for (int k = parent[a]; k >= c; k = parent[k])
-        sum -= l[a + static_cast<std::ptrdiff_t>(k) * nv] * gc[k];
+      for (int k = parent[a]; k >= c; k = parent[k]) sum -= l_a[k] * gc[k];
       gc[a] = sum;
     }
   }
@@ -169,32 +159,33 @@ TORQUED_AVX2_CLONES void multiply_by_minus_minverse(const std::vector<int>& pare
 
 }  // namespace
 
-void aba_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
-                     const ConstVectorRef& v, const ConstVectorRef& tau,
-                     std::span<const Force> external_forces) {
+const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
+                                               const ConstVectorRef& q, const ConstVectorRef& v,
+                                               const ConstVectorRef& tau,
+                                               std::span<const Force> external_forces) {
+  assert(fits(model, data, q, v, tau));
+  data.bind(model, kAbaDerivativesWorkspaces);
+  AbaDerivativesWorkspace& w = *data.aba_derivatives;
   aba(model, data, q, v, tau, external_forces);
-  rnea_derivatives(model, data, q, v, data.ddq, external_forces);
+  const RneaDerivativesWorkspace& dtau =
+      rnea_derivatives(model, data, q, v, data.ddq, external_forces);
 
   const int nv = model.nv;
   const std::vector<int>& parent = data.dof_parent;
   const std::vector<int>& end = data.dof_subtree_end;
-  double* h = data.mass_factor.data();
-  const double* m = data.M.data();
-  for (int c = 0; c < nv; ++c) {
-    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(c) * nv;
-    for (int r = c; r < nv; ++r) h[r + col] = m[r + col];
-  }
-  factor_ltdl(parent, nv, h);
-  double* g = data.mass_factor_inverse.data();
+  ltdl_factorize(model, data, data.mass_matrix->M);
+  const double* h = data.mass_factor->ltdl.data();
+  double* g = w.factor_inverse.data();
   invert_unit_lower(parent, end, nv, h, g);
 
-  double* minv = data.ddq_dtau.data();
-  data.ddq_dtau.setZero();
+  double* minv = w.ddq_dtau.data();
+  w.ddq_dtau.setZero();
   accumulate_minverse(end, nv, h, g, minv);
 
   // −M⁻¹ ∂τ/∂(q, q̇), column k reading only the rows of ∂τ related to k.
-  multiply_by_minus_minverse(parent, end, nv, minv, data.dtau_dq.data(), data.dtau_dv.data(),
-                             data.ddq_dq.data(), data.ddq_dv.data());
+  multiply_by_minus_minverse(parent, end, nv, minv, dtau.dtau_dq.data(), dtau.dtau_dv.data(),
+                             w.ddq_dq.data(), w.ddq_dv.data());
+  return w;
 }
 
 }  // namespace torqued

@@ -5,18 +5,26 @@
 #include <span>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/rnea_derivatives.hpp"
 
 namespace torqued {
 
-// The partial derivatives of q̈ = aba(q, q̇, τ, f_ext) at the given state:
-//   data.ddq_dq:   ∂q̈/∂q in the tangent space (column k = d/dε q̈(q ⊕ ε e_k));
-//   data.ddq_dv:   ∂q̈/∂q̇;
-//   data.ddq_dtau: ∂q̈/∂τ = M⁻¹, full and symmetric;
-//   data.ddq:      q̈ itself.
-// Also leaves the RNEA derivatives at (q, q̇, q̈) in data.dtau_dq, data.dtau_dv and M in data.M.
-// Throws SingularSystemError as aba() does.
-void aba_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
-                     const ConstVectorRef& v, const ConstVectorRef& tau,
-                     std::span<const Force> external_forces = {});
+// What aba_derivatives() binds in Data: ABA's, the RNEA derivatives' (with CRBA's) and the
+// LᵀDL's workspaces, and its own.
+inline constexpr WorkspaceSet kAbaDerivativesWorkspaces =
+    kAbaWorkspaces | kRneaDerivativesWorkspaces |
+    WorkspaceSet{Workspace::kMassFactor, Workspace::kAbaDerivatives};
+
+// The partial derivatives of q̈ = aba(q, q̇, τ, f_ext) at the given state, in the returned
+// workspace (data.aba_derivatives):
+//   ddq_dq:   ∂q̈/∂q in the tangent space (column k = d/dε q̈(q ⊕ ε e_k));
+//   ddq_dv:   ∂q̈/∂q̇;
+//   ddq_dtau: ∂q̈/∂τ = M⁻¹, full and symmetric;
+// with q̈ itself in data.ddq. Also leaves the RNEA derivatives at (q, q̇, q̈) in
+// data.rnea_derivatives and M in data.mass_matrix. Throws SingularSystemError as aba() does.
+const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
+                                               const ConstVectorRef& q, const ConstVectorRef& v,
+                                               const ConstVectorRef& tau,
+                                               std::span<const Force> external_forces = {});
 
 }  // namespace torqued

@@ -1,25 +1,53 @@
-// Helpers shared by the articulated-body variants (hybrid dynamics, M⁻¹, the innovations
-// factorization): the pivot test and error of aba.cpp, and reading a world-frame subspace column.
+// The articulated-body core: the passes of the articulated-body algorithm (Featherstone 1987,
+// ch. 6, eqs 6.37-6.47; §7.2-7.4 for trees and multi-DOF joints; Kim 2012, §2.2) as small
+// functions of one body, in world coordinates, with a mask saying which DOFs have their force
+// given and which their acceleration (hybrid dynamics, Featherstone 1987, §7.5.2; Kim 2012, §2.3;
+// spatial_v2's HD.m is FDab.m with that mask). ABA, hybrid dynamics, floating-base inverse
+// dynamics, the innovations factorization and M⁻¹ are all written with them.
+//
+// World coordinates turn the congruence ᵖX* I^A ⁱX_p of each body into a plain addition; what
+// they cost instead is one rigid-inertia rotation per body (10 parameters, not 21). Gravity is a
+// fictitious base acceleration −g. Per joint, S splits into the columns S_f (τ given) and S_a (q̈
+// given); ABA has S_a empty:
+//   pass 1, i = 1..N (load_body):     ⁰S_i,  v_i = v_λ + ⁰S_i q̇_i,  c_i = v_i × ⁰S_i q̇_i + S_a q̈_a,
+//                                     I^A_i = ⁰I_i,  p^A_i = v_i ×* ⁰I_i v_i − f_ext,i
+//   pass 2, i = N..1 (eliminate):     U = I^A_i S_f,  D = S_fᵀ U,
+//                                     I^A_λ += I^A_i − U D⁻¹ Uᵀ       (just I^A_i when S_f is
+//                                     empty)
+//            (propagate_bias):        u = τ_f − S_fᵀ p^A_i,
+//                                     p^A_λ += p^A_i + I^A_i c_i + U D⁻¹ (u − Uᵀ c_i)
+//   pass 3, i = 1..N (accelerate):    a' = a_λ + c_i,  q̈_f = D⁻¹ (u − Uᵀ a'),  a_i = a' + S_f q̈_f,
+//                                     τ_a = S_aᵀ (I^A_i a_i + p^A_i)                        (7.38)
+// The force across joint i is I^A_i a_i + p^A_i because I^A_i and p^A_i describe the whole
+// subtree i with its force-given joints articulated and its acceleration-given joints driven.
+// Pass 2's two halves are separate because the Riccati half (eliminate) needs q only: the
+// innovations factorization and M⁻¹ run it alone and then their own right-hand sides. The
+// functions of one body work in data.articulated, which their caller binds (kAbaWorkspaces).
 #pragma once
 
 #include <Eigen/Cholesky>
 #include <cmath>
+#include <span>
 #include <string>
+#include <type_traits>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/hybrid_dynamics.hpp"
+#include "engine/algorithms/world_frame.hpp"
 
 namespace torqued::articulated {
+
+// A pivot D = Sᵀ I^A S below this fraction of the articulated inertia's trace is a joint that
+// moves no inertia: relative, so that it holds in any units.
+inline constexpr double kSingularPivot = 1e-12;
 
 [[noreturn]] inline void throw_singular(const Model& model, int body) {
   throw SingularSystemError("forward dynamics is singular at joint '" + model.joint_names[body] +
                             "': it moves no inertia (a massless subtree or a mass on its axis)");
 }
 
-// D = Sᵀ I^A S is the inertia the joint drives; it vanishes when nothing with mass moves with it.
-// The threshold is relative to the size of the articulated inertia so that it holds in any units
-// (the same test as aba.cpp).
 inline bool is_degenerate(double pivot, const Mat6& articulated) {
-  return !(pivot > 1e-12 * articulated.trace()) || !std::isfinite(pivot);
+  return !(pivot > kSingularPivot * articulated.trace()) || !std::isfinite(pivot);
 }
 
 // The 6 doubles of a [linear; angular] column as a Motion.
@@ -27,35 +55,309 @@ inline Motion motion_at(const double* x) {
   return {Vec3(x[0], x[1], x[2]), Vec3(x[3], x[4], x[5])};
 }
 
-// Column views and small dense blocks of at most 6 x 6, so that multi-DOF joints never reach the
-// heap.
-using SubspaceMatrix = Eigen::Matrix<double, 6, Eigen::Dynamic, 0, 6, 6>;
-using SmallMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 6, 6>;
-using SmallVector = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, 6, 1>;
+// The masks. Each says which DOFs have their force given (the others their acceleration) and
+// holds the given values; kEveryForceGiven lets ABA's instantiation drop the tests.
+struct EveryForceGiven {  // ABA, the factorization, M⁻¹
+  static constexpr bool kEveryForceGiven = true;
+  const double* tau;
+  bool force_given(int) const { return true; }
+  double force(int dof) const { return tau[dof]; }
+  double acceleration(int) const { return 0.0; }
+};
 
-// D⁻¹ for a joint's pivot D = ⁰Sᵀ U (k x k, k ≤ 6, U = I^A ⁰S), or SingularSystemError naming
-// the joint when D is not positive definite.
-inline SmallMatrix invert_pivot(const Model& model, int body, const SubspaceMatrix& s,
-                                const SubspaceMatrix& u, const Mat6& articulated) {
+struct GivenInputs {  // hybrid dynamics: the caller's mask
+  static constexpr bool kEveryForceGiven = false;
+  const DofInput* input;
+  const double* tau;
+  const double* ddq;
+  bool force_given(int dof) const { return input[dof] == DofInput::kForce; }
+  double force(int dof) const { return tau[dof]; }
+  double acceleration(int dof) const { return ddq[dof]; }
+};
+
+struct UnactuatedRoot {  // floating-base inverse dynamics: zero force on the free-flyer root
+  static constexpr bool kEveryForceGiven = false;
+  const double* ddq;
+  bool force_given(int dof) const { return dof < 6; }
+  double force(int) const { return 0.0; }
+  double acceleration(int dof) const { return ddq[dof]; }
+};
+
+// The force-given columns of a joint: their count and their offsets within the joint.
+struct ForceColumns {
+  int count = 0;
+  int offset[6];
+};
+
+template <class Mask>
+ForceColumns force_columns(const Joint& joint, const Mask& mask) {
+  ForceColumns f;
+  for (int k = 0; k < joint.nv; ++k) {
+    if (mask.force_given(joint.idx_v + k)) f.offset[f.count++] = k;
+  }
+  return f;
+}
+
+// Pass 1 for the Riccati recursion alone: places body i and sets I^A_i = ⁰I_i.
+inline void load_inertia(const Model& model, Data& data, int i, const double* q) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  w.Ia[i] = model.inertias[i].transformed_by(place_in_world(model, data, i, q)).matrix();
+}
+
+// Pass 1: places body i, its velocity, c_i, I^A_i and p^A_i (data.ov[0] must be zero).
+template <class Mask>
+void load_body(const Model& model, Data& data, int i, const double* q, const double* v,
+               std::span<const Force> external_forces, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  const Joint& joint = model.joints[i];
+  const Transform& oMi = place_in_world(model, data, i, q);
+  const Motion vj = world_joint_motion(joint, data, v);
+  const Motion& vel = data.ov[i] = data.ov[model.parent[i]] + vj;
+  Motion& c = w.c[i];
+  c = vel.cross(vj);
+  if constexpr (!Mask::kEveryForceGiven) {
+    const double* s = data.oS.data() + 6 * joint.idx_v;
+    for (int k = 0; k < joint.nv; ++k) {
+      const int dof = joint.idx_v + k;
+      if (!mask.force_given(dof)) c += motion_at(s + 6 * k) * mask.acceleration(dof);
+    }
+  }
+  const RigidInertia inertia = model.inertias[i].transformed_by(oMi);
+  w.Ia[i] = inertia.matrix();
+  w.pa[i] = vel.cross(inertia * vel);
+  if (!external_forces.empty()) w.pa[i] -= oMi.act(external_forces[i]);
+}
+
+// Multi-DOF joints go through blocks of K force-given columns: K = 6 for free-flyers, whose fixed
+// sizes the compiler unrolls, Eigen::Dynamic (at most 6) for the others. with_column_count()
+// calls step(std::integral_constant<int, K>) with the K for `count` columns.
+template <class Step>
+void with_column_count(int count, Step&& step) {
+  if (count == 6) {
+    step(std::integral_constant<int, 6>{});
+  } else {
+    step(std::integral_constant<int, Eigen::Dynamic>{});
+  }
+}
+template <int K>
+using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
+template <int K>
+using Square = Eigen::Matrix<double, K, K, 0, 6, 6>;
+template <int K>
+using Entries = Eigen::Matrix<double, K, 1, 0, 6, 1>;
+
+// The force-given world columns S_f of joint i, gathered.
+template <int K>
+Columns<K> gather(const Data& data, const Joint& joint, const ForceColumns& f) {
+  Columns<K> out(6, f.count);
+  for (int r = 0; r < f.count; ++r) out.col(r) = data.oS.col(joint.idx_v + f.offset[r]);
+  return out;
+}
+
+// D⁻¹ for a pivot D = Sᵀ U (K x K, U = I^A S), or SingularSystemError naming the joint when D
+// is not positive definite.
+template <int K>
+Square<K> invert_pivot(const Model& model, int body, const Columns<K>& s, const Columns<K>& u,
+                       const Mat6& articulated) {
   const int k = static_cast<int>(s.cols());
-  SmallMatrix d(k, k);
+  Square<K> d(k, k);
   d.noalias() = s.transpose() * u;
-  const Eigen::LLT<SmallMatrix> llt(d);
+  const Eigen::LLT<Square<K>> llt(d);
   if (llt.info() != Eigen::Success) throw_singular(model, body);
   const double smallest = llt.matrixLLT().diagonal().minCoeff();
   if (is_degenerate(smallest * smallest, articulated)) throw_singular(model, body);
-  SmallMatrix d_inv = SmallMatrix::Identity(k, k);
+  Square<K> d_inv = Square<K>::Identity(k, k);
   llt.solveInPlace(d_inv);
   return d_inv;
 }
 
-// I^A_λ += I^A − U D⁻¹ Uᵀ: what the parent sees of a body through its joint.
-inline void add_reduced_inertia(const Mat6& articulated, const SubspaceMatrix& u,
-                                const SmallMatrix& d_inv, Mat6& parent) {
-  SubspaceMatrix u_dinv(6, u.cols());
-  u_dinv.noalias() = u * d_inv;
-  parent += articulated;
-  parent.noalias() -= u_dinv * u.transpose();
+template <int K>
+void eliminate_columns(const Model& model, Data& data, int i, const ForceColumns& f) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  const Joint& joint = model.joints[i];
+  const int parent = model.parent[i];
+  const Mat6& ia = w.Ia[i];
+  const Columns<K> s = gather<K>(data, joint, f);
+  Columns<K> u(6, f.count);
+  u.noalias() = ia * s;
+  const Square<K> d_inv = invert_pivot<K>(model, i, s, u, ia);
+  w.Dinv[i].topLeftCorner(f.count, f.count) = d_inv;
+  for (int r = 0; r < f.count; ++r) w.U.col(joint.idx_v + f.offset[r]) = u.col(r);
+  if (parent > 0) {
+    Columns<K> u_dinv(6, f.count);
+    u_dinv.noalias() = u * d_inv;
+    w.Ia[parent] += ia;
+    w.Ia[parent].noalias() -= u_dinv * u.transpose();
+  }
+}
+
+template <int K, class Mask>
+void propagate_bias_columns(const Model& model, Data& data, int i, const ForceColumns& f,
+                            const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  const Joint& joint = model.joints[i];
+  const int parent = model.parent[i];
+  const Vec6 pa = w.pa[i].to_vector();
+  const Columns<K> s = gather<K>(data, joint, f);
+  Columns<K> u_f(6, f.count);
+  Entries<K> u(f.count);
+  for (int r = 0; r < f.count; ++r) {
+    const int dof = joint.idx_v + f.offset[r];
+    u_f.col(r) = w.U.col(dof);
+    u[r] = mask.force(dof);
+  }
+  u.noalias() -= s.transpose() * pa;
+  for (int r = 0; r < f.count; ++r) w.u[joint.idx_v + f.offset[r]] = u[r];
+  if (parent > 0) {
+    const Vec6 c = w.c[i].to_vector();
+    Entries<K> rhs = u;
+    rhs.noalias() -= u_f.transpose() * c;
+    const Square<K> d_inv = w.Dinv[i].topLeftCorner(f.count, f.count);
+    Entries<K> gain(f.count);
+    gain.noalias() = d_inv * rhs;
+    Vec6 pa_parent = pa;
+    pa_parent.noalias() += w.Ia[i] * c;
+    pa_parent.noalias() += u_f * gain;
+    w.pa[parent] += Force::FromVector(pa_parent);
+  }
+}
+
+template <int K, class Mask>
+void accelerate_columns(const Model& model, Data& data, int i, const ForceColumns& f,
+                        const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  const Joint& joint = model.joints[i];
+  Motion& acc = data.oa_gf[i];
+  const Vec6 acc_vec = acc.to_vector();
+  Entries<K> rhs(f.count);
+  for (int r = 0; r < f.count; ++r) {
+    const int dof = joint.idx_v + f.offset[r];
+    rhs[r] = w.u[dof] - w.U.col(dof).dot(acc_vec);
+  }
+  const Square<K> d_inv = w.Dinv[i].topLeftCorner(f.count, f.count);
+  Entries<K> qdd(f.count);
+  qdd.noalias() = d_inv * rhs;
+  const double* s = data.oS.data() + 6 * joint.idx_v;
+  for (int r = 0; r < f.count; ++r) {
+    const int dof = joint.idx_v + f.offset[r];
+    data.ddq[dof] = qdd[r];
+    if constexpr (!Mask::kEveryForceGiven) data.tau[dof] = mask.force(dof);
+    acc += motion_at(s + 6 * f.offset[r]) * qdd[r];
+  }
+}
+
+// Pass 2, the Riccati half: U (kept in the workspace's U at the force-given DOFs' columns), D⁻¹
+// (top-left of its Dinv[i]) and the articulated inertia body i hands its parent.
+template <class Mask>
+void eliminate(const Model& model, Data& data, int i, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  const Joint& joint = model.joints[i];
+  const int parent = model.parent[i];
+  const Mat6& ia = w.Ia[i];
+  if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
+    auto u = w.U.col(joint.idx_v);
+    const auto s = data.oS.col(joint.idx_v);
+    u.noalias() = ia * s;
+    const double d = s.dot(u);
+    if (is_degenerate(d, ia)) throw_singular(model, i);
+    const double inv_d = 1.0 / d;
+    w.Dinv[i](0, 0) = inv_d;
+    if (parent > 0) {
+      const Vec6 uc = u;
+      w.Ia[parent] += ia;
+      w.Ia[parent].noalias() -= (inv_d * uc) * uc.transpose();
+    }
+    return;
+  }
+  const ForceColumns f = force_columns(joint, mask);
+  if (f.count > 0) {
+    with_column_count(f.count, [&](auto k) { eliminate_columns<k()>(model, data, i, f); });
+  } else if (parent > 0) {
+    w.Ia[parent] += ia;
+  }
+}
+
+// Pass 2, the bias half, after eliminate(i): u (at the force-given DOFs) and the bias
+// force body i hands its parent.
+template <class Mask>
+void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  const Joint& joint = model.joints[i];
+  const int parent = model.parent[i];
+  const Mat6& ia = w.Ia[i];
+  const Vec6 pa = w.pa[i].to_vector();
+  const Vec6 c = w.c[i].to_vector();
+  if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
+    const int dof = joint.idx_v;
+    const double u = mask.force(dof) - data.oS.col(dof).dot(pa);
+    w.u[dof] = u;
+    if (parent > 0) {
+      const Vec6 uc = w.U.col(dof);
+      const double gain = w.Dinv[i](0, 0) * (u - uc.dot(c));
+      w.pa[parent] += Force::FromVector(pa + ia * c + uc * gain);
+    }
+    return;
+  }
+  const ForceColumns f = force_columns(joint, mask);
+  if (f.count > 0) {
+    with_column_count(f.count,
+                      [&](auto k) { propagate_bias_columns<k()>(model, data, i, f, mask); });
+  } else if (parent > 0) {
+    w.pa[parent] += Force::FromVector(pa + ia * c);
+  }
+}
+
+// Pass 3: body i's acceleration in data.oa_gf[i] from its parent's (data.oa_gf[0] must hold the
+// base's), the force-given DOFs' q̈ and the acceleration-given DOFs' τ (given values copied
+// alongside, so that data.ddq and data.tau are complete).
+template <class Mask>
+void accelerate(const Model& model, Data& data, int i, const Mask& mask) {
+  ArticulatedBodyWorkspace& w = *data.articulated;
+  const Joint& joint = model.joints[i];
+  Motion& acc = data.oa_gf[i];
+  acc = data.oa_gf[model.parent[i]] + w.c[i];
+  const double* s = data.oS.data() + 6 * joint.idx_v;
+  double* ddq = data.ddq.data();
+  if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
+    const int dof = joint.idx_v;
+    const double qdd = w.Dinv[i](0, 0) * (w.u[dof] - w.U.col(dof).dot(acc.to_vector()));
+    ddq[dof] = qdd;
+    if constexpr (!Mask::kEveryForceGiven) data.tau[dof] = mask.force(dof);
+    acc += motion_at(s) * qdd;
+    return;
+  }
+  const ForceColumns f = force_columns(joint, mask);
+  if (f.count > 0) {
+    with_column_count(f.count, [&](auto k) { accelerate_columns<k()>(model, data, i, f, mask); });
+  }
+  if constexpr (!Mask::kEveryForceGiven) {
+    if (f.count == joint.nv) return;
+    // τ_a = S_aᵀ (I^A_i a_i + p^A_i), the force the driven DOFs transmit (7.38).
+    const Force force = w.Ia[i] * acc + w.pa[i];
+    for (int k = 0; k < joint.nv; ++k) {
+      const int dof = joint.idx_v + k;
+      if (mask.force_given(dof)) continue;
+      ddq[dof] = mask.acceleration(dof);
+      data.tau[dof] = motion_at(s + 6 * k).dot(force);
+    }
+  }
+}
+
+// The three passes: q̈ of the force-given DOFs and τ of the acceleration-given ones, with the
+// given values, in data.ddq and data.tau (data.ddq only when every force is given).
+template <class Mask>
+void articulated_body_passes(const Model& model, Data& data, const double* q, const double* v,
+                             std::span<const Force> external_forces, const Mask& mask) {
+  data.bind(model, kAbaWorkspaces);
+  const int n = model.nbodies();
+  data.ov[0] = Motion::Zero();
+  for (int i = 1; i < n; ++i) load_body(model, data, i, q, v, external_forces, mask);
+  for (int i = n - 1; i > 0; --i) {
+    eliminate(model, data, i, mask);
+    propagate_bias(model, data, i, mask);
+  }
+  data.oa_gf[0] = {-model.gravity, Vec3::Zero()};
+  for (int i = 1; i < n; ++i) accelerate(model, data, i, mask);
 }
 
 }  // namespace torqued::articulated

@@ -8,6 +8,8 @@
 //   h_G:  Σ_i ⁰X_i* (I_i v_i), with the moment moved to c.
 #include "engine/algorithms/centroidal.hpp"
 
+#include <cassert>
+
 #include "engine/model/joint_world.hpp"
 
 namespace torqued {
@@ -16,6 +18,7 @@ namespace {
 
 // The centre of mass from data.oMi; returns the total mass.
 double compute_com(const Model& model, Data& data) {
+  CentroidalWorkspace& w = *data.centroidal;
   double mass = 0.0;
   Vec3 first_moment = Vec3::Zero();
   for (int i = 1; i < model.nbodies(); ++i) {
@@ -24,32 +27,39 @@ double compute_com(const Model& model, Data& data) {
     first_moment +=
         data.oMi[i].rotation * inertia.first_moment + inertia.mass * data.oMi[i].translation;
   }
-  data.com = mass > 0.0 ? Vec3(first_moment / mass) : Vec3::Zero();
+  w.com = mass > 0.0 ? Vec3(first_moment / mass) : Vec3::Zero();
   return mass;
 }
 
 // World-frame ⁰S columns and composite inertias I^c_i after forward_kinematics(q).
 void composite_world_inertias(const Model& model, Data& data) {
+  CentroidalWorkspace& w = *data.centroidal;
   const int n = model.nbodies();
   for (int i = 1; i < n; ++i) {
     world_subspace(model.joints[i], data.oMi[i], data.oS.col(model.joints[i].idx_v).data());
-    data.oYcrb[i] = model.inertias[i].transformed_by(data.oMi[i]);
+    w.composite[i] = model.inertias[i].transformed_by(data.oMi[i]);
   }
   for (int i = n - 1; i > 0; --i) {
-    if (model.parent[i] > 0) data.oYcrb[model.parent[i]] += data.oYcrb[i];
+    if (model.parent[i] > 0) w.composite[model.parent[i]] += w.composite[i];
   }
 }
 
 }  // namespace
 
 const Vec3& center_of_mass(const Model& model, Data& data, const ConstVectorRef& q) {
+  assert(fits(model, data, q));
+  data.bind(model, kCentroidalWorkspaces);
+  CentroidalWorkspace& w = *data.centroidal;
   forward_kinematics(model, data, q);
   compute_com(model, data);
-  return data.com;
+  return w.com;
 }
 
 void center_of_mass(const Model& model, Data& data, const ConstVectorRef& q,
                     const ConstVectorRef& v) {
+  assert(fits(model, data, q, v));
+  data.bind(model, kCentroidalWorkspaces);
+  CentroidalWorkspace& w = *data.centroidal;
   forward_kinematics(model, data, q, v);
   const double mass = compute_com(model, data);
   Vec3 momentum = Vec3::Zero();
@@ -58,52 +68,59 @@ void center_of_mass(const Model& model, Data& data, const ConstVectorRef& q,
     // The linear momentum m_i v − h_i × ω (body frame) is m_i times the velocity of c_i.
     momentum += data.oMi[i].rotation * (inertia * data.v[i]).linear;
   }
-  data.vcom = mass > 0.0 ? Vec3(momentum / mass) : Vec3::Zero();
+  w.vcom = mass > 0.0 ? Vec3(momentum / mass) : Vec3::Zero();
 }
 
 const Eigen::Matrix<double, 3, Eigen::Dynamic>& center_of_mass_jacobian(const Model& model,
                                                                         Data& data,
                                                                         const ConstVectorRef& q) {
+  assert(fits(model, data, q));
+  data.bind(model, kCentroidalWorkspaces);
+  CentroidalWorkspace& w = *data.centroidal;
   forward_kinematics(model, data, q);
   const double mass = compute_com(model, data);
   composite_world_inertias(model, data);
   const double inverse_mass = mass > 0.0 ? 1.0 / mass : 0.0;
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
-    const RigidInertia& composite = data.oYcrb[i];
+    const RigidInertia& composite = w.composite[i];
     for (int k = joint.idx_v; k < joint.idx_v + joint.nv; ++k) {
       // m^c ⁰v_k + ⁰ω_k × h^c: the linear momentum of the subtree per unit rate of k.
-      data.Jcom.col(k) = inverse_mass * (composite.mass * data.oS.col(k).head<3>() +
-                                         data.oS.col(k).tail<3>().cross(composite.first_moment));
+      w.Jcom.col(k) = inverse_mass * (composite.mass * data.oS.col(k).head<3>() +
+                                      data.oS.col(k).tail<3>().cross(composite.first_moment));
     }
   }
-  return data.Jcom;
+  return w.Jcom;
 }
 
 const Force& centroidal_momentum(const Model& model, Data& data, const ConstVectorRef& q,
                                  const ConstVectorRef& v) {
   center_of_mass(model, data, q, v);
+  CentroidalWorkspace& w = *data.centroidal;
   Force momentum = Force::Zero();  // about the world origin
   for (int i = 1; i < model.nbodies(); ++i) {
     momentum += data.oMi[i].act(model.inertias[i] * data.v[i]);
   }
-  data.hg = {momentum.linear, momentum.angular - data.com.cross(momentum.linear)};
-  return data.hg;
+  w.hg = {momentum.linear, momentum.angular - w.com.cross(momentum.linear)};
+  return w.hg;
 }
 
 const Eigen::Matrix<double, 6, Eigen::Dynamic>& centroidal_momentum_matrix(
     const Model& model, Data& data, const ConstVectorRef& q) {
+  assert(fits(model, data, q));
+  data.bind(model, kCentroidalWorkspaces);
+  CentroidalWorkspace& w = *data.centroidal;
   forward_kinematics(model, data, q);
   compute_com(model, data);
   composite_world_inertias(model, data);
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
     for (int k = joint.idx_v; k < joint.idx_v + joint.nv; ++k) {
-      const Force f = data.oYcrb[i] * Motion::FromVector(data.oS.col(k));
-      data.Ag.col(k) << f.linear, f.angular - data.com.cross(f.linear);
+      const Force f = w.composite[i] * Motion::FromVector(data.oS.col(k));
+      w.Ag.col(k) << f.linear, f.angular - w.com.cross(f.linear);
     }
   }
-  return data.Ag;
+  return w.Ag;
 }
 
 }  // namespace torqued

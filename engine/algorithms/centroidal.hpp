@@ -15,20 +15,23 @@
 
 namespace torqued {
 
-// The centre of mass in data.com. Leaves data.oMi current.
+// What the functions below bind in Data; their results are in data.centroidal.
+inline constexpr WorkspaceSet kCentroidalWorkspaces{Workspace::kCentroidal};
+
+// The centre of mass (com). Leaves data.oMi current.
 const Vec3& center_of_mass(const Model& model, Data& data, const ConstVectorRef& q);
-// The centre of mass and its velocity (data.com, data.vcom). Leaves data.oMi and data.v current.
+// The centre of mass and its velocity (com, vcom). Leaves data.oMi and data.v current.
 void center_of_mass(const Model& model, Data& data, const ConstVectorRef& q,
                     const ConstVectorRef& v);
-// J_c (3 x nv) in data.Jcom, with data.com. Leaves data.oMi, data.oS and data.oYcrb current.
+// J_c (3 x nv, Jcom), with com. Leaves data.oMi, data.oS and the composite inertias current.
 const Eigen::Matrix<double, 3, Eigen::Dynamic>& center_of_mass_jacobian(const Model& model,
                                                                         Data& data,
                                                                         const ConstVectorRef& q);
-// h_G ([linear; angular about c], world axes) in data.hg, with data.com and data.vcom.
+// h_G ([linear; angular about c], world axes; hg), with com and vcom.
 const Force& centroidal_momentum(const Model& model, Data& data, const ConstVectorRef& q,
                                  const ConstVectorRef& v);
-// A_G (6 x nv, [linear; angular] rows) in data.Ag, with data.com. Leaves data.oMi, data.oS and
-// data.oYcrb current.
+// A_G (6 x nv, [linear; angular] rows; Ag), with com. Leaves data.oMi, data.oS and the composite
+// inertias current.
 const Eigen::Matrix<double, 6, Eigen::Dynamic>& centroidal_momentum_matrix(const Model& model,
                                                                            Data& data,
                                                                            const ConstVectorRef& q);

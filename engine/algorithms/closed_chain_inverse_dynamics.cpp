@@ -23,81 +23,84 @@ void closed_chain_inverse_dynamics(const Model& model, Data& data, const ConstVe
                                    Eigen::Ref<Eigen::VectorXd> lambda) {
   const int m = constraint_rows(model, constraints);
   const int nv = model.nv;
-  assert(static_cast<int>(input.size()) == nv && lambda.size() == m);
-  data.reserve_constraint_rows(m);
+  assert(fits(model, data, q, v, ddq, tau) && static_cast<int>(input.size()) == nv &&
+         lambda.size() == m);
+  data.bind(model, kClosedChainInverseDynamicsWorkspaces);
+  ConstraintWorkspace& w = *data.constraints;
+  ClosedChainWorkspace& cc = *data.closed_chain;
+  w.reserve_rows(m);
   constraint_kinematics(model, data, q, v);
-  auto jacobian = data.constraint_jacobian.topRows(m);
-  auto bias = data.constraint_bias.head(m);
+  auto jacobian = w.jacobian.topRows(m);
+  auto bias = w.bias.head(m);
   constraint_jacobian(model, data, constraints, gains, jacobian, bias);
 
   int np = 0;
   for (int k = 0; k < nv; ++k) {
-    if (input[k] == DofInput::kForce) data.dof_order[np++] = k;
+    if (input[k] == DofInput::kForce) cc.dof_order[np++] = k;
   }
   const int na = nv - np;
   for (int k = 0, a = np; k < nv; ++k) {
-    if (input[k] == DofInput::kAcceleration) data.dof_order[a++] = k;
+    if (input[k] == DofInput::kAcceleration) cc.dof_order[a++] = k;
   }
-  auto passive = data.passive_columns.topLeftCorner(m, np);
-  auto actuated = data.actuated_columns.topLeftCorner(m, na);
-  for (int j = 0; j < np; ++j) passive.col(j) = jacobian.col(data.dof_order[j]);
-  for (int j = 0; j < na; ++j) actuated.col(j) = jacobian.col(data.dof_order[np + j]);
+  auto passive = w.passive_columns.topLeftCorner(m, np);
+  auto actuated = w.actuated_columns.topLeftCorner(m, na);
+  for (int j = 0; j < np; ++j) passive.col(j) = jacobian.col(cc.dof_order[j]);
+  for (int j = 0; j < na; ++j) actuated.col(j) = jacobian.col(cc.dof_order[np + j]);
 
-  auto gram = data.passive_gram.topLeftCorner(np, np);
+  auto gram = cc.passive_gram.topLeftCorner(np, np);
   gram.noalias() = passive.transpose() * passive;
-  auto permutation = data.passive_permutation.head(np);
+  auto permutation = cc.passive_permutation.head(np);
   const int rank = pivoted_ldlt_factorize(gram, permutation);
   if (rank < np) {
-    const int dof = data.dof_order[permutation[rank]];
+    const int dof = cc.dof_order[permutation[rank]];
     throw SingularSystemError("closed-chain inverse dynamics: the acceleration of joint '" +
                               model.joint_names[model.body_of_v[dof]] +
                               "' is not determined by the actuated joints and the constraints");
   }
   const auto solve_gram = [&](Eigen::Ref<Eigen::VectorXd> x) {
-    pivoted_ldlt_solve(gram, permutation, np, x, data.constraint_scratch, data.dof_work2);
+    pivoted_ldlt_solve(gram, permutation, np, x, w.scratch, cc.dof_work);
   };
 
   // Passive accelerations: least squares on K_p q̈_p = k − K_a q̈_a, exact when q̈_a is consistent.
-  auto rhs = data.constraint_rhs.head(m);
+  auto rhs = w.rhs.head(m);
   rhs = bias;
-  for (int j = 0; j < na; ++j) rhs -= actuated.col(j) * ddq[data.dof_order[np + j]];
-  auto x = data.dof_work.head(np);
+  for (int j = 0; j < na; ++j) rhs -= actuated.col(j) * ddq[cc.dof_order[np + j]];
+  auto x = w.dof_work.head(np);
   x.noalias() = passive.transpose() * rhs;
   solve_gram(x);
-  for (int j = 0; j < na; ++j) ddq_out[data.dof_order[np + j]] = ddq[data.dof_order[np + j]];
-  for (int j = 0; j < np; ++j) ddq_out[data.dof_order[j]] = x[j];
+  for (int j = 0; j < na; ++j) ddq_out[cc.dof_order[np + j]] = ddq[cc.dof_order[np + j]];
+  for (int j = 0; j < np; ++j) ddq_out[cc.dof_order[j]] = x[j];
 
   const Eigen::VectorXd& tau_open = rnea(model, data, q, v, ddq_out);
   for (int j = 0; j < np; ++j) {
-    const int k = data.dof_order[j];
+    const int k = cc.dof_order[j];
     x[j] = tau_open[k] - tau[k];
     tau_out[k] = tau[k];
   }
   solve_gram(x);
   lambda.noalias() = passive * x;
-  auto c = data.dof_work.head(na);
-  for (int j = 0; j < na; ++j) c[j] = tau_open[data.dof_order[np + j]];
+  auto c = w.dof_work.head(na);
+  for (int j = 0; j < na; ++j) c[j] = tau_open[cc.dof_order[np + j]];
   c.noalias() -= actuated.transpose() * lambda;
 
   // E = P K_a = K_a − K_p (K_pᵀ K_p)⁻¹ K_pᵀ K_a, column by column of (K_pᵀ K_p)⁻¹ K_pᵀ K_a.
-  auto reduced = data.passive_reduced.topLeftCorner(np, na);
+  auto reduced = cc.passive_reduced.topLeftCorner(np, na);
   reduced.noalias() = passive.transpose() * actuated;
   for (int j = 0; j < na; ++j) solve_gram(reduced.col(j));
 
   // P K_a vanishes to rounding when the actuation is exact: rank is judged against K_a's scale.
   const double scale = m > 0 ? actuated.rowwise().squaredNorm().maxCoeff() : 0.0;
   actuated.noalias() -= passive * reduced;
-  auto system = data.constraint_system.topLeftCorner(m, m);
+  auto system = w.system.topLeftCorner(m, m);
   system.noalias() = actuated * actuated.transpose();
-  auto s = data.constraint_rhs.head(m);
+  auto s = w.rhs.head(m);
   s.noalias() = actuated * c;
-  auto system_permutation = data.constraint_permutation.head(m);
+  auto system_permutation = w.permutation.head(m);
   const int system_rank = pivoted_ldlt_factorize(system, system_permutation, scale);
-  pivoted_ldlt_solve(system, system_permutation, system_rank, s, data.constraint_scratch,
-                     data.constraint_work);
+  pivoted_ldlt_solve(system, system_permutation, system_rank, s, w.scratch, w.work);
   lambda += s;
   c.noalias() -= actuated.transpose() * s;
-  for (int j = 0; j < na; ++j) tau_out[data.dof_order[np + j]] = c[j];
+  for (int j = 0; j < na; ++j) tau_out[cc.dof_order[np + j]] = c[j];
 }
 
 }  // namespace torqued

@@ -20,6 +20,10 @@
 
 namespace torqued {
 
+// What closed_chain_inverse_dynamics() binds in Data.
+inline constexpr WorkspaceSet kClosedChainInverseDynamicsWorkspaces{Workspace::kConstraints,
+                                                                    Workspace::kClosedChain};
+
 // `input` (nv entries) says which DOFs are actuated: kAcceleration = actuated, q̈_k read from
 // `ddq` (it must be consistent with the constraints) and τ_k computed; kForce = passive, τ_k read
 // from `tau` (0 for a free joint; springs or friction otherwise) and q̈_k computed. Writes the

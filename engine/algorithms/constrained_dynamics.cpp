@@ -24,11 +24,13 @@ void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& 
                           Eigen::Ref<Eigen::VectorXd> lambda) {
   const int m = constraint_rows(model, constraints);
   const int nv = model.nv;
-  assert(ddq.size() == nv && lambda.size() == m);
-  data.reserve_constraint_rows(m);
+  assert(fits(model, data, q, v, tau) && ddq.size() == nv && lambda.size() == m);
+  data.bind(model, kConstrainedDynamicsWorkspaces);
+  ConstraintWorkspace& w = *data.constraints;
+  w.reserve_rows(m);
   constraint_kinematics(model, data, q, v);
-  auto jacobian = data.constraint_jacobian.topRows(m);
-  auto bias = data.constraint_bias.head(m);
+  auto jacobian = w.jacobian.topRows(m);
+  auto bias = w.bias.head(m);
   constraint_jacobian(model, data, constraints, gains, jacobian, bias);
 
   ddq = tau - data.tau;
@@ -36,27 +38,26 @@ void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& 
   ltdl_solve(data, ddq);
   if (m == 0) return;
 
-  for (int i = 0; i < nv; ++i) data.dof_scale[i] = 1.0 / std::sqrt(data.ltdl(i, i));
-  auto gain = data.constraint_gain.leftCols(m);
+  for (int i = 0; i < nv; ++i) w.dof_scale[i] = 1.0 / std::sqrt(data.mass_factor->ltdl(i, i));
+  auto gain = w.gain.leftCols(m);
   for (int r = 0; r < m; ++r) {
     auto column = gain.col(r);
     column = jacobian.row(r).transpose();
     ltdl_solve_transposed_factor(data, column);
-    column.array() *= data.dof_scale.array();
+    column.array() *= w.dof_scale.array();
   }
-  auto system = data.constraint_system.topLeftCorner(m, m);
+  auto system = w.system.topLeftCorner(m, m);
   system.noalias() = gain.transpose() * gain;
 
   lambda = bias;
   lambda.noalias() -= jacobian * ddq;
-  auto permutation = data.constraint_permutation.head(m);
+  auto permutation = w.permutation.head(m);
   const int rank = pivoted_ldlt_factorize(system, permutation);
-  pivoted_ldlt_solve(system, permutation, rank, lambda, data.constraint_scratch,
-                     data.constraint_work);
+  pivoted_ldlt_solve(system, permutation, rank, lambda, w.scratch, w.work);
 
-  Eigen::VectorXd& correction = data.dof_work;
+  Eigen::VectorXd& correction = w.dof_work;
   correction.noalias() = gain * lambda;
-  correction.array() *= data.dof_scale.array();
+  correction.array() *= w.dof_scale.array();
   ltdl_solve_factor(data, correction);
   ddq += correction;
 }

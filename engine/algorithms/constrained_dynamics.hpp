@@ -18,10 +18,14 @@
 
 namespace torqued {
 
+// What constrained_dynamics() binds in Data: the constraint workspace, CRBA's and the LᵀDL's.
+inline constexpr WorkspaceSet kConstrainedDynamicsWorkspaces{
+    Workspace::kConstraints, Workspace::kMassMatrix, Workspace::kMassFactor};
+
 // q̈ (nv) and λ (constraint_rows(model, constraints)) for the model's loop closures followed by
 // `constraints`, with k as constraint_jacobian() defines it for `gains`. K and k stay in
-// data.constraint_jacobian / data.constraint_bias (leading rows). Throws SingularSystemError
-// (aba.hpp) when M is singular (a joint moving no inertia).
+// data.constraints->jacobian / bias (leading rows). Throws SingularSystemError (aba.hpp) when M
+// is singular (a joint moving no inertia).
 void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
                           const ConstVectorRef& v, const ConstVectorRef& tau,
                           std::span<const BilateralConstraint> constraints,

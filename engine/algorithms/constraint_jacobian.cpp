@@ -125,6 +125,7 @@ int constraint_rows(const Model& model, std::span<const BilateralConstraint> con
 
 void constraint_kinematics(const Model& model, Data& data, const ConstVectorRef& q,
                            const ConstVectorRef& v) {
+  assert(fits(model, data, q, v));
   nonlinear_effects(model, data, q, v);
   // RNEA's accelerations include the fictitious base acceleration −g: ᶦX₀ (−g, 0) = (−ᶦR₀ g, 0).
   data.a[0] = Motion::Zero();

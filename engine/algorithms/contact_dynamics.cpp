@@ -7,6 +7,7 @@
 #include "engine/algorithms/contact_dynamics.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "engine/algorithms/crba.hpp"
@@ -17,6 +18,10 @@
 namespace torqued {
 
 namespace {
+
+// A contact whose tangential force is within this fraction of the cone's edge (μ times its normal
+// force) is sliding: the friction-cone solver stops on the edge only to its tolerance.
+constexpr double kConeEdgeTolerance = 1e-9;
 
 // Columns n, t1, t2 with t1 the normalized projection of the world axis least aligned with n.
 Mat3 contact_axes(const Vec3& normal) {
@@ -135,7 +140,8 @@ void classify_contacts(ContactWorkspace& ws, int contacts) {
     if (normal <= 0.0) {
       ws.modes[c] = ContactMode::kSeparating;
     } else {
-      const bool inside = local.tail<2>().norm() < (1.0 - 1e-9) * ws.friction[c] * normal;
+      const bool inside =
+          local.tail<2>().norm() < (1.0 - kConeEdgeTolerance) * ws.friction[c] * normal;
       ws.modes[c] = inside ? ContactMode::kSticking : ContactMode::kSliding;
     }
   }
@@ -146,6 +152,7 @@ ComplementarityResult contact_dynamics(const Model& model, Data& data, ContactWo
                                        const ConstVectorRef& tau,
                                        std::span<const PointContact> contacts,
                                        const ContactOptions& options) {
+  assert(fits(model, data, q, v, tau));
   const int m = static_cast<int>(contacts.size());
   ws.acceleration = tau - nonlinear_effects(model, data, q, v);
   factor_mass_and_place_bodies(model, data, q);

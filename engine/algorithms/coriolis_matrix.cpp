@@ -20,6 +20,8 @@
 // Entries of joints on different branches are zero.
 #include "engine/algorithms/coriolis_matrix.hpp"
 
+#include <cassert>
+
 #include "engine/algorithms/world_frame.hpp"
 #include "engine/model/joint_world.hpp"
 
@@ -57,6 +59,9 @@ Mat6 coriolis_factor(const RigidInertia& inertia, const Motion& v) {
 
 const Eigen::MatrixXd& coriolis_matrix(const Model& model, Data& data, const ConstVectorRef& q,
                                        const ConstVectorRef& v) {
+  assert(fits(model, data, q, v));
+  data.bind(model, kCoriolisWorkspaces);
+  CoriolisWorkspace& w = *data.coriolis;
   const double* qp = q.data();
   const double* vp = v.data();
   const int n = model.nbodies();
@@ -68,21 +73,21 @@ const Eigen::MatrixXd& coriolis_matrix(const Model& model, Data& data, const Con
     data.ov[i] = data.ov[parent] + world_joint_motion(joint, data, vp);
     for (int k = joint.idx_v; k < joint.idx_v + joint.nv; ++k) {
       const Motion dS = data.ov[i].cross(Motion::FromVector(data.oS.col(k)));
-      data.odS.col(k) << dS.linear, dS.angular;
+      w.odS.col(k) << dS.linear, dS.angular;
     }
-    data.oYcrb[i] = model.inertias[i].transformed_by(data.oMi[i]);
-    data.oBcrb[i] = coriolis_factor(data.oYcrb[i], data.ov[i]);
+    w.composite[i] = model.inertias[i].transformed_by(data.oMi[i]);
+    w.coupling[i] = coriolis_factor(w.composite[i], data.ov[i]);
   }
 
-  Eigen::MatrixXd& c = data.C;
+  Eigen::MatrixXd& c = w.C;
   c.setZero();
   for (int i = n - 1; i > 0; --i) {
     const Joint& joint = model.joints[i];
-    const RigidInertia& inertia = data.oYcrb[i];
-    const Mat6& b = data.oBcrb[i];
+    const RigidInertia& inertia = w.composite[i];
+    const Mat6& b = w.coupling[i];
     for (int k = joint.idx_v; k < joint.idx_v + joint.nv; ++k) {
       const Motion s = Motion::FromVector(data.oS.col(k));
-      const Motion ds = Motion::FromVector(data.odS.col(k));
+      const Motion ds = Motion::FromVector(w.odS.col(k));
       // Column k against joint i's own columns and its ancestors' (rows r).
       const Vec6 column_force = (inertia * ds).to_vector() + b * data.oS.col(k);
       // Row k against the strict ancestors' columns r.
@@ -95,14 +100,14 @@ const Eigen::MatrixXd& coriolis_matrix(const Model& model, Data& data, const Con
         const Joint& ancestor = model.joints[j];
         for (int r = ancestor.idx_v; r < ancestor.idx_v + ancestor.nv; ++r) {
           c(r, k) = data.oS.col(r).dot(column_force);
-          c(k, r) = momentum.dot(data.odS.col(r)) + b_transpose_s.dot(data.oS.col(r));
+          c(k, r) = momentum.dot(w.odS.col(r)) + b_transpose_s.dot(data.oS.col(r));
         }
       }
     }
     const int parent = model.parent[i];
     if (parent > 0) {
-      data.oYcrb[parent] += inertia;
-      data.oBcrb[parent] += b;
+      w.composite[parent] += inertia;
+      w.coupling[parent] += b;
     }
   }
   return c;

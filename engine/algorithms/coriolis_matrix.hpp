@@ -8,8 +8,12 @@
 
 namespace torqued {
 
-// C(q, v) in data.C (nv x nv). Also leaves data.oMi, data.ov (world-frame body velocities),
-// data.oS (world-frame joint columns) and data.odS (their time derivatives) current.
+// What coriolis_matrix() binds in Data.
+inline constexpr WorkspaceSet kCoriolisWorkspaces{Workspace::kCoriolis};
+
+// C(q, v) in data.coriolis->C (nv x nv). Also leaves data.oMi, data.ov (world-frame body
+// velocities), data.oS (world-frame joint columns) and data.coriolis->odS (their time
+// derivatives) current.
 const Eigen::MatrixXd& coriolis_matrix(const Model& model, Data& data, const ConstVectorRef& q,
                                        const ConstVectorRef& v);
 

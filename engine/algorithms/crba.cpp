@@ -6,6 +6,8 @@
 // Only the upper triangle is computed; the lower one is mirrored at the end.
 #include "engine/algorithms/crba.hpp"
 
+#include <cassert>
+
 namespace torqued {
 namespace {
 
@@ -47,22 +49,25 @@ inline Force composite_times_subspace(const RigidInertia& composite, const Joint
 }  // namespace
 
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q) {
+  assert(fits(model, data, q));
+  data.bind(model, kCrbaWorkspaces);
+  MassMatrixWorkspace& w = *data.mass_matrix;
   const double* qp = q.data();
   const int n = model.nbodies();
   for (int i = 1; i < n; ++i) {
     const Joint& joint = model.joints[i];
     compose_joint_transform(model.joint_placements[i], joint, qp + joint.idx_q, data.liMi[i]);
-    data.Ycrb[i] = model.inertias[i];
+    w.Ycrb[i] = model.inertias[i];
   }
 
   const int nv = model.nv;
   // Column-major with leading dimension nv: rows idx_v..idx_v+nv_j of a column are contiguous,
   // so Sⱼᵀ F lands in place through project_force.
-  double* m = data.M.data();
+  double* m = w.M.data();
   double unit[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
   for (int i = n - 1; i > 0; --i) {
     const Joint& joint = model.joints[i];
-    const RigidInertia& composite = data.Ycrb[i];
+    const RigidInertia& composite = w.Ycrb[i];
     for (int k = 0; k < joint.nv; ++k) {
       const int col = joint.idx_v + k;
       double* column = m + static_cast<std::ptrdiff_t>(col) * nv;
@@ -82,13 +87,13 @@ const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef
       }
     }
     const int parent = model.parent[i];
-    if (parent > 0) data.Ycrb[parent] += composite.transformed_by(data.liMi[i]);
+    if (parent > 0) w.Ycrb[parent] += composite.transformed_by(data.liMi[i]);
   }
 
   for (int col = 0; col < nv; ++col) {
     for (int row = col + 1; row < nv; ++row) m[row + col * nv] = m[col + row * nv];
   }
-  return data.M;
+  return w.M;
 }
 
 }  // namespace torqued

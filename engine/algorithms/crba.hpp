@@ -6,7 +6,10 @@
 
 namespace torqued {
 
-// M(q) in data.M, full and symmetric. Also leaves data.liMi current (not data.oMi).
+// What crba() binds in Data.
+inline constexpr WorkspaceSet kCrbaWorkspaces{Workspace::kMassMatrix};
+
+// M(q) in data.mass_matrix->M, full and symmetric. Also leaves data.liMi current (not data.oMi).
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q);
 
 }  // namespace torqued

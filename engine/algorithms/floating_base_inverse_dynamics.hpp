@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/aba.hpp"
 
 namespace torqued {
 
@@ -14,7 +14,8 @@ namespace torqued {
 // produces and the joint forces that produce the given joint accelerations. Results in
 // data.ddq (the root's entries filled in, [a_lin; ω̇] in the base frame as in aba()) and
 // data.tau (the root's entries are 0). `external_forces` as in rnea().
-// Throws std::invalid_argument when the model has no free-flyer root.
+// Binds kAbaWorkspaces (aba.hpp). Throws std::invalid_argument when the model has no free-flyer
+// root.
 void floating_base_inverse_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
                                     const ConstVectorRef& v, const ConstVectorRef& ddq,
                                     std::span<const Force> external_forces = {});

@@ -29,6 +29,14 @@ ForwardDynamicsAlgorithm auto_forward_dynamics_algorithm(const Model& model) {
              : ForwardDynamicsAlgorithm::kAba;
 }
 
+WorkspaceSet forward_dynamics_workspaces(const Model& model, ForwardDynamicsAlgorithm algorithm) {
+  if (algorithm == ForwardDynamicsAlgorithm::kAuto) {
+    algorithm = auto_forward_dynamics_algorithm(model);
+  }
+  return algorithm == ForwardDynamicsAlgorithm::kCrba ? kForwardDynamicsCrbaWorkspaces
+                                                      : kAbaWorkspaces;
+}
+
 const Eigen::VectorXd& forward_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
                                         const ConstVectorRef& v, const ConstVectorRef& tau,
                                         ForwardDynamicsAlgorithm algorithm) {

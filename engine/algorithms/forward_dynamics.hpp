@@ -15,6 +15,9 @@ enum class ForwardDynamicsAlgorithm {
 // The algorithm kAuto picks for `model`.
 ForwardDynamicsAlgorithm auto_forward_dynamics_algorithm(const Model& model);
 
+// What forward_dynamics() binds in Data with `algorithm` for `model`.
+WorkspaceSet forward_dynamics_workspaces(const Model& model, ForwardDynamicsAlgorithm algorithm);
+
 // q̈ = M⁻¹ (τ − C q̇ − g) in data.ddq. Every algorithm gives the same result to rounding.
 const Eigen::VectorXd& forward_dynamics(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,

@@ -10,119 +10,42 @@
 //   smoother, i = 1..N: q̈_i = ν_i − D_i⁻¹ U_iᵀ λ_λ,  λ_i = λ_λ + ⁰S_i q̈_i
 // z is the innovations state (an articulated force) and λ the smoother's co-state (a body
 // acceleration). The factorization needs q only and serves any number of right-hand sides, each
-// in O(n); velocities and gravity enter only through T'.
+// in O(n); velocities and gravity enter only through T'. These are the articulated-body core's
+// passes (articulated_body.hpp): the Riccati recursion is its elimination, and the filter and
+// smoother are its bias and acceleration passes at rest, without gravity (c = 0, a_0 = 0), with
+// z in data.articulated->pa and λ in data.oa_gf.
 #include "engine/algorithms/forward_dynamics_factorization.hpp"
 
-#include <Eigen/Cholesky>
+#include <cassert>
 
 #include "engine/algorithms/articulated_body.hpp"
 #include "engine/algorithms/rnea.hpp"
-#include "engine/algorithms/world_frame.hpp"
-#include "engine/model/joint_world.hpp"
 
 namespace torqued {
 
-namespace {
-
-using articulated::add_reduced_inertia;
-using articulated::invert_pivot;
-using articulated::is_degenerate;
-using articulated::motion_at;
-using articulated::SmallMatrix;
-using articulated::SmallVector;
-using articulated::SubspaceMatrix;
-using articulated::throw_singular;
-
-}  // namespace
-
 void factorize_mass_matrix(const Model& model, Data& data, const ConstVectorRef& q) {
-  const double* qp = q.data();
+  assert(fits(model, data, q));
+  data.bind(model, kAbaWorkspaces);
   const int n = model.nbodies();
-  for (int i = 1; i < n; ++i) {
-    data.Ia[i] = model.inertias[i].transformed_by(place_in_world(model, data, i, qp)).matrix();
-  }
+  for (int i = 1; i < n; ++i) articulated::load_inertia(model, data, i, q.data());
   for (int i = n - 1; i > 0; --i) {
-    const Joint& joint = model.joints[i];
-    const int parent = model.parent[i];
-    const Mat6& ia = data.Ia[i];
-    const int k = joint.nv;
-    const auto s = data.oS.middleCols(joint.idx_v, k);
-    auto u_cols = data.U.middleCols(joint.idx_v, k);
-    u_cols.noalias() = ia * s;
-    if (k == 1) {
-      const double d = s.col(0).dot(u_cols.col(0));
-      if (is_degenerate(d, ia)) throw_singular(model, i);
-      const double inv_d = 1.0 / d;
-      data.Dinv[i](0, 0) = inv_d;
-      if (parent > 0) {
-        const Vec6 uc = u_cols.col(0);
-        data.Ia[parent] += ia;
-        data.Ia[parent].noalias() -= (inv_d * uc) * uc.transpose();
-      }
-    } else {
-      const SubspaceMatrix s_block = s;
-      const SubspaceMatrix u_block = u_cols;
-      const SmallMatrix d_inv = invert_pivot(model, i, s_block, u_block, ia);
-      data.Dinv[i].topLeftCorner(k, k) = d_inv;
-      if (parent > 0) {
-        add_reduced_inertia(ia, u_block, d_inv, data.Ia[parent]);
-      }
-    }
+    articulated::eliminate(model, data, i, articulated::EveryForceGiven{nullptr});
   }
 }
 
 const Eigen::VectorXd& solve_factorized(const Model& model, Data& data, const ConstVectorRef& rhs) {
+  assert(fits(model, data) && rhs.size() == model.nv);
+  data.bind(model, kAbaWorkspaces);
   const int n = model.nbodies();
-  const double* os = data.oS.data();
-  const double* ucols = data.U.data();
-  double* nu = data.ddq.data();
-  for (int i = 1; i < n; ++i) data.pa[i] = Force::Zero();
-
-  for (int i = n - 1; i > 0; --i) {
-    const Joint& joint = model.joints[i];
-    const int parent = model.parent[i];
-    const Force& z = data.pa[i];
-    const int k = joint.nv;
-    if (k == 1) {
-      const int dof = joint.idx_v;
-      nu[dof] = data.Dinv[i](0, 0) * (rhs[dof] - motion_at(os + 6 * dof).dot(z));
-      if (parent > 0) {
-        const Force gain = Force::FromVector(Eigen::Map<const Vec6>(ucols + 6 * dof) * nu[dof]);
-        data.pa[parent] += z + gain;
-      }
-    } else {
-      SmallVector eps(k);
-      for (int r = 0; r < k; ++r) {
-        eps[r] = rhs[joint.idx_v + r] - motion_at(os + 6 * (joint.idx_v + r)).dot(z);
-      }
-      data.ddq.segment(joint.idx_v, k).noalias() = data.Dinv[i].topLeftCorner(k, k) * eps;
-      if (parent > 0) {
-        Vec6 z_parent = z.to_vector();
-        z_parent.noalias() += data.U.middleCols(joint.idx_v, k) * data.ddq.segment(joint.idx_v, k);
-        data.pa[parent] += Force::FromVector(z_parent);
-      }
-    }
-  }
-
-  data.oa_gf[0] = Motion::Zero();
+  const articulated::EveryForceGiven mask{rhs.data()};
+  ArticulatedBodyWorkspace& w = *data.articulated;
   for (int i = 1; i < n; ++i) {
-    const Joint& joint = model.joints[i];
-    Motion& lambda = data.oa_gf[i];
-    lambda = data.oa_gf[model.parent[i]];
-    const Vec6 lambda_parent = lambda.to_vector();
-    const int k = joint.nv;
-    const double* s = os + 6 * joint.idx_v;
-    if (k == 1) {
-      const int dof = joint.idx_v;
-      nu[dof] -= data.Dinv[i](0, 0) * data.U.col(dof).dot(lambda_parent);
-      lambda += motion_at(s) * nu[dof];
-    } else {
-      SmallVector correction(k);
-      correction.noalias() = data.U.middleCols(joint.idx_v, k).transpose() * lambda_parent;
-      data.ddq.segment(joint.idx_v, k).noalias() -= data.Dinv[i].topLeftCorner(k, k) * correction;
-      for (int r = 0; r < k; ++r) lambda += motion_at(s + 6 * r) * nu[joint.idx_v + r];
-    }
+    w.pa[i] = Force::Zero();
+    w.c[i] = Motion::Zero();
   }
+  for (int i = n - 1; i > 0; --i) articulated::propagate_bias(model, data, i, mask);
+  data.oa_gf[0] = Motion::Zero();
+  for (int i = 1; i < n; ++i) articulated::accelerate(model, data, i, mask);
   return data.ddq;
 }
 
@@ -130,9 +53,10 @@ const Eigen::VectorXd& forward_dynamics_factorization(const Model& model, Data& 
                                                       const ConstVectorRef& q,
                                                       const ConstVectorRef& v,
                                                       const ConstVectorRef& tau) {
-  data.u = tau - nonlinear_effects(model, data, q, v);
+  assert(fits(model, data, q, v, tau));
+  data.tau = tau - nonlinear_effects(model, data, q, v);
   factorize_mass_matrix(model, data, q);
-  return solve_factorized(model, data, data.u);
+  return solve_factorized(model, data, data.tau);
 }
 
 }  // namespace torqued

@@ -2,13 +2,15 @@
 // §4-5: algorithm FD1, the Kalman filter and smoother of the mass matrix).
 #pragma once
 
-#include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/aba.hpp"
 
 namespace torqued {
 
+// Every function here binds kAbaWorkspaces (aba.hpp): the factors live in data.articulated.
+
 // The factors of M(q) = (I + HΦL) D (I + HΦL)ᵀ: the Riccati recursion for the articulated
-// inertias, leaving D⁻¹ in data.Dinv, the gains I^A ⁰S in data.U, ⁰S in data.oS and data.oMi.
-// Needs q only. Throws SingularSystemError (aba.hpp) as aba() does.
+// inertias, leaving D⁻¹ in data.articulated->Dinv, the gains I^A ⁰S in data.articulated->U, ⁰S
+// in data.oS and data.oMi. Needs q only. Throws SingularSystemError as aba() does.
 void factorize_mass_matrix(const Model& model, Data& data, const ConstVectorRef& q);
 
 // x = M⁻¹ rhs from the factors of the last factorize_mass_matrix() (O(n) per right-hand side),

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/aba.hpp"
 
 namespace torqued {
 
@@ -17,8 +17,8 @@ enum class DofInput : std::uint8_t { kForce, kAcceleration };
 // ignored). The complete vectors go to data.ddq and data.tau, so that
 //   rnea(q, v, data.ddq, f_ext) = data.tau  and  aba(q, v, data.tau, f_ext) = data.ddq.
 // `external_forces` as in rnea(). All-kForce is ABA and all-kAcceleration is RNEA.
-// Throws SingularSystemError (aba.hpp) when a force-given joint moves no inertia, and
-// std::invalid_argument when `input` does not have nv entries.
+// Binds kAbaWorkspaces. Throws SingularSystemError when a force-given joint moves no inertia,
+// and std::invalid_argument when `input` does not have nv entries.
 void hybrid_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
                      const ConstVectorRef& v, const ConstVectorRef& ddq, const ConstVectorRef& tau,
                      std::span<const DofInput> input, std::span<const Force> external_forces = {});

@@ -2,6 +2,7 @@
 #include "engine/algorithms/impact.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 namespace torqued {
 
@@ -9,6 +10,7 @@ ComplementarityResult impact(const Model& model, Data& data, ContactWorkspace& w
                              const ConstVectorRef& q, const ConstVectorRef& v,
                              std::span<const PointContact> contacts, double restitution,
                              const ContactOptions& options) {
+  assert(fits(model, data, q, v));
   const int m = static_cast<int>(contacts.size());
   factor_mass_and_place_bodies(model, data, q);
   assemble_contact_problem(model, data, ws, contacts, has_friction(contacts));

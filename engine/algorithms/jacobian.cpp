@@ -11,7 +11,8 @@ namespace torqued {
 
 void frame_jacobian(const Model& model, Data& data, int frame, ReferenceFrame reference,
                     Eigen::Ref<Eigen::MatrixXd> jacobian) {
-  assert(jacobian.rows() == 6 && jacobian.cols() == model.nv);
+  assert(fits(model, data) && jacobian.rows() == 6 && jacobian.cols() == model.nv);
+  assert(frame >= 0 && frame < static_cast<int>(model.frames.size()));
   const Frame& f = model.frames[frame];
   const Transform oMf = data.oMi[f.body] * f.placement;
   jacobian.setZero();

@@ -4,9 +4,12 @@
 //   a_i  = liMi⁻¹ a_parent + S_i q̈_i + v_i × S_i q̇_i   (S_i is constant in the body frame)
 #include "engine/algorithms/kinematics.hpp"
 
+#include <cassert>
+
 namespace torqued {
 
 void forward_kinematics(const Model& model, Data& data, const ConstVectorRef& q) {
+  assert(fits(model, data, q));
   const double* qp = q.data();
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
@@ -17,6 +20,7 @@ void forward_kinematics(const Model& model, Data& data, const ConstVectorRef& q)
 
 void forward_kinematics(const Model& model, Data& data, const ConstVectorRef& q,
                         const ConstVectorRef& v) {
+  assert(fits(model, data, q, v));
   const double* qp = q.data();
   const double* vp = v.data();
   for (int i = 1; i < model.nbodies(); ++i) {
@@ -31,6 +35,7 @@ void forward_kinematics(const Model& model, Data& data, const ConstVectorRef& q,
 
 void forward_kinematics(const Model& model, Data& data, const ConstVectorRef& q,
                         const ConstVectorRef& v, const ConstVectorRef& a) {
+  assert(fits(model, data, q, v, a));
   const double* qp = q.data();
   const double* vp = v.data();
   const double* ap = a.data();

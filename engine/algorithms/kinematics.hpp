@@ -13,6 +13,15 @@ namespace torqued {
 
 using ConstVectorRef = Eigen::Ref<const Eigen::VectorXd>;
 
+// The size contract of the engine's entry points, asserted in debug builds (the server validates
+// every request before the engine sees it): `data` made for `model`, q of nq entries and each
+// velocity-sized vector (v, a, τ, ...) of nv.
+template <typename... VelocityLike>
+bool fits(const Model& model, const Data& data, const ConstVectorRef& q,
+          const VelocityLike&... velocity_like) {
+  return fits(model, data) && q.size() == model.nq && ((velocity_like.size() == model.nv) && ...);
+}
+
 // Placements only (data.liMi, data.oMi).
 void forward_kinematics(const Model& model, Data& data, const ConstVectorRef& q);
 // Placements and velocities (data.v).

@@ -19,6 +19,8 @@
 // his "Trace[(H̃_{0,h} + Σ L q̈) J Lᵀ]".
 #include "engine/algorithms/lagrange_homogeneous.hpp"
 
+#include <cassert>
+
 namespace torqued {
 
 namespace {
@@ -69,35 +71,37 @@ double trace_product(const Mat4& a, const Mat4& l) {
 template <bool kVelocity, bool kAcceleration>
 void outward_pass(const Model& model, Data& data, const double* q, const double* v,
                   const double* a) {
-  data.lag_W[0].setZero();
-  data.lag_H[0].setZero();
+  data.bind(model, kHomogeneousWorkspaces);
+  HomogeneousWorkspace& w = *data.homogeneous;
+  w.W[0].setZero();
+  w.H[0].setZero();
   double unit[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
     const int parent = model.parent[i];
     compose_joint_transform(model.joint_placements[i], joint, q + joint.idx_q, data.liMi[i]);
-    const Mat4& m0i = data.lag_oMi[i] = data.lag_oMi[parent] * position_matrix(data.liMi[i]);
+    const Mat4& m0i = w.oMi[i] = w.oMi[parent] * position_matrix(data.liMi[i]);
     const Mat4 m0i_inverse = inverse_position_matrix(m0i);
     Mat4 x = Mat4::Zero();
     Mat4 y = Mat4::Zero();
     for (int k = 0; k < joint.nv; ++k) {
       unit[k] = 1.0;
-      Mat4& l = data.lag_L[joint.idx_v + k];
+      Mat4& l = w.L[joint.idx_v + k];
       l.noalias() = m0i * joint_matrix(joint_motion(joint, unit)) * m0i_inverse;
       unit[k] = 0.0;
       if constexpr (kVelocity) x += v[joint.idx_v + k] * l;
       if constexpr (kAcceleration) y += a[joint.idx_v + k] * l;
     }
     if constexpr (kVelocity) {
-      const Mat4& w_parent = data.lag_W[parent];
-      data.lag_W[i] = w_parent + x;
-      data.lag_H[i] = data.lag_H[parent] + y;
-      data.lag_H[i].noalias() += x * x;
-      data.lag_H[i].noalias() += 2.0 * w_parent * x;
+      const Mat4& w_parent = w.W[parent];
+      w.W[i] = w_parent + x;
+      w.H[i] = w.H[parent] + y;
+      w.H[i].noalias() += x * x;
+      w.H[i].noalias() += 2.0 * w_parent * x;
     } else if constexpr (kAcceleration) {
-      data.lag_H[i] = data.lag_H[parent] + y;
+      w.H[i] = w.H[parent] + y;
     }
-    data.lag_J[i].noalias() = m0i * pseudo_inertia(model.inertias[i]) * m0i.transpose();
+    w.J[i].noalias() = m0i * pseudo_inertia(model.inertias[i]) * m0i.transpose();
   }
 }
 
@@ -106,68 +110,74 @@ template <bool kVelocity, bool kAcceleration, bool kGravity>
 const Eigen::VectorXd& generalized_forces(const Model& model, Data& data, const double* q,
                                           const double* v, const double* a) {
   outward_pass<kVelocity, kAcceleration>(model, data, q, v, a);
+  HomogeneousWorkspace& w = *data.homogeneous;
   Mat4 h_g = Mat4::Zero();
   if constexpr (kGravity) h_g.topRightCorner<3, 1>() = model.gravity;
   const int n = model.nbodies();
   for (int i = 1; i < n; ++i) {
     if constexpr (kVelocity || kAcceleration) {
-      data.lag_P[i].noalias() = (data.lag_H[i] - h_g) * data.lag_J[i];
+      w.P[i].noalias() = (w.H[i] - h_g) * w.J[i];
     } else {
-      data.lag_P[i].noalias() = -h_g * data.lag_J[i];
+      w.P[i].noalias() = -h_g * w.J[i];
     }
   }
   for (int i = n - 1; i > 0; --i) {
     const Joint& joint = model.joints[i];
     for (int k = 0; k < joint.nv; ++k) {
-      data.lag_tau[joint.idx_v + k] = trace_product(data.lag_P[i], data.lag_L[joint.idx_v + k]);
+      w.tau[joint.idx_v + k] = trace_product(w.P[i], w.L[joint.idx_v + k]);
     }
     const int parent = model.parent[i];
-    if (parent > 0) data.lag_P[parent] += data.lag_P[i];
+    if (parent > 0) w.P[parent] += w.P[i];
   }
-  return data.lag_tau;
+  return w.tau;
 }
 
 }  // namespace
 
 const Eigen::VectorXd& lagrange_homogeneous(const Model& model, Data& data, const ConstVectorRef& q,
                                             const ConstVectorRef& v, const ConstVectorRef& a) {
+  assert(fits(model, data, q, v, a));
   return generalized_forces<true, true, true>(model, data, q.data(), v.data(), a.data());
 }
 
 const Eigen::VectorXd& lagrange_homogeneous_bias(const Model& model, Data& data,
                                                  const ConstVectorRef& q, const ConstVectorRef& v) {
+  assert(fits(model, data, q, v));
   return generalized_forces<true, false, false>(model, data, q.data(), v.data(), nullptr);
 }
 
 const Eigen::VectorXd& lagrange_homogeneous_gravity(const Model& model, Data& data,
                                                     const ConstVectorRef& q) {
+  assert(fits(model, data, q));
   return generalized_forces<false, false, true>(model, data, q.data(), nullptr, nullptr);
 }
 
 const Eigen::MatrixXd& lagrange_homogeneous_mass_matrix(const Model& model, Data& data,
                                                         const ConstVectorRef& q) {
+  assert(fits(model, data, q));
   outward_pass<false, false>(model, data, q.data(), nullptr, nullptr);
-  Eigen::MatrixXd& mass = data.lag_M;
+  HomogeneousWorkspace& w = *data.homogeneous;
+  Eigen::MatrixXd& mass = w.M;
   mass.setZero();
   for (int i = model.nbodies() - 1; i > 0; --i) {
     const Joint& joint = model.joints[i];
-    const Mat4& composite = data.lag_J[i];  // complete: every descendant has a larger index
+    const Mat4& composite = w.J[i];  // complete: every descendant has a larger index
     for (int k = 0; k < joint.nv; ++k) {
       const int col = joint.idx_v + k;
       // tr(L_r J^c L_kᵀ) = tr(L_r (L_k J^c)ᵀ) (J^c symmetric): one product per column.
-      const Mat4 lj = data.lag_L[col] * composite;
+      const Mat4 lj = w.L[col] * composite;
       for (int j = i; j > 0; j = model.parent[j]) {
         const Joint& ancestor = model.joints[j];
         for (int r = 0; r < ancestor.nv; ++r) {
           const int row = ancestor.idx_v + r;
-          const double value = trace_product(lj, data.lag_L[row]);
+          const double value = trace_product(lj, w.L[row]);
           mass(row, col) = value;
           mass(col, row) = value;
         }
       }
     }
     const int parent = model.parent[i];
-    if (parent > 0) data.lag_J[parent] += composite;
+    if (parent > 0) w.J[parent] += composite;
   }
   return mass;
 }

@@ -27,19 +27,22 @@
 
 namespace torqued {
 
-// τ = M(q) a + C(q, v) v + g(q), in data.lag_tau.
+// What the functions below bind in Data; their results are in data.homogeneous.
+inline constexpr WorkspaceSet kHomogeneousWorkspaces{Workspace::kHomogeneous};
+
+// τ = M(q) a + C(q, v) v + g(q), in data.homogeneous->tau.
 const Eigen::VectorXd& lagrange_homogeneous(const Model& model, Data& data, const ConstVectorRef& q,
                                             const ConstVectorRef& v, const ConstVectorRef& a);
 
-// M(q), full and symmetric, in data.lag_M.
+// M(q), full and symmetric, in data.homogeneous->M.
 const Eigen::MatrixXd& lagrange_homogeneous_mass_matrix(const Model& model, Data& data,
                                                         const ConstVectorRef& q);
 
-// C(q, v) v without gravity, in data.lag_tau.
+// C(q, v) v without gravity, in data.homogeneous->tau.
 const Eigen::VectorXd& lagrange_homogeneous_bias(const Model& model, Data& data,
                                                  const ConstVectorRef& q, const ConstVectorRef& v);
 
-// g(q), in data.lag_tau.
+// g(q), in data.homogeneous->tau.
 const Eigen::VectorXd& lagrange_homogeneous_gravity(const Model& model, Data& data,
                                                     const ConstVectorRef& q);
 

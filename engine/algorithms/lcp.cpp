@@ -18,6 +18,19 @@ namespace torqued {
 
 namespace {
 
+// Lemke's ratio test: a column entry at most this fraction of the problem's scale (the larger of
+// A's and the entering column's largest entries) is rounding, not a positive pivot.
+constexpr double kLemkePivotTolerance = 1e-11;
+// Two ratios (and the lexicographic rows that break their tie) this close, relative to their
+// size, are equal: a degenerate tie, not a strict minimum.
+constexpr double kLemkeTieTolerance = 1e-12;
+// A contact's 3x3 (or tangential 2x2) Delassus block whose determinant is below this fraction of
+// its trace cubed (squared) is singular: relative, so that it holds in any units.
+constexpr double kBlockSingularTolerance = 1e-12;
+// Along a sliding contact's direction, an effective normal stiffness below this fraction of the
+// normal's own diagonal entry takes no force.
+constexpr double kSlidingStiffnessTolerance = 1e-12;
+
 Eigen::Vector2d project_on_disc(const Eigen::Vector2d& x, double radius) {
   const double norm = x.norm();
   if (norm <= radius) return x;
@@ -79,14 +92,15 @@ ComplementarityResult LemkeSolver::solve(const Eigen::Ref<const Eigen::MatrixXd>
     while (result.iterations < max_pivots) {
       poll.add(2.0 * n * (n + 1));
       const double column_max = t.col(entering).cwiseAbs().maxCoeff();
-      const double eps = 1e-11 * std::max(scale, column_max);
+      const double eps = kLemkePivotTolerance * std::max(scale, column_max);
       int leave = -1;
       double best = 0.0;
       for (int i = 0; i < n; ++i) {
         const double c = t(i, entering);
         if (c <= eps) continue;
         const double ratio = t(i, rhs) / c;
-        const bool tie = leave >= 0 && std::abs(ratio - best) <= 1e-12 * (1.0 + std::abs(best));
+        const bool tie =
+            leave >= 0 && std::abs(ratio - best) <= kLemkeTieTolerance * (1.0 + std::abs(best));
         if (leave < 0 || (!tie && ratio < best)) {
           leave = i;
           best = ratio;
@@ -96,7 +110,7 @@ ComplementarityResult LemkeSolver::solve(const Eigen::Ref<const Eigen::MatrixXd>
           for (int j = 0; j < n && !smaller; ++j) {
             const double x = t(i, j) / c;
             const double y = t(leave, j) / t(leave, entering);
-            if (std::abs(x - y) > 1e-12 * (1.0 + std::abs(y))) {
+            if (std::abs(x - y) > kLemkeTieTolerance * (1.0 + std::abs(y))) {
               if (x < y) smaller = true;
               break;
             }
@@ -176,11 +190,12 @@ ComplementarityResult FrictionConeSolver::solve(const Eigen::Ref<const Eigen::Ma
     const int k = 3 * c;
     const Eigen::Matrix3d block = a.block<3, 3>(k, k);
     const double trace = block.trace();
-    block_invertible_[c] = block.determinant() > 1e-12 * trace * trace * trace;
+    block_invertible_[c] = block.determinant() > kBlockSingularTolerance * trace * trace * trace;
     if (block_invertible_[c]) block_inverse_[c] = block.inverse();
     const Eigen::Matrix2d tangent = block.bottomRightCorner<2, 2>();
     const double tangent_trace = tangent.trace();
-    tangent_invertible_[c] = tangent.determinant() > 1e-12 * tangent_trace * tangent_trace;
+    tangent_invertible_[c] =
+        tangent.determinant() > kBlockSingularTolerance * tangent_trace * tangent_trace;
     if (tangent_invertible_[c]) tangent_inverse_[c] = tangent.inverse();
     const double half_gap = 0.5 * (tangent(0, 0) - tangent(1, 1));
     const double largest = 0.5 * tangent_trace + std::hypot(half_gap, tangent(0, 1));
@@ -213,8 +228,9 @@ ComplementarityResult FrictionConeSolver::solve(const Eigen::Ref<const Eigen::Ma
         const Eigen::Vector3d direction(1.0, -mu * slide_direction[c].x(),
                                         -mu * slide_direction[c].y());
         const double effective = a.row(k).segment<3>(k).dot(direction);
-        const double normal =
-            effective > 1e-12 * a_nn ? std::max(0.0, old[0] - wc[0] / effective) : 0.0;
+        const double normal = effective > kSlidingStiffnessTolerance * a_nn
+                                  ? std::max(0.0, old[0] - wc[0] / effective)
+                                  : 0.0;
         next = normal * direction;
         done = true;
       } else if (mu > 0.0 && block_invertible_[c]) {

@@ -14,24 +14,42 @@
 // (M_ki at (i, k)) so that every inner loop walks down a column of the column-major matrix.
 #include "engine/algorithms/ltdl.hpp"
 
+#include <cassert>
 #include <cmath>
+#include <limits>
 
 #include "engine/algorithms/articulated_body.hpp"
 
 namespace torqued {
 
+namespace {
+
+// Ulps of M's largest diagonal entry below which a pivot is rounding noise.
+constexpr double kRoundingUlps = 8.0;
+
+}  // namespace
+
 void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass) {
+  assert(fits(model, data) && mass.rows() == model.nv && mass.cols() == model.nv);
+  data.bind(model, kLtdlWorkspaces);
   const int nv = model.nv;
   const int* parent = data.dof_parent.data();
-  data.ltdl.triangularView<Eigen::Upper>() = mass;
-  double* h = data.ltdl.data();
+  Eigen::MatrixXd& ltdl = data.mass_factor->ltdl;
+  ltdl.triangularView<Eigen::Upper>() = mass;
+  double* h = ltdl.data();
   const auto at = [h, nv](int row, int col) -> double& {
     return h[row + static_cast<std::ptrdiff_t>(col) * nv];
   };
+  // A joint that moves no inertia leaves M_kk and its pivot at zero in exact arithmetic, and at a
+  // few ulps of M's largest entries in floating point (more with FMA, which keeps the low bits of
+  // products that would cancel): neither a relative bound on M_kk nor zero tells it then.
+  const double rounding = kRoundingUlps * std::numeric_limits<double>::epsilon() *
+                          (nv > 0 ? mass.diagonal().maxCoeff() : 0.0);
   for (int k = nv - 1; k >= 0; --k) {
     const double d = at(k, k);
-    // D_kk is the inertia joint k drives with its descendants articulated: ABA's pivot.
-    if (!(d > 1e-12 * mass(k, k)) || !std::isfinite(d)) {
+    // D_kk is the inertia joint k drives with its descendants articulated: ABA's pivot, held to
+    // the same relative bound, and above the rounding of M.
+    if (!(d > articulated::kSingularPivot * mass(k, k)) || !(d > rounding) || !std::isfinite(d)) {
       articulated::throw_singular(model, model.body_of_v[k]);
     }
     const double inv_d = 1.0 / d;
@@ -46,7 +64,8 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
 namespace {
 
 double factor_at(const Data& data, int row, int col) {
-  return data.ltdl.data()[row + static_cast<std::ptrdiff_t>(col) * data.ltdl.rows()];
+  const Eigen::MatrixXd& ltdl = data.mass_factor->ltdl;
+  return ltdl.data()[row + static_cast<std::ptrdiff_t>(col) * ltdl.rows()];
 }
 
 }  // namespace

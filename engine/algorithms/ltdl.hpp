@@ -6,12 +6,15 @@
 
 namespace torqued {
 
+// What ltdl_factorize() binds in Data.
+inline constexpr WorkspaceSet kLtdlWorkspaces{Workspace::kMassFactor};
+
 // Factors M = Lᵀ D L (L unit lower triangular with L(k, i) ≠ 0 only when DOF i is an ancestor of
-// DOF k) into data.ltdl; `mass` is typically data.M after crba() and is left unchanged.
+// DOF k) into data.mass_factor->ltdl; `mass` is typically crba()'s and is left unchanged.
 // Throws SingularSystemError (aba.hpp) naming the joint of a non-positive pivot.
 void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass);
 
-// Solves M x = b in place with the factors in data.ltdl.
+// Solves M x = b in place with the factors of the last ltdl_factorize().
 void ltdl_solve(const Data& data, Eigen::Ref<Eigen::VectorXd> x);
 
 // The two triangular halves of the solve, M⁻¹ = L⁻¹ D⁻¹ L⁻ᵀ, for operators such as K M⁻¹ Kᵀ:

@@ -14,20 +14,17 @@
 //             M⁻¹[i, j] −= D_i⁻¹ U_iᵀ A_λ[:, j],   A_i[:, j] = A_λ[:, j] + ⁰S_i M⁻¹[i, j]
 // B[:, j] is the articulated bias force and A[:, j] the body acceleration a unit τ_j produces.
 // Columns of B for different subtrees never overlap, so one 6 x nv matrix serves every body.
+// Passes 1 and the Riccati half of 2 are the articulated-body core's (articulated_body.hpp);
+// what is M⁻¹'s own is sweeping all nv right-hand sides through its bias and acceleration halves.
 #include "engine/algorithms/minverse.hpp"
 
-#include <Eigen/Cholesky>
+#include <cassert>
 
 #include "engine/algorithms/articulated_body.hpp"
-#include "engine/algorithms/world_frame.hpp"
-#include "engine/model/joint_world.hpp"
 
 namespace torqued {
 
 namespace {
-
-using articulated::is_degenerate;
-using articulated::throw_singular;
 
 inline double dot6(const double* x, const double* y) {
   return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5];
@@ -39,64 +36,50 @@ int subtree_dof_end(const Model& model, int i) {
   return end < model.nbodies() ? model.joints[end].idx_v : model.nv;
 }
 
-// The steps of a multi-DOF joint (K = 6 for free-flyers, whose fixed sizes the compiler unrolls;
-// Eigen::Dynamic up to 6 for the others), with the same meaning as the 1-DOF steps inline below.
+// Rows of body i's joint for the columns of its subtree, and B, once eliminate() has left U and
+// D⁻¹. K = 6 for free-flyers, whose fixed sizes the compiler unrolls; Eigen::Dynamic up to 6
+// for the other multi-DOF joints; the 1-DOF case is written out in minverse() below.
 template <int K>
-void backward_multi_dof(const Model& model, Data& data, int i, int e) {
+void backward_rows(const Model& model, Data& data, int i, int e) {
+  const ArticulatedBodyWorkspace& ab = *data.articulated;
+  MassInverseWorkspace& mi = *data.mass_inverse;
   using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
-  using Square = Eigen::Matrix<double, K, K, 0, 6, 6>;
   const Joint& joint = model.joints[i];
-  const int parent = model.parent[i];
-  const Mat6& ia = data.Ia[i];
   const int k = joint.nv;
   const int c = joint.idx_v;
-  const int nv = model.nv;
   const Columns s = data.oS.middleCols(c, k);
-  Columns u(6, k);
-  u.noalias() = ia * s;
-  data.U.middleCols(c, k) = u;
-  Square d(k, k);
-  d.noalias() = s.transpose() * u;
-  const Eigen::LLT<Square> llt(d);
-  if (llt.info() != Eigen::Success) throw_singular(model, i);
-  const double smallest = llt.matrixLLT().diagonal().minCoeff();
-  if (is_degenerate(smallest * smallest, ia)) throw_singular(model, i);
-  Square d_inv = Square::Identity(k, k);
-  llt.solveInPlace(d_inv);
-  data.Dinv[i].topLeftCorner(k, k) = d_inv;
-  auto rows = data.Minv.middleRows(c, k);
+  const Columns u = ab.U.middleCols(c, k);
+  const Eigen::Matrix<double, K, K, 0, 6, 6> d_inv = ab.Dinv[i].topLeftCorner(k, k);
+  auto rows = mi.Minv.middleRows(c, k);
   rows.middleCols(c, k) = d_inv;
   Columns s_dinv(6, k);
   s_dinv.noalias() = s * d_inv;
   for (int j = c + k; j < e; ++j) {
-    rows.col(j).noalias() = -(s_dinv.transpose() * data.minv_bias.col(j));
+    rows.col(j).noalias() = -(s_dinv.transpose() * mi.bias.col(j));
   }
-  rows.rightCols(nv - e).setZero();
-  if (parent > 0) {
-    data.minv_bias.middleCols(c, k).noalias() = u * d_inv;
+  rows.rightCols(model.nv - e).setZero();
+  if (model.parent[i] > 0) {
+    mi.bias.middleCols(c, k).noalias() = u * d_inv;
     for (int j = c + k; j < e; ++j) {
       const Eigen::Matrix<double, K, 1, 0, 6, 1> x = rows.col(j);
-      data.minv_bias.col(j).noalias() += u * x;
+      mi.bias.col(j).noalias() += u * x;
     }
-    Columns u_dinv(6, k);
-    u_dinv.noalias() = u * d_inv;
-    data.Ia[parent] += ia;
-    data.Ia[parent].noalias() -= u_dinv * u.transpose();
   }
 }
 
 // `acc` is null when the body has no children to read it.
 template <int K>
-void forward_multi_dof(Data& data, const Joint& joint, int body, const double* parent_acc,
-                       double* acc) {
+void forward_rows(Data& data, const Joint& joint, int body, const double* parent_acc, double* acc) {
+  const ArticulatedBodyWorkspace& ab = *data.articulated;
+  MassInverseWorkspace& mi = *data.mass_inverse;
   using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
   const int k = joint.nv;
   const int c = joint.idx_v;
-  const int nv = static_cast<int>(data.Minv.cols());
+  const int nv = static_cast<int>(mi.Minv.cols());
   const Columns s = data.oS.middleCols(c, k);
   Columns u_dinv(6, k);
-  u_dinv.noalias() = data.U.middleCols(c, k) * data.Dinv[body].topLeftCorner(k, k);
-  auto rows = data.Minv.middleRows(c, k);
+  u_dinv.noalias() = ab.U.middleCols(c, k) * ab.Dinv[body].topLeftCorner(k, k);
+  auto rows = mi.Minv.middleRows(c, k);
   for (int j = c; j < nv; ++j) {
     Eigen::Matrix<double, K, 1, 0, 6, 1> x = rows.col(j);
     if (parent_acc != nullptr) {
@@ -114,54 +97,50 @@ void forward_multi_dof(Data& data, const Joint& joint, int body, const double* p
 }  // namespace
 
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q) {
-  const double* qp = q.data();
+  assert(fits(model, data, q));
+  data.bind(model, kMinverseWorkspaces);
+  const ArticulatedBodyWorkspace& ab = *data.articulated;
+  MassInverseWorkspace& mi = *data.mass_inverse;
   const int n = model.nbodies();
   const int nv = model.nv;
-  double* os = data.oS.data();
-  double* minv = data.Minv.data();
-  double* bias = data.minv_bias.data();
-  double* ucols = data.U.data();
+  const double* os = data.oS.data();
+  double* minv = mi.Minv.data();
+  double* bias = mi.bias.data();
+  const double* ucols = ab.U.data();
+  const articulated::EveryForceGiven riccati_only{nullptr};
 
-  for (int i = 1; i < n; ++i) {
-    data.Ia[i] = model.inertias[i].transformed_by(place_in_world(model, data, i, qp)).matrix();
-  }
+  for (int i = 1; i < n; ++i) articulated::load_inertia(model, data, i, q.data());
 
   for (int i = n - 1; i > 0; --i) {
+    articulated::eliminate(model, data, i, riccati_only);
     const Joint& joint = model.joints[i];
-    const int parent = model.parent[i];
-    const Mat6& ia = data.Ia[i];
     const int k = joint.nv;
     const int c = joint.idx_v;
     const int e = subtree_dof_end(model, i);
+    if (k == 6) {
+      backward_rows<6>(model, data, i, e);
+      continue;
+    }
+    if (k != 1) {
+      backward_rows<Eigen::Dynamic>(model, data, i, e);
+      continue;
+    }
     double* row = minv + static_cast<std::ptrdiff_t>(c) * nv;
-    if (k == 1) {
-      const double* s = os + 6 * c;
-      Eigen::Map<Vec6> u(ucols + 6 * c);
-      u.noalias() = ia * Eigen::Map<const Vec6>(s);
-      const double d = dot6(s, u.data());
-      if (is_degenerate(d, ia)) throw_singular(model, i);
-      const double inv_d = 1.0 / d;
-      data.Dinv[i](0, 0) = inv_d;
-      row[c] = inv_d;
-      for (int j = e; j < nv; ++j) row[j] = 0.0;
-      if (parent > 0) {
-        for (int r = 0; r < 6; ++r) bias[6 * c + r] = u[r] * inv_d;
-        for (int j = c + 1; j < e; ++j) {
-          double* b = bias + 6 * j;
-          const double x = -inv_d * dot6(s, b);
-          row[j] = x;
-          for (int r = 0; r < 6; ++r) b[r] += u[r] * x;
-        }
-        const Vec6 u_vec = u;
-        data.Ia[parent] += ia;
-        data.Ia[parent].noalias() -= (inv_d * u_vec) * u_vec.transpose();
-      } else {
-        for (int j = c + 1; j < e; ++j) row[j] = -inv_d * dot6(s, bias + 6 * j);
+    const double* s = os + 6 * c;
+    const double* u = ucols + 6 * c;
+    const double inv_d = ab.Dinv[i](0, 0);
+    row[c] = inv_d;
+    for (int j = e; j < nv; ++j) row[j] = 0.0;
+    if (model.parent[i] > 0) {
+      for (int r = 0; r < 6; ++r) bias[6 * c + r] = u[r] * inv_d;
+      for (int j = c + 1; j < e; ++j) {
+        double* b = bias + 6 * j;
+        const double x = -inv_d * dot6(s, b);
+        row[j] = x;
+        for (int r = 0; r < 6; ++r) b[r] += u[r] * x;
       }
-    } else if (k == 6) {
-      backward_multi_dof<6>(model, data, i, e);
     } else {
-      backward_multi_dof<Eigen::Dynamic>(model, data, i, e);
+      for (int j = c + 1; j < e; ++j) row[j] = -inv_d * dot6(s, bias + 6 * j);
     }
   }
 
@@ -172,13 +151,13 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
     const int c = joint.idx_v;
     // A_i is only read by i's children.
     const bool has_children = model.subtree_end[i] > i + 1;
-    const double* parent_acc = parent > 0 ? data.minv_acc[model.depth[parent]].data() : nullptr;
-    double* acc = data.minv_acc[model.depth[i]].data();
+    const double* parent_acc = parent > 0 ? mi.acceleration[model.depth[parent]].data() : nullptr;
+    double* acc = mi.acceleration[model.depth[i]].data();
     if (k == 1) {
       double* row = minv + static_cast<std::ptrdiff_t>(c) * nv;
       const double* s = os + 6 * c;
       if (parent_acc != nullptr) {
-        const double inv_d = data.Dinv[i](0, 0);
+        const double inv_d = ab.Dinv[i](0, 0);
         const double* u = ucols + 6 * c;
         const double ud[6] = {u[0] * inv_d, u[1] * inv_d, u[2] * inv_d,
                               u[3] * inv_d, u[4] * inv_d, u[5] * inv_d};
@@ -199,9 +178,9 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
         }
       }
     } else if (k == 6) {
-      forward_multi_dof<6>(data, joint, i, parent_acc, has_children ? acc : nullptr);
+      forward_rows<6>(data, joint, i, parent_acc, has_children ? acc : nullptr);
     } else {
-      forward_multi_dof<Eigen::Dynamic>(data, joint, i, parent_acc, has_children ? acc : nullptr);
+      forward_rows<Eigen::Dynamic>(data, joint, i, parent_acc, has_children ? acc : nullptr);
     }
   }
 
@@ -211,7 +190,7 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
           minv[static_cast<std::ptrdiff_t>(r) * nv + col];
     }
   }
-  return data.Minv;
+  return mi.Minv;
 }
 
 }  // namespace torqued

@@ -8,7 +8,11 @@ namespace torqued {
 
 using RowMatrixXd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// M(q)⁻¹ in data.Minv, full and symmetric. Also leaves data.oMi current.
+// What minverse() binds in Data: the articulated-body core's workspace and its own.
+inline constexpr WorkspaceSet kMinverseWorkspaces{Workspace::kArticulatedBody,
+                                                  Workspace::kMassInverse};
+
+// M(q)⁻¹ in data.mass_inverse->Minv, full and symmetric. Also leaves data.oMi current.
 // Throws SingularSystemError (aba.hpp) when a joint moves no inertia, as aba() does.
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q);
 

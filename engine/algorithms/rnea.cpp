@@ -8,6 +8,8 @@
 // zero dropped at compile time.
 #include "engine/algorithms/rnea.hpp"
 
+#include <cassert>
+
 namespace torqued {
 
 namespace {
@@ -56,18 +58,22 @@ void rnea_recursion(const Model& model, Data& data, const double* q, const doubl
 const Eigen::VectorXd& rnea(const Model& model, Data& data, const ConstVectorRef& q,
                             const ConstVectorRef& v, const ConstVectorRef& a,
                             std::span<const Force> external_forces) {
+  assert(fits(model, data, q, v, a));
+  assert(external_forces.empty() || static_cast<int>(external_forces.size()) == model.nbodies());
   rnea_recursion<true, true>(model, data, q.data(), v.data(), a.data(), external_forces);
   return data.tau;
 }
 
 const Eigen::VectorXd& nonlinear_effects(const Model& model, Data& data, const ConstVectorRef& q,
                                          const ConstVectorRef& v) {
+  assert(fits(model, data, q, v));
   rnea_recursion<true, false>(model, data, q.data(), v.data(), nullptr, {});
   return data.tau;
 }
 
 const Eigen::VectorXd& generalized_gravity(const Model& model, Data& data,
                                            const ConstVectorRef& q) {
+  assert(fits(model, data, q));
   rnea_recursion<false, false>(model, data, q.data(), nullptr, nullptr, {});
   return data.tau;
 }

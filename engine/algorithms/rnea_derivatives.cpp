@@ -24,6 +24,8 @@
 // written. Cost: O(n) for the passes plus five 6-vector dot products per (DOF, ancestor DOF) pair.
 #include "engine/algorithms/rnea_derivatives.hpp"
 
+#include <cassert>
+
 #include "engine/algorithms/world_frame.hpp"
 #include "engine/model/joint_world.hpp"
 
@@ -77,18 +79,22 @@ Mat3 coupling_block(const RigidInertia& inertia, const Motion& v, const Vec3& an
 
 }  // namespace
 
-void rnea_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
-                      const ConstVectorRef& v, const ConstVectorRef& a,
-                      std::span<const Force> external_forces) {
+const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
+                                                 const ConstVectorRef& q, const ConstVectorRef& v,
+                                                 const ConstVectorRef& a,
+                                                 std::span<const Force> external_forces) {
+  assert(fits(model, data, q, v, a));
+  data.bind(model, kRneaDerivativesWorkspaces);
+  RneaDerivativesWorkspace& w = *data.rnea_derivatives;
   const double* qp = q.data();
   const double* vp = v.data();
   const double* ap = a.data();
   const int n = model.nbodies();
   const int nv = model.nv;
   double* os = data.oS.data();
-  double* psi = data.dv_dq.data();
-  double* phi = data.da_dq.data();
-  double* chi = data.da_dv.data();
+  double* psi = w.dv_dq.data();
+  double* phi = w.da_dq.data();
+  double* chi = w.da_dv.data();
 
   data.ov[0] = Motion::Zero();
   data.oa_gf[0] = {-model.gravity, Vec3::Zero()};
@@ -118,23 +124,23 @@ void rnea_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
     }
     const RigidInertia inertia = model.inertias[i].transformed_by(oMi);
     const Force momentum = inertia * vel;
-    data.of[i] = inertia * acc + vel.cross(momentum);
-    if (!external_forces.empty()) data.of[i] -= oMi.act(external_forces[i]);
-    data.oYcrb[i] = inertia;
-    data.ocrb_momentum[i] = momentum.linear;
-    data.ocrb_coupling[i] = coupling_block(inertia, vel, momentum.angular);
+    w.force[i] = inertia * acc + vel.cross(momentum);
+    if (!external_forces.empty()) w.force[i] -= oMi.act(external_forces[i]);
+    w.composite[i] = inertia;
+    w.momentum[i] = momentum.linear;
+    w.coupling[i] = coupling_block(inertia, vel, momentum.angular);
   }
 
-  double* dq = data.dtau_dq.data();
-  double* dv = data.dtau_dv.data();
-  double* m = data.M.data();
+  double* dq = w.dtau_dq.data();
+  double* dv = w.dtau_dv.data();
+  double* m = data.mass_matrix->M.data();
   double* tau = data.tau.data();
   for (int i = n - 1; i > 0; --i) {
     const Joint& joint = model.joints[i];
-    const RigidInertia& y = data.oYcrb[i];
-    const Vec3& p = data.ocrb_momentum[i];
-    const Mat3& b = data.ocrb_coupling[i];
-    const Force& f = data.of[i];
+    const RigidInertia& y = w.composite[i];
+    const Vec3& p = w.momentum[i];
+    const Mat3& b = w.coupling[i];
+    const Force& f = w.force[i];
     for (int k = 0; k < joint.nv; ++k) {
       const int col = joint.idx_v + k;
       const double* s_col = os + 6 * col;
@@ -181,12 +187,13 @@ void rnea_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
     }
     const int parent = model.parent[i];
     if (parent > 0) {
-      data.oYcrb[parent] += y;
-      data.ocrb_momentum[parent] += p;
-      data.ocrb_coupling[parent] += b;
-      data.of[parent] += f;
+      w.composite[parent] += y;
+      w.momentum[parent] += p;
+      w.coupling[parent] += b;
+      w.force[parent] += f;
     }
   }
+  return w;
 }
 
 }  // namespace torqued

@@ -143,6 +143,7 @@ SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& w
                           const SimulationOptions& options, Eigen::Ref<Eigen::MatrixXd> q_out,
                           Eigen::Ref<Eigen::MatrixXd> v_out) {
   const int steps = static_cast<int>(q_out.cols());
+  assert(fits(model, data, q0, v0));
   assert(v_out.cols() == steps && q_out.rows() == model.nq && v_out.rows() == model.nv);
   assert(torques.cols() == 0 || torques.cols() == 1 || torques.cols() == steps);
   assert(static_cast<int>(candidates.size()) <= ws.contact.max_contacts);

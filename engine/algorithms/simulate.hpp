@@ -20,6 +20,7 @@
 // One CRBA + LᵀDL factorization per step serves v_free, M⁻¹Jᵀ and the Delassus matrix.
 #pragma once
 
+#include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/contact_dynamics.hpp"
 
 namespace torqued {
@@ -67,6 +68,10 @@ struct SimulationWorkspace {
   Eigen::VectorXd q, v, tau_zero, scaled_v, q_stage, v_stage;
   Eigen::MatrixXd stage_velocity, stage_acceleration;  // nv x 4, RK4
 };
+
+// What simulate() binds in Data (beside its SimulationWorkspace): ABA's for the contact-free
+// steps, and the contact solver's.
+inline constexpr WorkspaceSet kSimulateWorkspaces = kAbaWorkspaces | kContactWorkspaces;
 
 // Integrates q_out.cols() steps from (q0, v0) and writes the state after step k into column k of
 // q_out (nq x steps) and v_out (nv x steps). `torques` is nv x 0 (zero torque), nv x 1 (held) or

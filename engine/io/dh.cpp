@@ -20,6 +20,22 @@ Transform rot_z(double angle) { return {axis_angle_rotation(Vec3::UnitZ(), angle
 Transform trans_x(double a) { return {Mat3::Identity(), Vec3(a, 0.0, 0.0)}; }
 Transform trans_z(double d) { return {Mat3::Identity(), Vec3(0.0, 0.0, d)}; }
 
+// The placements below go into model ids, which must not depend on the build: these functions
+// are flattened and the file is compiled without contraction into FMA (see model/build.cpp).
+// Standard convention: DH frame i in link i's body frame (Rz(θ) Tz(d) Tx(a) Rx(α)).
+[[gnu::flatten]] Transform standard_dh_frame(const DhLink& row) {
+  return rot_z(row.theta) * trans_z(row.d) * trans_x(row.a) * rot_x(row.alpha);
+}
+
+// Modified convention: joint frame i in link i-1's frame (Rx(α) Tx(a) Rz(θ) Tz(d)).
+[[gnu::flatten]] Transform modified_dh_frame(const DhLink& row) {
+  return rot_x(row.alpha) * trans_x(row.a) * rot_z(row.theta) * trans_z(row.d);
+}
+
+[[gnu::flatten]] Vec3 point_in(const Transform& frame, const Vec3& point) {
+  return frame.act(point);
+}
+
 void check_row(const DhLink& row, const std::string& joint_name) {
   if (row.type != JointType::kRevolute && row.type != JointType::kPrismatic) {
     throw ModelError("joint " + quoted(joint_name) + ": a DH joint is revolute or prismatic, not " +
@@ -64,10 +80,9 @@ ModelSpec dh_to_spec(const DhTable& table) {
     link.inertial.mass = row.mass;
     link.inertial.inertia = row.inertia;
     if (standard) {
-      const Transform dh_frame =
-          rot_z(row.theta) * trans_z(row.d) * trans_x(row.a) * rot_x(row.alpha);
+      const Transform dh_frame = standard_dh_frame(row);
       joint.origin = previous_dh_frame;
-      link.inertial.origin = {dh_frame.rotation, dh_frame.act(row.com)};
+      link.inertial.origin = {dh_frame.rotation, point_in(dh_frame, row.com)};
       spec.joints.push_back(std::move(joint));
       spec.links.push_back(std::move(link));
 
@@ -81,7 +96,7 @@ ModelSpec dh_to_spec(const DhTable& table) {
       spec.links.push_back({link_name + "_dh", InertialSpec{}});
       previous_dh_frame = dh_frame;
     } else {
-      joint.origin = rot_x(row.alpha) * trans_x(row.a) * rot_z(row.theta) * trans_z(row.d);
+      joint.origin = modified_dh_frame(row);
       link.inertial.origin = {Mat3::Identity(), row.com};
       spec.joints.push_back(std::move(joint));
       spec.links.push_back(std::move(link));

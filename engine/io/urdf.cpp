@@ -141,9 +141,33 @@ class JointGraph {
 
 Vec3 to_vec3(const urdf::Vector3& v) { return {v.x, v.y, v.z}; }
 
-Transform to_transform(const urdf::Pose& pose) {
+// The functions below that compute placements are flattened, and this file is compiled without
+// contraction into FMA (CMakeLists): the numbers go into model ids, which must not depend on the
+// build (see model/build.cpp).
+[[gnu::flatten]] Transform to_transform(const urdf::Pose& pose) {
   const urdf::Rotation& r = pose.rotation;
   return {Eigen::Quaterniond(r.w, r.x, r.y, r.z).toRotationMatrix(), to_vec3(pose.position)};
+}
+
+// The rotation turning +z into the unit normal of a planar joint. Flattened, GCC 12 warns that
+// the 2x3 SVD Eigen uses for antiparallel vectors may read an uninitialized coefficient; it
+// reads only the ones it wrote. (Clang has no such warning, and -Werror refuses an unknown one.)
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+[[gnu::flatten]] Transform plane_alignment(const Vec3& unit_normal) {
+  return {Eigen::Quaterniond::FromTwoVectors(Vec3::UnitZ(), unit_normal).toRotationMatrix(),
+          Vec3::Zero()};
+}
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+[[gnu::flatten]] Transform compose(const Transform& aMb, const Transform& bMc) { return aMb * bMc; }
+
+[[gnu::flatten]] Transform compose_inverse(const Transform& bMa, const Transform& bMc) {
+  return bMa.inverse() * bMc;
 }
 
 JointType to_joint_type(const urdf::Joint& joint) {
@@ -228,8 +252,7 @@ ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& opt
     }
     const Vec3 unit = normal.normalized();
     if (unit == Vec3::UnitZ()) continue;
-    const Mat3 align = Eigen::Quaterniond::FromTwoVectors(Vec3::UnitZ(), unit).toRotationMatrix();
-    realigned_links[joint->child_link_name] = {align, Vec3::Zero()};
+    realigned_links[joint->child_link_name] = plane_alignment(unit);
     spec.warnings.push_back("joint " + quoted(name) + ": planar joint with plane normal " +
                             format_vector(normal) + ": the frame of link " +
                             quoted(joint->child_link_name) +
@@ -237,7 +260,7 @@ ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& opt
   }
   const auto undo_alignment = [&](const std::string& link, const Transform& t) {
     const auto it = realigned_links.find(link);
-    return it == realigned_links.end() ? t : it->second.inverse() * t;
+    return it == realigned_links.end() ? t : compose_inverse(it->second, t);
   };
 
   for (const auto& [name, link] : urdf_model.links_) {
@@ -256,7 +279,7 @@ ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& opt
     out.axis = to_vec3(joint->axis);
     if (out.type == JointType::kPlanar) {
       const auto it = realigned_links.find(out.child_link);
-      if (it != realigned_links.end()) out.origin = out.origin * it->second;
+      if (it != realigned_links.end()) out.origin = compose(out.origin, it->second);
       out.axis = Vec3::UnitZ();
     }
     out.limits = to_limits(*joint, out.type);

@@ -24,6 +24,15 @@ namespace {
 // its largest entry, and tensors on the boundary are legitimate (a point mass has zero principal
 // moments, a thin plate has A + B = C).
 constexpr double kInertiaRelTol = 1e-12;
+// A negative principal moment beyond that rounding is still the noise of the file's numbers, not
+// a body, while it is below this fraction of the inertia the link is part of: the larger of its
+// own moment about its frame origin (mass times the square of its size) and the composite
+// inertia of the body it is merged into, subtree included, about that body's joint. Exporters
+// print a tiny sensor link's tensor with a few digits, so that its off-diagonal entries exceed
+// its diagonal, and point masses carry off-diagonal noise such as 2.4e-35; inertial data is not
+// known to a millionth of what a joint moves, so a defect below that is kept (as written) with a
+// warning, and a larger one is a file that is wrong at any scale.
+constexpr double kNegligibleInertiaDefect = 1e-6;
 // Rotations in an explicit spec may have been printed and read back: allow ~7 digits.
 constexpr double kRotationTol = 1e-6;
 
@@ -52,9 +61,23 @@ bool is_zero_inertia(const RigidInertia& y) {
   return y.mass == 0.0 && y.first_moment.isZero(0.0) && y.rotational.isZero(0.0);
 }
 
-// Checks one link's inertial data; returns a warning (empty if none) for physically impossible
-// but accepted tensors (see ../shared/models/README.md: real robots ship them).
-std::string check_link_inertia(const LinkSpec& link) {
+Vec3 principal_moments(const Mat3& inertia) {
+  return Eigen::SelfAdjointEigenSolver<Mat3>(inertia, Eigen::EigenvaluesOnly)
+      .eigenvalues();  // ascending
+}
+
+// A link whose rotational inertia has a negative principal moment beyond rounding: judged once
+// the model is built, against the inertia the link joins (see kNegligibleInertiaDefect).
+struct InertiaDefect {
+  int link = -1;
+  double smallest_moment = 0.0;
+};
+
+// Checks what one link's inertial data means at any scale (finite, non-negative mass, a
+// symmetric tensor); returns a warning (empty if none) for physically impossible but accepted
+// tensors (see ../shared/models/README.md: real robots ship them), and records in `defect` a
+// tensor that is not positive semi-definite.
+std::string check_link_inertia(const LinkSpec& link, InertiaDefect& defect) {
   const std::string what = "link " + quoted(link.name);
   const InertialSpec& in = link.inertial;
   if (!std::isfinite(in.mass)) fail(what + ": non-finite mass");
@@ -67,11 +90,10 @@ std::string check_link_inertia(const LinkSpec& link) {
     fail(what + ": rotational inertia is not symmetric");
   }
   if (scale == 0.0) return {};
-  const Vec3 moments = Eigen::SelfAdjointEigenSolver<Mat3>(inertia, Eigen::EigenvaluesOnly)
-                           .eigenvalues();  // ascending
+  const Vec3 moments = principal_moments(inertia);
   if (moments(0) < -kInertiaRelTol * scale) {
-    fail(what + ": rotational inertia is not positive semi-definite (principal moment " +
-         format_number(moments(0)) + ")");
+    defect.smallest_moment = moments(0);
+    return {};
   }
   if (moments(0) + moments(1) < moments(2) * (1.0 - kInertiaRelTol)) {
     return what + ": principal moments of inertia (" + format_number(moments(0)) + ", " +
@@ -100,7 +122,12 @@ void check_joint(const JointSpec& joint) {
   }
 }
 
-Joint make_joint(const JointSpec& spec) {
+// Model ids hash the numbers computed here (server/model_id.cpp), so they must come out the same
+// in every build. This file is compiled without floating-point contraction into FMA (CMakeLists),
+// and the functions that compute those numbers are flattened: every inline function they call
+// (Eigen's, Transform's, RigidInertia's) is inlined into them and so compiled the same way. Called
+// out of line instead, the linker could keep any file's copy of it, one compiled with contraction.
+[[gnu::flatten]] Joint make_joint(const JointSpec& spec) {
   Joint joint;
   joint.type = spec.type;
   joint.nq = joint_nq(spec.type);
@@ -129,11 +156,18 @@ Joint make_joint(const JointSpec& spec) {
   return joint;
 }
 
-RigidInertia link_inertia(const LinkSpec& link) {
+[[gnu::flatten]] RigidInertia link_inertia(const LinkSpec& link) {
   const InertialSpec& in = link.inertial;
   const Mat3& r = in.origin.rotation;
   return RigidInertia::FromMassComInertia(in.mass, in.origin.translation,
                                           r * in.inertia * r.transpose());
+}
+
+[[gnu::flatten]] Transform compose(const Transform& aMb, const Transform& bMc) { return aMb * bMc; }
+
+// A link's inertia moved into the frame of the body it is welded to.
+[[gnu::flatten]] RigidInertia welded_inertia(const LinkSpec& link, const Transform& bodyMlink) {
+  return link_inertia(link).transformed_by(bodyMlink);
 }
 
 // The topology of the spec, by index, once the names are known to be consistent.
@@ -302,6 +336,47 @@ void finish(Model& model) {
   }
 }
 
+// The composite inertia of each body's subtree at the neutral configuration, where every joint
+// transform is the identity (the CRBA's I^c_λ += λX_i* I^c_i, Featherstone 1987, §5.3).
+std::vector<RigidInertia> neutral_composite_inertias(const Model& model) {
+  std::vector<RigidInertia> composite = model.inertias;
+  for (int i = model.nbodies() - 1; i > 0; --i) {
+    composite[model.parent[i]] += composite[i].transformed_by(model.joint_placements[i]);
+  }
+  return composite;
+}
+
+// Each defect becomes a warning when it is negligible (kNegligibleInertiaDefect, or rounding
+// against the whole model's inertia), else a ModelError. The inertias stay as the file wrote
+// them either way.
+void judge_inertia_defects(const ModelSpec& spec, const std::vector<InertiaDefect>& defects,
+                           const std::vector<LinkPlacement>& placed, Model& model) {
+  if (defects.empty()) return;
+  const std::vector<RigidInertia> composite = neutral_composite_inertias(model);
+  const double whole_model = principal_moments(composite[0].rotational)(2);
+  for (const InertiaDefect& defect : defects) {
+    const LinkSpec& link = spec.links[defect.link];
+    const int body = placed[defect.link].body;
+    const double own = principal_moments(link_inertia(link).rotational)(2);
+    const double joined = principal_moments(composite[body].rotational)(2);
+    const double reference = std::max(own, joined);
+    const double magnitude = -defect.smallest_moment;
+    const std::string what = "link " + quoted(link.name) +
+                             ": rotational inertia is not positive semi-definite (principal "
+                             "moment " +
+                             format_number(defect.smallest_moment) + " kg m², ";
+    const std::string against =
+        format_number(reference) + " kg m² " +
+        (body == 0 ? std::string("of the fixed base")
+                   : "that joint " + quoted(model.joint_names[body]) + " moves");
+    if (magnitude > kNegligibleInertiaDefect * reference &&
+        magnitude > kInertiaRelTol * whole_model) {
+      fail(what + "against the " + against + ")");
+    }
+    model.warnings.push_back(what + "negligible against the " + against + "): kept as written");
+  }
+}
+
 // Loop closures reference links by name; in the Model they are on bodies, with the placement of a
 // merged (fixed-joint) link folded into the constraint frame's placement.
 void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& placed,
@@ -334,14 +409,15 @@ void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& 
            quoted(loop.link2.empty() ? "world" : loop.link2) +
            " are rigidly connected, so the loop constrains nothing");
     }
-    model.loop_closures.push_back({loop.name, loop.type, first.body, first.placement * loop.origin1,
-                                   second.body, second.placement * loop.origin2});
+    model.loop_closures.push_back({loop.name, loop.type, first.body,
+                                   compose(first.placement, loop.origin1), second.body,
+                                   compose(second.placement, loop.origin2)});
   }
 }
 
 }  // namespace
 
-ModelPtr build_model(const ModelSpec& spec) {
+ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options) {
   if (!spec.gravity.allFinite()) fail("model " + quoted(spec.name) + ": non-finite gravity");
   const Tree tree = make_tree(spec);
 
@@ -350,9 +426,13 @@ ModelPtr build_model(const ModelSpec& spec) {
   model->gravity = spec.gravity;
   model->floating_base = spec.floating_base;
   model->warnings = spec.warnings;
-  for (const LinkSpec& link : spec.links) {
-    std::string warning = check_link_inertia(link);
+  std::vector<InertiaDefect> defects;
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    InertiaDefect defect;
+    std::string warning = check_link_inertia(spec.links[i], defect);
     if (!warning.empty()) model->warnings.push_back(std::move(warning));
+    if (defect.smallest_moment < 0.0)
+      defects.push_back({static_cast<int>(i), defect.smallest_moment});
   }
   for (const JointSpec& joint : spec.joints) check_joint(joint);
 
@@ -381,13 +461,13 @@ ModelPtr build_model(const ModelSpec& spec) {
     const LinkPlacement& from = placed[tree.joint_parent[j]];
     const int child = tree.joint_child[j];
     LinkPlacement& to = placed[child];
-    const Transform placement = from.placement * joint.origin;
+    const Transform placement = compose(from.placement, joint.origin);
     if (joint.type == JointType::kFixed) {
       to.body = from.body;
       to.placement = placement;
       add_frame(*model, joint.name, FrameKind::kJoint, to.body, to.placement);
       add_frame(*model, joint.child_link, FrameKind::kFixedLink, to.body, to.placement);
-      model->inertias[to.body] += link_inertia(spec.links[child]).transformed_by(to.placement);
+      model->inertias[to.body] += welded_inertia(spec.links[child], to.placement);
     } else {
       add_body(*model, from.body, joint.child_link, joint.name, make_joint(joint), joint.limits,
                placement);
@@ -409,6 +489,15 @@ ModelPtr build_model(const ModelSpec& spec) {
   }
   add_loop_closures(spec, placed, *model);
   finish(*model);
+  judge_inertia_defects(spec, defects, placed, *model);
+  if (options.warnings_are_errors && !model->warnings.empty()) {
+    std::string message = "strict checking: " + model->warnings.front();
+    if (const std::size_t more = model->warnings.size() - 1; more > 0) {
+      message +=
+          " (and " + std::to_string(more) + (more == 1 ? " more warning)" : " more warnings)");
+    }
+    fail(message);
+  }
   return model;
 }
 

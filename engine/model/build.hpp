@@ -3,10 +3,14 @@
 // The tree is walked depth-first from the root link with each link's child joints taken in
 // order of joint name (urdfdom's and Pinocchio's order, which the API promises). Fixed joints are
 // merged into their parent body. Errors (ModelError, naming the joint or link at fault): negative
-// or non-finite mass, a rotational inertia that is not positive semi-definite, a zero axis, a
-// cycle, several roots, a link used by two parents, an unknown link, duplicate names, non-finite
-// numbers. Warnings (the model loads): inertias that violate the triangle inequality, massless
-// moving bodies, and moving subtrees with no inertia at all (forward dynamics on them fails).
+// or non-finite mass, a rotational inertia with a negative principal moment that is not
+// negligible against the inertia the link joins (build.cpp: kNegligibleInertiaDefect), a zero
+// axis, a cycle, several roots, a link used by two parents, an unknown link, duplicate names,
+// non-finite numbers. Warnings (the model loads, its inertias exactly as given): negligibly
+// indefinite inertias (point masses with off-diagonal noise, tiny sensor links rounded by an
+// exporter), inertias that violate the triangle inequality, massless moving bodies, and moving
+// subtrees with no inertia at all. Whether forward dynamics is defined is decided at compute
+// time, where a joint that drives no inertia is a SingularSystemError naming it.
 #pragma once
 
 #include <stdexcept>
@@ -20,6 +24,12 @@ class ModelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-ModelPtr build_model(const ModelSpec& spec);
+struct BuildOptions {
+  // Every warning (the reader's included) is a ModelError instead: for users who want a model
+  // only when nothing about it is suspicious.
+  bool warnings_are_errors = false;
+};
+
+ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options = {});
 
 }  // namespace torqued

@@ -63,7 +63,7 @@ class Harness {
   Harness()
       : store_directory_(make_store_directory()),
         store_(store_directory_),
-        workspaces_(64 << 20),
+        workspaces_(64 << 20, 64 << 20),
         catalog_(store_, model_limits(Config{}), metrics_, workspaces_),
         executor_(0, 0, nullptr, nullptr),
         runner_(executor_, workspaces_, metrics_, 64, 16, 0),
@@ -104,7 +104,7 @@ class Harness {
       return;
     }
     try {
-      WorkerContext worker(workspaces_, Interruption{});
+      WorkerContext worker(workspaces_, Interruption{}, engine_workspaces(job.algorithm));
       job.kernel(worker, 0, states);
     } catch (const SingularSystemError&) {
       return;

@@ -68,17 +68,6 @@ const std::vector<std::string> kServerFlags = {
 // hostile client sent would cross it.
 constexpr std::int64_t kRssGrowthBound = 96LL << 20;
 
-// Under AddressSanitizer or ThreadSanitizer the server holds freed memory in quarantine and
-// shadows all of it: its RSS measures the sanitizer, and the bound is not checked.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kRssIsTheServers = false;
-#elif defined(__has_feature)
-constexpr bool kRssIsTheServers =
-    !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer);
-#else
-constexpr bool kRssIsTheServers = true;
-#endif
-
 // A status message quotes at most this much (server/call.cpp cuts at 1 KB, then says so).
 constexpr std::size_t kMaxStatusBytes = 1100;
 
@@ -118,15 +107,6 @@ Shared& shared() {
 
 const v1::Model& layout(const std::string& name) { return shared().layouts.at(name); }
 std::string id_of(const std::string& name) { return layout(name).id(); }
-
-std::int64_t rss_bytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
-}
 
 // The server's RSS is within the bound of its start. The heap trimmer runs once a second, so a
 // spike a row just freed may take that long to go: polls for up to 3 s.

@@ -380,15 +380,15 @@ TEST_F(RpcEquivalenceTest, DerivativesOfInverseAndForwardDynamics) {
         if (forward) {
           aba_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), row(u, s, m.nv),
                           forces_of(m, f, s));
-          append_matrix(want_dq, data.ddq_dq);
-          append_matrix(want_dv, data.ddq_dv);
-          append_matrix(want_du, data.ddq_dtau);
+          append_matrix(want_dq, data.aba_derivatives->ddq_dq);
+          append_matrix(want_dv, data.aba_derivatives->ddq_dv);
+          append_matrix(want_du, data.aba_derivatives->ddq_dtau);
         } else {
           rnea_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), row(u, s, m.nv),
                            forces_of(m, f, s));
-          append_matrix(want_dq, data.dtau_dq);
-          append_matrix(want_dv, data.dtau_dv);
-          append_matrix(want_du, data.M);
+          append_matrix(want_dq, data.rnea_derivatives->dtau_dq);
+          append_matrix(want_dv, data.rnea_derivatives->dtau_dv);
+          append_matrix(want_du, data.mass_matrix->M);
         }
       }
       expect_bitwise_equal(response.d_dq(), want_dq, what + " d/dq");
@@ -422,8 +422,8 @@ TEST_F(RpcEquivalenceTest, CoriolisMatrixAndCentroidal) {
     for (int s = 0; s < kStates; ++s) {
       append_matrix(want_c, coriolis_matrix(m, data, row(q, s, m.nq), row(v, s, m.nv)));
       center_of_mass(m, data, row(q, s, m.nq), row(v, s, m.nv));
-      append(com, data.com);
-      append(vcom, data.vcom);
+      append(com, data.centroidal->com);
+      append(vcom, data.centroidal->vcom);
       append_matrix(jcom, center_of_mass_jacobian(m, data, row(q, s, m.nq)));
       append(hg, centroidal_momentum(m, data, row(q, s, m.nq), row(v, s, m.nv)).to_vector());
       append_matrix(ag, centroidal_momentum_matrix(m, data, row(q, s, m.nq)));

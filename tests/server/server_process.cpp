@@ -357,4 +357,14 @@ std::vector<double> random_values(std::size_t count, unsigned seed) {
   return v;
 }
 
+// VmRSS is in kB.
+std::int64_t rss_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
 }  // namespace torqued::testing

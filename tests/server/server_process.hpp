@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -129,5 +130,19 @@ int handled_ok(const ServerProcess& server, const std::string& method);
 std::vector<double> random_configurations(const v1::Model& model, int states, unsigned seed);
 // `count` random numbers in [-1, 1].
 std::vector<double> random_values(std::size_t count, unsigned seed);
+
+// Resident memory of a process, bytes (VmRSS of /proc/PID/status).
+std::int64_t rss_bytes(pid_t pid);
+
+// Under AddressSanitizer or ThreadSanitizer the server holds freed memory in quarantine and
+// shadows all of it: its RSS measures the sanitizer, and bounds on it are not checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kRssIsTheServers = false;
+#elif defined(__has_feature)
+inline constexpr bool kRssIsTheServers =
+    !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer);
+#else
+inline constexpr bool kRssIsTheServers = true;
+#endif
 
 }  // namespace torqued::testing

@@ -1,9 +1,12 @@
 // Tests server/workspace.cpp in process: the pool keeps idle workspaces within its byte budget,
-// least recently used evicted first, and frees a deleted model's; and its locking holds with
-// threads leasing and returning workspaces of two models while one is deleted (the TSan stage of
-// tests/run.sh runs this test).
+// least recently used evicted first, and frees a deleted model's; it accounts for the engine
+// workspaces a call will bind before they are bound, so that a call never grows a workspace past
+// --max-workspace-bytes; and its locking holds with threads leasing and returning workspaces of
+// two models while one is deleted (the TSan stage of tests/run.sh runs this test). Byte counts
+// are exact integers, compared exactly.
 #include "server/workspace.hpp"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,11 +14,17 @@
 #include <thread>
 #include <vector>
 
+#include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "tests/engine/support/random_tree.hpp"
 
 namespace torqued::server {
 namespace {
+
+using ::testing::HasSubstr;
+
+// No call in the tests below comes near this.
+constexpr std::size_t kNoWorkspaceLimit = std::size_t{1} << 40;
 
 std::shared_ptr<RegisteredModel> registered(const std::string& id, int links) {
   test_support::RandomTreeOptions options;
@@ -33,11 +42,11 @@ TEST(WorkspacePoolTest, KeepsIdleWorkspacesWithinTheBudgetLeastRecentlyUsedFirst
   const std::size_t small_bytes = ModelWorkspace(*small->model).heap_bytes();
   const std::size_t large_bytes = ModelWorkspace(*large->model).heap_bytes();
   ASSERT_LT(small_bytes, large_bytes);
-  WorkspacePool pool(large_bytes + small_bytes);
+  WorkspacePool pool(large_bytes + small_bytes, kNoWorkspaceLimit);
 
-  std::unique_ptr<ModelWorkspace> first = pool.acquire(*large);
-  std::unique_ptr<ModelWorkspace> second = pool.acquire(*small);
-  std::unique_ptr<ModelWorkspace> third = pool.acquire(*small);
+  std::unique_ptr<ModelWorkspace> first = pool.acquire(*large, {});
+  std::unique_ptr<ModelWorkspace> second = pool.acquire(*small, {});
+  std::unique_ptr<ModelWorkspace> third = pool.acquire(*small, {});
   pool.release(*large, std::move(first));
   pool.release(*small, std::move(second));
   EXPECT_EQ(pool.idle_count(), 2u);
@@ -50,7 +59,7 @@ TEST(WorkspacePoolTest, KeepsIdleWorkspacesWithinTheBudgetLeastRecentlyUsedFirst
   small->deleted.store(true);
   pool.forget(*small);
   EXPECT_EQ(pool.idle_count(), 0u);
-  pool.release(*small, pool.acquire(*small));  // a deleted model's workspace is not kept
+  pool.release(*small, pool.acquire(*small, {}));  // a deleted model's workspace is not kept
   EXPECT_EQ(pool.idle_count(), 0u);
 }
 
@@ -58,12 +67,12 @@ TEST(WorkspacePoolTest, ThreadsLeaseAndReturnWorkspacesWhileAModelIsDeleted) {
   const auto kept = registered("kept", 12);
   const auto deleted = registered("deleted", 8);
   // Room for a few idle workspaces, so that releases also evict.
-  WorkspacePool pool(3 * ModelWorkspace(*kept->model).heap_bytes());
+  WorkspacePool pool(3 * ModelWorkspace(*kept->model).heap_bytes(), kNoWorkspaceLimit);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 300; ++i) {
-        WorkerContext worker(pool, Interruption{});
+        WorkerContext worker(pool, Interruption{}, {});
         for (const RegisteredModel* entry : {kept.get(), deleted.get()}) {
           // Writing the whole workspace: two threads holding one would race here.
           ModelWorkspace& workspace = worker.workspace((i + t) % 2 == 0 ? *entry : *kept);
@@ -82,6 +91,76 @@ TEST(WorkspacePoolTest, ThreadsLeaseAndReturnWorkspacesWhileAModelIsDeleted) {
   pool.forget(*kept);
   EXPECT_EQ(pool.idle_count(), 0u);
   EXPECT_EQ(pool.idle_bytes(), 0u);
+}
+
+constexpr const char* kChainUrdf = R"(<robot name="chain">
+  <link name="base"/>
+  <link name="l1"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l2"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="l3"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0 0 0.5"/><axis xyz="0 1 0"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+  <joint name="j3" type="revolute"><parent link="l2"/><child link="l3"/><origin xyz="0 0 0.5"/><axis xyz="0 1 0"/><limit effort="1" velocity="1" lower="-1" upper="1"/></joint>
+</robot>)";
+
+class WorkspaceBudgetTest : public ::testing::Test {
+ protected:
+  WorkspaceBudgetTest() {
+    entry_.id = "chain-id";
+    UrdfOptions options;
+    options.floating_base = true;
+    entry_.model = build_model(read_urdf_string(kChainUrdf, options));
+  }
+
+  const Model& model() const { return *entry_.model; }
+
+  RegisteredModel entry_;
+};
+
+TEST_F(WorkspaceBudgetTest, AnIdleWorkspaceWithRoomIsReused) {
+  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kAbaDerivatives));
+  auto workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAbaDerivatives));
+  workspace->data.bind(model(), engine_workspaces(Algorithm::kAbaDerivatives));
+  EXPECT_EQ(workspace->heap_bytes(), workspace_bytes(model(), Algorithm::kAbaDerivatives));
+  const ModelWorkspace* reused = workspace.get();
+  pool.release(entry_, std::move(workspace));
+  workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAba));
+  EXPECT_EQ(workspace.get(), reused);
+}
+
+// ABA's derivatives bind ABA's workspace and more: a workspace they used, given back, has no room
+// under a limit that fits ABA's alone, so an ABA call gets a new workspace with only ABA's bound.
+TEST_F(WorkspaceBudgetTest, AWorkspaceWithoutRoomForACallIsReplaced) {
+  const std::size_t limit = workspace_bytes(model(), Algorithm::kAba);
+  ASSERT_LT(limit, workspace_bytes(model(), Algorithm::kAbaDerivatives));
+  WorkspacePool pool(1 << 20, limit);
+  auto workspace = std::make_unique<ModelWorkspace>(model());
+  workspace->data.bind(model(), engine_workspaces(Algorithm::kAbaDerivatives));
+  pool.release(entry_, std::move(workspace));
+  ASSERT_EQ(pool.idle_count(), 1u);
+
+  workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAba));
+  EXPECT_EQ(pool.idle_count(), 0u);
+  EXPECT_FALSE(workspace->data.aba_derivatives.has_value());
+  EXPECT_EQ(workspace->heap_bytes_with(model(), engine_workspaces(Algorithm::kAba)), limit);
+}
+
+TEST_F(WorkspaceBudgetTest, ACallThatCannotFitIsRefusedNamingTheFlag) {
+  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kRnea));
+  EXPECT_NO_THROW(pool.acquire(entry_, engine_workspaces(Algorithm::kRnea)));
+  try {
+    pool.acquire(entry_, engine_workspaces(Algorithm::kCrba));
+    FAIL() << "no WorkspaceLimitError";
+  } catch (const WorkspaceLimitError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("--max-workspace-bytes"));
+    EXPECT_THAT(e.what(), HasSubstr("chain-id"));
+    EXPECT_THAT(e.what(), HasSubstr(std::to_string(workspace_bytes(model(), Algorithm::kCrba))));
+  }
+}
+
+TEST_F(WorkspaceBudgetTest, InverseDynamicsNeedsNoEngineWorkspace) {
+  EXPECT_EQ(workspace_bytes(model(), Algorithm::kRnea), ModelWorkspace(model()).heap_bytes());
+  EXPECT_LT(workspace_bytes(model(), Algorithm::kRnea), workspace_bytes(model(), Algorithm::kAba));
 }
 
 }  // namespace

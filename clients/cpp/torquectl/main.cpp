@@ -74,6 +74,7 @@ const std::map<std::string, OptionSpec>& option_specs() {
       {"--dh",
        {"", "model files: a DH table in protobuf text format (RegisterModelRequest or DhTable)"}},
       {"--name", {"N", "model files: the model's name"}},
+      {"--strict", {"", "model files: refuse the model if building it gives any warning"}},
       {"--algorithm", {"ALG", "see above"}},
       {"--inverse", {"", "also M(q)^-1"}},
       {"--frames", {"A,B,...", "frame names (default: every frame)"}},
@@ -143,8 +144,8 @@ struct Command {
 const std::vector<std::string> kGlobalOptions = {"--server",     "--deadline", "--tls-ca",
                                                  "--tls-cert",   "--tls-key",  "--tls-server-name",
                                                  "--token-file", "--format",   "--help"};
-const std::vector<std::string> kModelOptions = {"--input", "--local", "--floating-base", "--dh",
-                                                "--name"};
+const std::vector<std::string> kModelOptions = {"--input", "--local", "--floating-base",
+                                                "--dh",    "--name",  "--strict"};
 
 std::string read_file(const std::string& path) {
   std::ostringstream bytes;
@@ -177,6 +178,7 @@ v1::RegisterModelRequest read_model_request(const std::string& path, const Args&
   }
   if (args.has("--floating-base")) request.set_base(v1::BASE_TYPE_FLOATING);
   if (args.values.count("--name")) request.set_name(args.values.at("--name"));
+  if (args.has("--strict")) request.set_strict(true);
   return request;
 }
 
@@ -835,7 +837,7 @@ int run_echo(const Args& args) {
 }
 
 std::vector<Command> commands() {
-  const std::vector<std::string> file_options = {"--floating-base", "--dh", "--name"};
+  const std::vector<std::string> file_options = {"--floating-base", "--dh", "--name", "--strict"};
   std::vector<Command> list = {
       {"register", "FILE",
        "Registers a model (URDF, or a RegisterModelRequest in text format) and "

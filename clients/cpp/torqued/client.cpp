@@ -12,6 +12,12 @@
 #include "torqued/batch_split.hpp"
 
 namespace torqued::client {
+
+// The one allocator tag this build defines (see client.hpp).
+namespace abi {
+extern const int TORQUED_CLIENT_EIGEN_HEAP = 1;
+}  // namespace abi
+
 namespace {
 
 using DoubleArray = google::protobuf::RepeatedField<double>;

@@ -30,7 +30,30 @@
 #include "torqued/v1/dynamics.grpc.pb.h"
 #include "torqued/v1/model.grpc.pb.h"
 
+// Eigen matrices cross this library's boundary both ways (results are allocated here and freed
+// by the caller), so the caller's code must allocate Eigen's heap memory as the library does.
+// Eigen uses malloc when it does not vectorize (EIGEN_DONT_VECTORIZE, this project's default) or
+// aligns to 16 bytes (SSE, glibc), and its own aligned allocator otherwise (AVX: -mavx or
+// -march=native on an AVX machine; also any vectorized build under AddressSanitizer). Mixing the
+// two frees memory the wrong way. Each file including this header refers to the tag of its own
+// allocator and the library defines only the tag it was built with, so a mismatch fails to link
+// (undefined torqued::client::abi::eigen_heap_...) instead of corrupting the heap at run time.
+// The fix: build the library with the same flags as the code using it (CMake passes this
+// project's Eigen definitions on to whatever links torqued_client), or define
+// EIGEN_DONT_VECTORIZE in that code. Fixed-size Eigen members of the types below (Vector3d,
+// Matrix3d) have no alignment requirement in any configuration.
+#if EIGEN_DEFAULT_ALIGN_BYTES == 0 || EIGEN_MALLOC_ALREADY_ALIGNED
+#define TORQUED_CLIENT_EIGEN_HEAP eigen_heap_malloc
+#else
+#define TORQUED_CLIENT_EIGEN_HEAP eigen_heap_aligned
+#endif
+
 namespace torqued::client {
+
+namespace abi {
+extern const int TORQUED_CLIENT_EIGEN_HEAP;
+[[maybe_unused]] inline const int eigen_heap_check = TORQUED_CLIENT_EIGEN_HEAP;
+}  // namespace abi
 
 namespace v1 = torqued::v1;
 

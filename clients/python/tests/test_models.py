@@ -82,9 +82,10 @@ def test_register_needs_exactly_one_source(client: torqued.Client) -> None:
         client.register(urdf="<robot/>", spec=PLANAR_ARM_SPEC)
 
 
-def test_malformed_source_is_invalid_argument(client: torqued.Client) -> None:
-    broken = {
-        "links": [{"name": "base"}, {"name": "arm", "inertial": {"mass": -1.0}}],
+def hinged_arm(arm: dict) -> dict:
+    """A spec dict: link `arm` (as given) on a revolute joint "hinge" from link "base"."""
+    return {
+        "links": [{"name": "base"}, arm],
         "joints": [
             {
                 "name": "hinge",
@@ -95,6 +96,10 @@ def test_malformed_source_is_invalid_argument(client: torqued.Client) -> None:
             }
         ],
     }
+
+
+def test_malformed_source_is_invalid_argument(client: torqued.Client) -> None:
+    broken = hinged_arm({"name": "arm", "inertial": {"mass": -1.0}})
     with pytest.raises(torqued.Error) as error:
         client.register(spec=broken)
     assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
@@ -107,3 +112,15 @@ def test_repository_model_cannot_be_deleted(
     with pytest.raises(torqued.Error) as error:
         client.delete_model(bundled["stanford_arm"])
     assert error.value.code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_strict_registration_refuses_a_model_with_warnings(client: torqued.Client) -> None:
+    # A massless arm: the hinge moves no inertia, which is a warning.
+    massless = hinged_arm({"name": "arm"})
+    model = client.register(spec=massless, name="massless_arm")
+    assert any("hinge" in warning for warning in model.warnings)
+    with pytest.raises(torqued.Error) as error:
+        client.register(spec=massless, name="massless_arm", strict=True)
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "strict checking" in error.value.message and "hinge" in error.value.message
+    client.delete_model(model.id)

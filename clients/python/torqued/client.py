@@ -620,6 +620,7 @@ class Client:
         name: str = "",
         floating_base: bool = False,
         gravity: Optional[Sequence[float]] = None,
+        strict: bool = False,
         timeout: Optional[float] = None,
     ) -> model_pb2.Model:
         """Registers a model (idempotent) and returns its id and layout.
@@ -633,6 +634,8 @@ class Client:
             name: model name; empty: the URDF's robot name, or "dh_model" / "spec_model".
             floating_base: attach the root link through a free-flyer "root_joint".
             gravity: gravity acceleration in the world frame, m/s^2; None: (0, 0, -9.81).
+            strict: refuse the model (INVALID_ARGUMENT) if building it gives any warning (with
+                `request` too: it sets the request's `strict`).
             timeout: deadline in seconds; None: the client's.
 
         Returns:
@@ -668,6 +671,8 @@ class Client:
             copied = model_pb2.RegisterModelRequest()
             copied.CopyFrom(request)
             request = copied
+        if strict:
+            request.strict = True
         return self._register_request(request, self._deadline(timeout))
 
     def get_model(self, model_id: str, *, timeout: Optional[float] = None) -> model_pb2.Model:

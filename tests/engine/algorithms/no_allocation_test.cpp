@@ -20,7 +20,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <new>
@@ -46,11 +45,11 @@
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/algorithms/simulate.hpp"
-#include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
 #include "engine/model/data.hpp"
 #include "tests/engine/support/random_tree.hpp"
+#include "tests/engine/support/shared_models.hpp"
 
 #ifndef EIGEN_RUNTIME_NO_MALLOC
 #error "no_allocation_test must be compiled with EIGEN_RUNTIME_NO_MALLOC"
@@ -173,7 +172,6 @@ class NoAllocationTest : public ::testing::Test {
   // Calls every algorithm on `model` with a preallocated Data; each must allocate nothing.
   void check_model(const Model& model, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
-    Data data(model);
     const test_support::RandomState s = test_support::random_state(model, rng);
     const Eigen::VectorXd zero = Eigen::VectorXd::Zero(model.nv);
     Eigen::MatrixXd jac(6, model.nv);
@@ -227,24 +225,26 @@ class NoAllocationTest : public ::testing::Test {
     const std::vector<DofInput> all_actuated(model.nv, DofInput::kAcceleration);
     const BaumgarteGains gains{10.0, 5.0};
 
-    // Warm-up: every algorithm once, so that nothing lazily sized on first use is missed below
-    // and so that a failure to run at all is reported as such.
-    forward_kinematics(model, data, s.q, s.v, s.a);
-    rnea(model, data, s.q, s.v, s.a, s.f_ext);
-    aba(model, data, s.q, s.v, s.tau, s.f_ext);
-    constrained_dynamics(model, data, s.q, s.v, s.tau, constraints, gains, ddq_out, lambda);
-
+    // Each step runs on a fresh Data with the workspaces its algorithms name bound ahead of time
+    // (and the constraint buffers reserved for the constraint set), so that a set missing a
+    // workspace shows as an allocation, and again on a Data every step has run on.
     struct Step {
       const char* name;
-      std::function<void()> run;
+      WorkspaceSet binds;
+      std::function<void(Data&)> run;
     };
     const std::vector<Step> steps = {
-        {"forward_kinematics(q)", [&] { forward_kinematics(model, data, s.q); }},
-        {"forward_kinematics(q, v)", [&] { forward_kinematics(model, data, s.q, s.v); }},
-        {"forward_kinematics(q, v, a)", [&] { forward_kinematics(model, data, s.q, s.v, s.a); }},
-        {"update_frame_placements", [&] { update_frame_placements(model, data); }},
+        {"forward_kinematics(q)", {}, [&](Data& data) { forward_kinematics(model, data, s.q); }},
+        {"forward_kinematics(q, v)",
+         {},
+         [&](Data& data) { forward_kinematics(model, data, s.q, s.v); }},
+        {"forward_kinematics(q, v, a)",
+         {},
+         [&](Data& data) { forward_kinematics(model, data, s.q, s.v, s.a); }},
+        {"update_frame_placements", {}, [&](Data& data) { update_frame_placements(model, data); }},
         {"frame_placement/velocity/acceleration",
-         [&] {
+         {},
+         [&](Data& data) {
            for (int f = 0; f < n_frames; ++f) {
              sink.linear += frame_placement(model, data, f).translation;
              for (ReferenceFrame ref : {ReferenceFrame::kLocal, ReferenceFrame::kLocalWorldAligned,
@@ -255,70 +255,87 @@ class NoAllocationTest : public ::testing::Test {
            }
          }},
         {"frame_jacobian",
-         [&] {
+         {},
+         [&](Data& data) {
            for (ReferenceFrame ref : {ReferenceFrame::kLocal, ReferenceFrame::kLocalWorldAligned,
                                       ReferenceFrame::kWorld}) {
              frame_jacobian(model, data, last_frame, ref, jac);
              frame_jacobian(model, data, 0, ref, jac);
            }
          }},
-        {"rnea", [&] { rnea(model, data, s.q, s.v, s.a); }},
-        {"rnea with external forces", [&] { rnea(model, data, s.q, s.v, s.a, s.f_ext); }},
-        {"nonlinear_effects", [&] { nonlinear_effects(model, data, s.q, s.v); }},
-        {"generalized_gravity", [&] { generalized_gravity(model, data, s.q); }},
-        {"crba", [&] { crba(model, data, s.q); }},
-        {"aba", [&] { aba(model, data, s.q, s.v, s.tau); }},
-        {"aba with external forces", [&] { aba(model, data, s.q, s.v, s.tau, s.f_ext); }},
-        {"aba at rest", [&] { aba(model, data, s.q, zero, zero); }},
-        {"rnea_derivatives", [&] { rnea_derivatives(model, data, s.q, s.v, s.a); }},
-        {"rnea_derivatives with external forces",
-         [&] { rnea_derivatives(model, data, s.q, s.v, s.a, s.f_ext); }},
-        {"aba_derivatives", [&] { aba_derivatives(model, data, s.q, s.v, s.tau); }},
-        {"aba_derivatives with external forces",
-         [&] { aba_derivatives(model, data, s.q, s.v, s.tau, s.f_ext); }},
-        {"hybrid_dynamics",
-         [&] { hybrid_dynamics(model, data, s.q, s.v, s.a, s.tau, mixed_mask, s.f_ext); }},
-        {"floating_base_inverse_dynamics",
-         [&] {
+        {"rnea", {}, [&](Data& data) { rnea(model, data, s.q, s.v, s.a); }},
+        {"rnea with external forces",
+         {},
+         [&](Data& data) { rnea(model, data, s.q, s.v, s.a, s.f_ext); }},
+        {"nonlinear_effects", {}, [&](Data& data) { nonlinear_effects(model, data, s.q, s.v); }},
+        {"generalized_gravity", {}, [&](Data& data) { generalized_gravity(model, data, s.q); }},
+        {"crba", kCrbaWorkspaces, [&](Data& data) { crba(model, data, s.q); }},
+        {"aba", kAbaWorkspaces, [&](Data& data) { aba(model, data, s.q, s.v, s.tau); }},
+        {"aba with external forces", kAbaWorkspaces,
+         [&](Data& data) { aba(model, data, s.q, s.v, s.tau, s.f_ext); }},
+        {"aba at rest", kAbaWorkspaces, [&](Data& data) { aba(model, data, s.q, zero, zero); }},
+        {"rnea_derivatives", kRneaDerivativesWorkspaces,
+         [&](Data& data) { rnea_derivatives(model, data, s.q, s.v, s.a); }},
+        {"rnea_derivatives with external forces", kRneaDerivativesWorkspaces,
+         [&](Data& data) { rnea_derivatives(model, data, s.q, s.v, s.a, s.f_ext); }},
+        {"aba_derivatives", kAbaDerivativesWorkspaces,
+         [&](Data& data) { aba_derivatives(model, data, s.q, s.v, s.tau); }},
+        {"aba_derivatives with external forces", kAbaDerivativesWorkspaces,
+         [&](Data& data) { aba_derivatives(model, data, s.q, s.v, s.tau, s.f_ext); }},
+        {"hybrid_dynamics", kAbaWorkspaces,
+         [&](Data& data) {
+           hybrid_dynamics(model, data, s.q, s.v, s.a, s.tau, mixed_mask, s.f_ext);
+         }},
+        {"floating_base_inverse_dynamics", kAbaWorkspaces,
+         [&](Data& data) {
            if (model.floating_base) {
              floating_base_inverse_dynamics(model, data, s.q, s.v, s.a, s.f_ext);
            }
          }},
-        {"minverse", [&] { minverse(model, data, s.q); }},
+        {"minverse", kMinverseWorkspaces, [&](Data& data) { minverse(model, data, s.q); }},
         {"forward_dynamics (crba + ltdl)",
-         [&] { forward_dynamics(model, data, s.q, s.v, s.tau, ForwardDynamicsAlgorithm::kCrba); }},
+         forward_dynamics_workspaces(model, ForwardDynamicsAlgorithm::kCrba),
+         [&](Data& data) {
+           forward_dynamics(model, data, s.q, s.v, s.tau, ForwardDynamicsAlgorithm::kCrba);
+         }},
         {"forward_dynamics (factorization)",
-         [&] {
+         forward_dynamics_workspaces(model, ForwardDynamicsAlgorithm::kFactorization),
+         [&](Data& data) {
            forward_dynamics(model, data, s.q, s.v, s.tau, ForwardDynamicsAlgorithm::kFactorization);
          }},
-        {"forward_dynamics (auto)", [&] { forward_dynamics(model, data, s.q, s.v, s.tau); }},
-        {"lagrange_homogeneous (tau, M, bias, gravity)",
-         [&] {
+        {"forward_dynamics (auto)",
+         forward_dynamics_workspaces(model, ForwardDynamicsAlgorithm::kAuto),
+         [&](Data& data) { forward_dynamics(model, data, s.q, s.v, s.tau); }},
+        {"lagrange_homogeneous (tau, M, bias, gravity)", kHomogeneousWorkspaces,
+         [&](Data& data) {
            lagrange_homogeneous(model, data, s.q, s.v, s.a);
            lagrange_homogeneous_mass_matrix(model, data, s.q);
            lagrange_homogeneous_bias(model, data, s.q, s.v);
            lagrange_homogeneous_gravity(model, data, s.q);
          }},
-        {"coriolis_matrix", [&] { coriolis_matrix(model, data, s.q, s.v); }},
-        {"contact_dynamics (friction cone)",
-         [&] { contact_dynamics(model, data, contact_ws, s.q, s.v, s.tau, contacts); }},
-        {"contact_dynamics (frictionless, Lemke)",
-         [&] { contact_dynamics(model, data, contact_ws, s.q, s.v, s.tau, frictionless); }},
-        {"impact (friction cone and Lemke)",
-         [&] { impact(model, data, contact_ws, s.q, s.v, contacts, 0.5); }},
-        {"impact (frictionless)",
-         [&] { impact(model, data, contact_ws, s.q, s.v, frictionless, 0.5); }},
-        {"simulate (contact-free, Euler and RK4)",
-         [&] {
+        {"coriolis_matrix", kCoriolisWorkspaces,
+         [&](Data& data) { coriolis_matrix(model, data, s.q, s.v); }},
+        {"contact_dynamics (friction cone)", kContactWorkspaces,
+         [&](Data& data) { contact_dynamics(model, data, contact_ws, s.q, s.v, s.tau, contacts); }},
+        {"contact_dynamics (frictionless, Lemke)", kContactWorkspaces,
+         [&](Data& data) {
+           contact_dynamics(model, data, contact_ws, s.q, s.v, s.tau, frictionless);
+         }},
+        {"impact (friction cone and Lemke)", kContactWorkspaces,
+         [&](Data& data) { impact(model, data, contact_ws, s.q, s.v, contacts, 0.5); }},
+        {"impact (frictionless)", kContactWorkspaces,
+         [&](Data& data) { impact(model, data, contact_ws, s.q, s.v, frictionless, 0.5); }},
+        {"simulate (contact-free, Euler and RK4)", kSimulateWorkspaces,
+         [&](Data& data) {
            simulate(model, data, sim_ws, s.q, s.v, held_torque, {}, {}, q_out, v_out);
            simulate(model, data, sim_ws, s.q, s.v, held_torque, {}, rk4, q_out, v_out);
          }},
-        {"simulate (ground contacts)",
-         [&] {
+        {"simulate (ground contacts)", kSimulateWorkspaces,
+         [&](Data& data) {
            simulate(model, data, sim_ws, s.q, s.v, held_torque, candidates, ground, q_out, v_out);
          }},
-        {"centroidal (com, Jcom, h_G, A_G)",
-         [&] {
+        {"centroidal (com, Jcom, h_G, A_G)", kCentroidalWorkspaces,
+         [&](Data& data) {
            sink.linear += center_of_mass(model, data, s.q);
            center_of_mass(model, data, s.q, s.v);
            center_of_mass_jacobian(model, data, s.q);
@@ -326,24 +343,35 @@ class NoAllocationTest : public ::testing::Test {
            centroidal_momentum_matrix(model, data, s.q);
          }},
         {"constraint_jacobian",
-         [&] {
+         {},
+         [&](Data& data) {
            constraint_jacobian(model, data, s.q, s.v, constraints, gains, constraint_k,
                                constraint_b);
          }},
-        {"constrained_dynamics",
-         [&] {
+        {"constrained_dynamics", kConstrainedDynamicsWorkspaces,
+         [&](Data& data) {
            constrained_dynamics(model, data, s.q, s.v, s.tau, constraints, gains, ddq_out, lambda);
          }},
-        {"closed_chain_inverse_dynamics",
-         [&] {
+        {"closed_chain_inverse_dynamics", kClosedChainInverseDynamicsWorkspaces,
+         [&](Data& data) {
            closed_chain_inverse_dynamics(model, data, s.q, s.v, s.a, s.tau, all_actuated,
                                          constraints, gains, ddq_out, tau_out, lambda);
          }},
     };
+    // Every step once on one Data, which binds what each needs, and reports a step that cannot
+    // run at all as such.
+    Data data(model);
+    for (const Step& step : steps) step.run(data);
     for (const Step& step : steps) {
-      const Counts c = allocations_during(step.run);
-      EXPECT_EQ(c.news, 0) << step.name << " called operator new " << c.news << " times";
-      EXPECT_EQ(c.mallocs, 0) << step.name << " called malloc " << c.mallocs << " times";
+      Data bound(model);
+      bound.bind(model, step.binds);
+      if (bound.constraints) bound.constraints->reserve_rows(rows);
+      for (Data* d : {&bound, &data}) {
+        const Counts c = allocations_during([&] { step.run(*d); });
+        const char* which = d == &bound ? " (its workspaces bound ahead)" : " (after every step)";
+        EXPECT_EQ(c.news, 0) << step.name << which << " called operator new " << c.news << " times";
+        EXPECT_EQ(c.mallocs, 0) << step.name << which << " called malloc " << c.mallocs << " times";
+      }
     }
     g_sink = sink.linear.sum() + sink.angular.sum();
   }
@@ -361,15 +389,9 @@ TEST_F(NoAllocationTest, RandomTreeWithEveryJointKind) {
 }
 
 TEST_F(NoAllocationTest, TalosReducedFloating) {
-  const std::filesystem::path urdf =
-      std::filesystem::path(TORQUED_SHARED_DIR) / "models" / "talos_reduced.urdf";
-  if (!std::filesystem::exists(urdf)) {
-    GTEST_SKIP() << urdf << " is absent (the shared reference material is not checked out)";
-  }
-  UrdfOptions options;
-  options.floating_base = true;
-  const ModelPtr model = build_model(read_urdf_file(urdf.string(), options));
-  check_model(*model, 11);
+  const std::optional<ModelPtr> talos = test_support::shared_floating_model("talos_reduced");
+  if (!talos) GTEST_SKIP() << "the shared reference material is not checked out";
+  check_model(**talos, 11);
 }
 
 }  // namespace

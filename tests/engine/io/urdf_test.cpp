@@ -21,6 +21,11 @@
 namespace torqued {
 namespace {
 
+// Results exact up to the rounding of a handful of operations on numbers of order one: 16 ulps
+// (3.6e-15), a bound that holds in any IEEE-754 build, whether the compiler contracts a multiply
+// and an add into one FMA (which rounds once where they round twice) or not.
+constexpr double kRounding = 16 * std::numeric_limits<double>::epsilon();
+
 using nlohmann::json;
 using ::testing::HasSubstr;
 
@@ -261,14 +266,14 @@ TEST(Urdf, OriginsAndInertialsAreRead) {
   EXPECT_EQ(model->inertias[0].mass, 0.0);  // no <inertial>: zero inertia
   EXPECT_TRUE(model->inertias[0].rotational.isZero(0.0));
   const Transform& placement = model->joint_placements[1];
-  EXPECT_LT(max_abs_diff(placement.translation, Vec3(1.0, 2.0, 3.0)), 1e-15);
+  EXPECT_LT(max_abs_diff(placement.translation, Vec3(1.0, 2.0, 3.0)), kRounding);
   Mat3 rx90;
   rx90 << 1, 0, 0, 0, 0, -1, 0, 1, 0;
-  EXPECT_LT(max_abs_diff(placement.rotation, rx90), 1e-15);
-  EXPECT_LT(max_abs_diff(model->inertias[1].com(), Vec3(0.1, 0.2, 0.3)), 1e-15);
+  EXPECT_LT(max_abs_diff(placement.rotation, rx90), kRounding);
+  EXPECT_LT(max_abs_diff(model->inertias[1].com(), Vec3(0.1, 0.2, 0.3)), kRounding);
   EXPECT_LT(
       max_abs_diff(model->inertias[1].inertia_about_com(), Mat3(Vec3(0.2, 0.1, 0.3).asDiagonal())),
-      1e-15);
+      kRounding);
 }
 
 TEST(Urdf, OptionsSetBaseAndGravity) {
@@ -352,24 +357,24 @@ TEST(Urdf, PlanarJointWithOtherNormalKeepsTheRestOfTheTree) {
   forward_kinematics(*model, data, q);
   update_frame_placements(*model, data);
   const Transform tip = data.oMf[model->find_frame("tip")];
-  EXPECT_LT(max_abs_diff(tip.translation, Vec3(0.5, 0.0, 1.0)), 1e-15);
-  EXPECT_LT(max_abs_diff(tip.rotation, Mat3::Identity()), 1e-15);
+  EXPECT_LT(max_abs_diff(tip.translation, Vec3(0.5, 0.0, 1.0)), kRounding);
+  EXPECT_LT(max_abs_diff(tip.rotation, Mat3::Identity()), kRounding);
   // The joint frame's z is the normal.
-  EXPECT_LT(max_abs_diff(data.oMi[1].rotation.col(2), Vec3::UnitX()), 1e-15);
+  EXPECT_LT(max_abs_diff(data.oMi[1].rotation.col(2), Vec3::UnitX()), kRounding);
   // The merged inertia is where the URDF puts it: com at URDF (0, 0, 0.2) from the puck, plus the
   // tip's unit mass at (0.5, 0, 0); principal moments keep their URDF axes.
   const Vec3 world_com = data.oMi[1].act(model->inertias[1].com());
-  EXPECT_LT(max_abs_diff(world_com, Vec3(0.25, 0.0, 1.1)), 1e-15);
+  EXPECT_LT(max_abs_diff(world_com, Vec3(0.25, 0.0, 1.1)), kRounding);
 
   // Sliding and turning stay in the plane normal to +x.
   q << 0.3, -0.4, 0.9;
   forward_kinematics(*model, data, q);
   update_frame_placements(*model, data);
   const Vec3 puck = data.oMi[1].translation;
-  EXPECT_NEAR(puck.x(), 0.0, 1e-15);
-  EXPECT_NEAR((puck - Vec3(0.0, 0.0, 1.0)).norm(), 0.5, 1e-15);
+  EXPECT_NEAR(puck.x(), 0.0, kRounding);
+  EXPECT_NEAR((puck - Vec3(0.0, 0.0, 1.0)).norm(), 0.5, kRounding);
   EXPECT_LT(max_abs_diff(data.oMf[model->find_frame("tip")].translation, puck + Vec3(0.5, 0, 0)),
-            1e-15);
+            kRounding);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -16,6 +16,11 @@
 namespace torqued {
 namespace {
 
+// Results exact up to the rounding of a handful of operations on numbers of order one: 16 ulps
+// (3.6e-15), a bound that holds in any IEEE-754 build, whether the compiler contracts a multiply
+// and an add into one FMA (which rounds once where they round twice) or not.
+constexpr double kRounding = 16 * std::numeric_limits<double>::epsilon();
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -228,6 +233,68 @@ TEST(BuildModelErrors, InertialOriginNotFinite) {
   ModelSpec spec = two_link_chain();
   spec.links[2].inertial.origin.translation.x() = kInf;
   EXPECT_THAT(build_error(spec), HasSubstr("link 'l2' inertial: origin has non-finite"));
+}
+
+// A negative principal moment is judged against the inertia the link joins (build.cpp,
+// kNegligibleInertiaDefect = 1e-6 of it): l2 leaves a composite of 0.1 kg m² about j2's axis
+// when its tensor is diag(0.1, 0.1, 0) plus an indefinite perturbation.
+ModelSpec chain_with_defect(double smallest_moment) {
+  ModelSpec spec = two_link_chain();
+  spec.links[2].inertial.inertia = Vec3(0.1, 0.1, smallest_moment).asDiagonal();
+  return spec;
+}
+
+TEST(BuildModelErrors, InertiaDefectAboveAMillionthOfWhatItsJointMovesIsAnError) {
+  EXPECT_THAT(build_error(chain_with_defect(-2e-7)),
+              HasSubstr("link 'l2': rotational inertia is not positive semi-definite (principal "
+                        "moment -2e-07 kg m², against the 0.1 kg m² that joint 'j2' moves)"));
+}
+
+TEST(BuildModelWarnings, InertiaDefectBelowAMillionthOfWhatItsJointMovesIsAWarning) {
+  const ModelPtr model = build_model(chain_with_defect(-5e-8));
+  ASSERT_EQ(model->warnings.size(), 1u) << ::testing::PrintToString(model->warnings);
+  EXPECT_EQ(model->warnings[0],
+            "link 'l2': rotational inertia is not positive semi-definite (principal moment -5e-08 "
+            "kg m², negligible against the 0.1 kg m² that joint 'j2' moves): kept as written");
+  EXPECT_EQ(model->inertias[2].rotational(2, 2), -5e-8);
+}
+
+TEST(BuildModelWarnings, InertiaDefectOfAWeldedLinkCountsWhatItsBodyMoves) {
+  // A 1e-6 kg sensor whose tensor is indefinite by 2e-11 of its own 2.2e-10, welded to l2: its
+  // body moves the 0.1 kg m² of l2 (about z) beside it.
+  ModelSpec spec = two_link_chain();
+  Mat3 rounded;
+  rounded << 1e-10, 1.2e-10, 0.0, 1.2e-10, 1e-10, 0.0, 0.0, 0.0, 1e-10;
+  spec.links.push_back(make_link("imu", 1e-6, Vec3::Zero(), rounded));
+  spec.joints.push_back(make_joint("imu_weld", "l2", "imu", JointType::kFixed));
+  const ModelPtr model = build_model(spec);
+  ASSERT_EQ(model->warnings.size(), 1u) << ::testing::PrintToString(model->warnings);
+  EXPECT_THAT(model->warnings[0], HasSubstr("link 'imu'"));
+  EXPECT_THAT(model->warnings[0], HasSubstr("joint 'j2' moves"));
+}
+
+TEST(BuildModelWarnings, OffDiagonalNoiseOnAPointMassIsAWarning) {
+  ModelSpec spec = two_link_chain();
+  Mat3 noise = Mat3::Zero();
+  noise(0, 1) = noise(1, 0) = 2.4e-35;
+  spec.links[2] = make_link("l2", 1.0, Vec3(1.0, 0.0, 0.0), noise);
+  const ModelPtr model = build_model(spec);
+  ASSERT_EQ(model->warnings.size(), 1u) << ::testing::PrintToString(model->warnings);
+  EXPECT_THAT(model->warnings[0], HasSubstr("link 'l2'"));
+  EXPECT_THAT(model->warnings[0], HasSubstr("-2.4e-35"));
+}
+
+TEST(BuildModelErrors, StrictCheckingMakesEveryWarningAnError) {
+  ModelSpec spec = two_link_chain();
+  spec.warnings = {"from the reader"};
+  spec.links[2].inertial.inertia = Vec3(0.1, 0.1, 0.3).asDiagonal();
+  try {
+    build_model(spec, BuildOptions{.warnings_are_errors = true});
+    ADD_FAILURE() << "strict checking accepted a model with warnings";
+  } catch (const ModelError& e) {
+    EXPECT_STREQ(e.what(), "strict checking: from the reader (and 1 more warning)");
+  }
+  EXPECT_NO_THROW(build_model(two_link_chain(), BuildOptions{.warnings_are_errors = true}));
 }
 
 TEST(BuildModel, ZeroMassAndPointMassAreAccepted) {
@@ -512,7 +579,7 @@ TEST(BuildModel, AxisKindsAndSubspaces) {
   EXPECT_EQ(j[3].axis_kind, AxisKind::kX);
   EXPECT_EQ(j[4].axis_kind, AxisKind::kGeneral);
   EXPECT_EQ(j[5].axis_kind, AxisKind::kGeneral);
-  expect_near(j[5].axis, Vec3(1.0, 1.0, 0.0) / std::sqrt(2.0), 1e-15);
+  expect_near(j[5].axis, Vec3(1.0, 1.0, 0.0) / std::sqrt(2.0), kRounding);
 
   EXPECT_EQ(j[1].subspace.linear, Vec3::Zero());
   EXPECT_EQ(j[1].subspace.angular, Vec3::UnitZ());
@@ -560,7 +627,7 @@ TEST(BuildModel, FixedJointsAreMergedWithFramesKept) {
   const Vec3 c_l2(0.1, 0.0, 0.0);
   const Vec3 c_flange = weld1.act(Vec3(0.0, 0.0, 0.05));
   const Vec3 c_tool = at_tool.act(Vec3(0.2, 0.0, 0.0));
-  expect_near(merged.com(), (2.0 * c_l2 + 0.5 * c_flange + 3.0 * c_tool) / 5.5, 1e-15);
+  expect_near(merged.com(), (2.0 * c_l2 + 0.5 * c_flange + 3.0 * c_tool) / 5.5, kRounding);
   const Mat3 expected =
       about_origin(2.0, c_l2, Vec3(0.1, 0.2, 0.25).asDiagonal()) +
       about_origin(0.5, c_flange, weld1.rotation * tool_inertia * weld1.rotation.transpose()) +
@@ -584,8 +651,8 @@ TEST(BuildModel, FixedJointsAreMergedWithFramesKept) {
     ASSERT_GE(f, 0);
     EXPECT_EQ(model->frames[f].kind, e.kind);
     EXPECT_EQ(model->frames[f].body, 2);
-    expect_near(model->frames[f].placement.rotation, e.placement.rotation, 1e-15);
-    expect_near(model->frames[f].placement.translation, e.placement.translation, 1e-15);
+    expect_near(model->frames[f].placement.rotation, e.placement.rotation, kRounding);
+    expect_near(model->frames[f].placement.translation, e.placement.translation, kRounding);
   }
   EXPECT_EQ(model->frames.size(), 1u + 4u + 6u);
 }
@@ -602,8 +669,8 @@ TEST(BuildModel, MovingJointBelowFixedJointsIsPlacedInTheBody) {
   ASSERT_EQ(model->nbodies(), 3);
   EXPECT_EQ(model->inertias[0].mass, 2.0);
   const Transform expected = weld * mount;
-  expect_near(model->joint_placements[1].rotation, expected.rotation, 1e-15);
-  expect_near(model->joint_placements[1].translation, expected.translation, 1e-15);
+  expect_near(model->joint_placements[1].rotation, expected.rotation, kRounding);
+  expect_near(model->joint_placements[1].translation, expected.translation, kRounding);
   expect_near(model->joint_placements[2].translation, mount.translation, 0.0);
   EXPECT_EQ(model->frames[model->find_frame("adapter")].body, 0);
   EXPECT_EQ(model->frames[model->find_frame("adapter")].kind, FrameKind::kFixedLink);
@@ -616,8 +683,8 @@ TEST(BuildModel, InertialOriginRotationIsApplied) {
   spec.links[1].inertial.origin = rotation_z(std::numbers::pi / 2, Vec3(0.0, 0.3, 0.0));
   spec.links[1].inertial.inertia = inertia_com;
   const ModelPtr model = build_model(spec);
-  expect_near(model->inertias[1].com(), Vec3(0.0, 0.3, 0.0), 1e-15);
-  expect_near(model->inertias[1].inertia_about_com(), Vec3(0.2, 0.1, 0.3).asDiagonal(), 1e-15);
+  expect_near(model->inertias[1].com(), Vec3(0.0, 0.3, 0.0), kRounding);
+  expect_near(model->inertias[1].inertia_about_com(), Vec3(0.2, 0.1, 0.3).asDiagonal(), kRounding);
 }
 
 // `"l" + std::to_string(i)` trips GCC 12's -Wrestrict false positive; appending does not.

@@ -3,7 +3,6 @@
 // contact quantities through the existing Jacobian and kinematics algorithms.
 #pragma once
 
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,10 +12,10 @@
 #include "engine/algorithms/jacobian.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/rnea.hpp"
-#include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
 #include "tests/engine/support/random_tree.hpp"
+#include "tests/engine/support/shared_models.hpp"
 
 namespace torqued::test_support {
 
@@ -109,14 +108,7 @@ inline Vec3 point_bias_acceleration(const Model& model, Data& data, const Eigen:
 }
 
 // solo12 with a free-flyer, or nothing when the shared models are absent.
-inline std::optional<ModelPtr> solo12() {
-  const std::filesystem::path urdf =
-      std::filesystem::path(TORQUED_SHARED_DIR) / "models" / "solo12.urdf";
-  if (!std::filesystem::exists(urdf)) return std::nullopt;
-  UrdfOptions options;
-  options.floating_base = true;
-  return build_model(read_urdf_file(urdf.string(), options));
-}
+inline std::optional<ModelPtr> solo12() { return shared_floating_model("solo12"); }
 
 // solo12 standing: knees bent (Pinocchio's example-robot-data pose), base lowered until the four
 // *_FOOT frames touch z = 0; `feet` receives their contact candidates (body, point).
