@@ -20,18 +20,19 @@ namespace torqued::server {
 
 class SessionReactor;
 
-// The per-call limits, set from the flags (request_limits() in server.hpp; config.hpp documents
-// each and has the defaults; every one has a flag named in its error).
+// The per-call limits (config.hpp documents each; every one has a flag named in its error). The
+// defaults are the flags' (config_test holds them equal); request_limits() in server.hpp makes
+// them from the flags.
 struct RequestLimits {
-  int max_batch_states;
-  std::int64_t max_message_bytes;
-  std::int64_t max_workspace_bytes;
-  int max_constraint_rows;
-  int max_contacts;
-  int max_kinematics_frames;
-  int max_solver_iterations;
-  int max_simulation_steps;
-  int max_session_queued;
+  int max_batch_states = 100000;
+  std::int64_t max_message_bytes = 256LL << 20;
+  std::int64_t max_workspace_bytes = 256LL << 20;
+  int max_constraint_rows = 512;
+  int max_contacts = 256;
+  int max_kinematics_frames = 4096;
+  int max_solver_iterations = 10000;
+  int max_simulation_steps = 100000;
+  int max_session_queued = 8;
 };
 
 // Every method raw, so that requests are decoded here (raw_call.hpp).

@@ -13,19 +13,20 @@
 
 namespace torqued::server {
 
-// Set from the flags (model_limits() in server.hpp; config.hpp has the defaults).
+// The defaults are the flags' (config.hpp; config_test holds them equal); model_limits() in
+// server.hpp makes them from the flags.
 struct ModelLimits {
-  std::int64_t max_urdf_bytes;
-  int max_bodies;
-  int max_dof;
+  std::int64_t max_urdf_bytes = 4LL << 20;
+  int max_bodies = 1024;
+  int max_dof = 1024;
   // Rows of the model's loop closures: each worker's workspace holds rows² numbers for them,
   // allocated before any other limit would see it, and ConstrainedDynamics refuses more anyway.
-  int max_constraint_rows;
+  int max_constraint_rows = 512;
   // Checked by the catalog: models held (repository included), bytes of the model store, and
   // the workspace one model needs on one thread.
-  int max_models;
-  std::int64_t max_store_bytes;
-  std::int64_t max_workspace_bytes;
+  int max_models = 4096;
+  std::int64_t max_store_bytes = 1LL << 30;
+  std::int64_t max_workspace_bytes = 256LL << 20;
 };
 
 struct BuiltModel {
