@@ -390,7 +390,10 @@ TEST_F(HardeningTest, SigtermDuringPathologicalCallsExitsZeroWithinTheDrainTime)
   for (auto& c : calls) c.join();
   ASSERT_NE(status, -1) << "still running 10 s after SIGTERM";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << server_->log();
-  EXPECT_LT(took, 2.0 + 1.0) << "the drain time is 2 s";
+  // After the drain, the process exits: 1 s for that, 5 s for a sanitizer's server (TSan's exit
+  // took 1.2 s on a loaded 2-core machine). The finding was a server alive a minute later.
+  const double exit_seconds = kSanitizedBuild ? 5.0 : 1.0;
+  EXPECT_LT(took, 2.0 + exit_seconds) << "the drain time is 2 s";
 }
 
 // Finding 3. A client that sets no deadline cannot pin a worker either: the server bounds each

@@ -134,15 +134,19 @@ std::vector<double> random_values(std::size_t count, unsigned seed);
 // Resident memory of a process, bytes (VmRSS of /proc/PID/status).
 std::int64_t rss_bytes(pid_t pid);
 
-// Under AddressSanitizer or ThreadSanitizer the server holds freed memory in quarantine and
-// shadows all of it: its RSS measures the sanitizer, and bounds on it are not checked.
+// Whether this build, and so the server it tests, runs under AddressSanitizer or
+// ThreadSanitizer.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kRssIsTheServers = false;
+inline constexpr bool kSanitizedBuild = true;
 #elif defined(__has_feature)
-inline constexpr bool kRssIsTheServers =
-    !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer);
+inline constexpr bool kSanitizedBuild =
+    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
 #else
-inline constexpr bool kRssIsTheServers = true;
+inline constexpr bool kSanitizedBuild = false;
 #endif
+
+// Under a sanitizer the server holds freed memory in quarantine and shadows all of it: its RSS
+// measures the sanitizer, and bounds on it are not checked.
+inline constexpr bool kRssIsTheServers = !kSanitizedBuild;
 
 }  // namespace torqued::testing
