@@ -489,9 +489,11 @@ TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
               }).ok());
   const std::int64_t peak = rss_bytes(server_->pid());
   // A workspace binds ABA's derivatives, 8 matrices of 1000 x 1000 (64 MB), on each worker that
-  // ran a chunk (one, when the other was busy elsewhere); the answer's buffers (96 MB) come on top.
+  // ran a chunk (one, when the other was busy elsewhere), and stays idle in the pool until the
+  // model goes. The answer's buffers (96 MB) may be freed already: 67 MB was seen while other
+  // tests loaded both cores, so only the one workspace is certain.
   if (kRssIsTheServers) {
-    EXPECT_GT(peak - before, 100'000'000) << "the workspaces of a 1000-DOF chain are large";
+    EXPECT_GT(peak - before, 60'000'000) << "the workspaces of a 1000-DOF chain are large";
   }
   response.Clear();
   ASSERT_TRUE(delete_model(chain.id()).ok());
