@@ -22,25 +22,26 @@ namespace torqued {
 namespace {
 
 // g = L⁻¹ for the unit lower L of ltdl_factorize (L_ak held at (k, a), above the diagonal),
-// column c on rows c .. end[c] − 1: row a of L g = 0 below the diagonal reads
-// g_ac = −Σ_{k ancestor of a, k ≥ c} L_ak g_kc.
-void invert_unit_lower(const std::vector<int>& parent, const std::vector<int>& end, int nv,
-                       const double* l, double* g) {
+// column c on rows c .. end[c] − 1, by forward substitution in L g_c = e_c column by column of L:
+// once g_kc is final it is subtracted from the rows a of k's subtree, k + 1 .. end[k] − 1, the
+// only rows where L_ak is not zero. The loads of L are independent (no walk up the ancestors,
+// whose chain of dependent loads cost more than the arithmetic).
+void invert_unit_lower(const std::vector<int>& end, int nv, const double* l, double* g) {
   for (int c = 0; c < nv; ++c) {
     double* gc = g + static_cast<std::ptrdiff_t>(c) * nv;
     gc[c] = 1.0;
-    for (int a = c + 1; a < end[c]; ++a) {
-      const double* l_a = l + static_cast<std::ptrdiff_t>(a) * nv;
-      double sum = 0.0;
-      for (int k = parent[a]; k >= c; k = parent[k]) sum -= l_a[k] * gc[k];
-      gc[a] = sum;
+    for (int a = c + 1; a < end[c]; ++a) gc[a] = 0.0;
+    for (int k = c; k < end[c]; ++k) {
+      const double gk = gc[k];
+      for (int a = k + 1; a < end[k]; ++a) gc[a] -= l[k + static_cast<std::ptrdiff_t>(a) * nv] * gk;
     }
   }
 }
 
-// Under ThreadSanitizer (TORQUED_SANITIZE=thread) the clones' resolver, an ifunc that the
-// dynamic loader runs before the sanitizer's runtime exists, would be instrumented and crash the
-// program at start-up: there each function has its baseline version only.
+// A native build (TORQUED_NATIVE) has no clones: its baseline is the machine's own ISA. Under
+// ThreadSanitizer (TORQUED_SANITIZE=thread) the clones' resolver, an ifunc that the dynamic
+// loader runs before the sanitizer's runtime exists, would be instrumented and crash the program
+// at start-up: there too each function has its baseline version only.
 #ifdef TORQUED_NO_FUNCTION_CLONES
 #define TORQUED_AVX2_CLONES
 #else
@@ -60,7 +61,7 @@ template <int kLanes>
                                                         const double* wq_col, const double* wv_col,
                                                         double* out_q, double* out_v) {
   Lanes sum_q[kLanes] = {}, sum_v[kLanes] = {};
-  const auto add = [&](int j) {
+  const auto add = [&](int j) __attribute__((always_inline)) {
     const double* m = minv + static_cast<std::ptrdiff_t>(j) * nv + r0;
     const double wq = wq_col[j], wv = wv_col[j];
     for (int l = 0; l < kLanes; ++l) {
@@ -122,8 +123,9 @@ TORQUED_AVX2_CLONES void accumulate_minverse(const std::vector<int>& end, int nv
 // out_q = −M⁻¹ ∂τ/∂q and out_v = −M⁻¹ ∂τ/∂q̇, column by column: half of the call's time, and
 // dense enough for SIMD. Compiled for AVX2 as well as for the baseline, the version chosen when
 // the program starts (GCC function multiversioning), so a portable build still uses the wider
-// registers on machines that have them. This file is compiled without FMA contraction, so both
-// versions do the same operations in the same order and return bitwise the same results.
+// registers on machines that have them. A portable build compiles this file without FMA
+// contraction, so both versions do the same operations in the same order and return bitwise the
+// same results.
 TORQUED_AVX2_CLONES void multiply_by_minus_minverse(const std::vector<int>& parent,
                                                     const std::vector<int>& end, int nv,
                                                     const double* minv, const double* dtau_dq,
@@ -176,7 +178,7 @@ const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
   ltdl_factorize(model, data, data.mass_matrix->M);
   const double* h = data.mass_factor->ltdl.data();
   double* g = w.factor_inverse.data();
-  invert_unit_lower(parent, end, nv, h, g);
+  invert_unit_lower(end, nv, h, g);
 
   double* minv = w.ddq_dtau.data();
   w.ddq_dtau.setZero();
