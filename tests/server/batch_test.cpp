@@ -1,0 +1,251 @@
+// Tests server/batch.cpp in process: a small batch runs at once on the calling thread, a large one
+// is split evenly into one chunk per worker (counting each state's weight), every state is
+// computed exactly once, the outcome is reported once, engine errors become the statuses clients
+// are promised, --max-call-seconds stops work between slices and inside the engine's long loops,
+// and a full queue refuses the batch at once (the TSan stage of tests/run.sh runs this test).
+// The calls' context is a bare grpc::CallbackServerContext: no deadline and never cancelled, so
+// the server's own bound is the one deadline in play.
+#include "server/batch.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/interruption.hpp"
+
+namespace torqued::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr std::size_t kNoWorkspaceLimit = std::size_t{1} << 40;
+
+// What a kernel saw: how often each state was computed, and on which threads.
+struct Record {
+  explicit Record(int states) : computed(states, 0) {}
+
+  ChunkKernel kernel() {
+    return [this](WorkerContext&, int begin, int end) {
+      std::lock_guard lock(mutex);
+      for (int s = begin; s < end; ++s) ++computed[s];
+      threads.insert(std::this_thread::get_id());
+    };
+  }
+
+  std::mutex mutex;
+  std::vector<int> computed;
+  std::set<std::thread::id> threads;
+};
+
+// One batch's outcome: its status and how many times it was reported.
+struct Outcome {
+  BatchDone done() {
+    return [this](const grpc::Status& status) {
+      if (reports.fetch_add(1) == 0) promise.set_value(status);
+    };
+  }
+  grpc::Status wait() { return promise.get_future().get(); }
+
+  std::promise<grpc::Status> promise;
+  std::atomic<int> reports{0};
+};
+
+class BatchRunnerTest : public ::testing::Test {
+ protected:
+  // Two workers, as on the machines the server is sized for; batches over 4 states leave the
+  // calling thread and are split in chunks of at least 64.
+  BatchRunner runner(double max_call_seconds = 0.0) {
+    return BatchRunner(executor_, workspaces_, metrics_, 64, 4, max_call_seconds);
+  }
+
+  Metrics metrics_;
+  WorkspacePool workspaces_{0, kNoWorkspaceLimit};
+  grpc::CallbackServerContext context_;
+  Executor executor_{2, 16, nullptr, nullptr};  // stopped first: its tasks use the members above
+};
+
+TEST_F(BatchRunnerTest, ASmallBatchRunsAtOnceOnTheCallingThread) {
+  Record record(3);
+  Outcome outcome;
+  runner().run(&context_, 3, Algorithm::kRnea, record.kernel(), outcome.done());
+  // Reported before run() returned.
+  EXPECT_EQ(outcome.reports.load(), 1);
+  EXPECT_TRUE(outcome.wait().ok());
+  EXPECT_EQ(record.computed, std::vector<int>(3, 1));
+  EXPECT_EQ(record.threads, std::set<std::thread::id>{std::this_thread::get_id()});
+}
+
+TEST_F(BatchRunnerTest, ALargeBatchIsSplitOverTheWorkersAndEachStateComputedOnce) {
+  // 1,000 states: 15 chunks of 64 would fit, but there are two workers.
+  Record record(1000);
+  Outcome outcome;
+  runner().run(&context_, 1000, Algorithm::kRnea, record.kernel(), outcome.done());
+  EXPECT_TRUE(outcome.wait().ok());
+  executor_.stop();
+  EXPECT_EQ(outcome.reports.load(), 1);
+  EXPECT_EQ(record.computed, std::vector<int>(1000, 1));
+  EXPECT_EQ(record.threads.count(std::this_thread::get_id()), 0u);
+  EXPECT_LE(record.threads.size(), 2u);
+}
+
+TEST_F(BatchRunnerTest, FewerStatesThanTwoChunksRunAsOneChunkOnAWorker) {
+  Record record(100);  // 100 / 64: one chunk
+  Outcome outcome;
+  runner().run(&context_, 100, Algorithm::kRnea, record.kernel(), outcome.done());
+  EXPECT_TRUE(outcome.wait().ok());
+  executor_.stop();
+  EXPECT_EQ(record.computed, std::vector<int>(100, 1));
+  EXPECT_EQ(record.threads.size(), 1u);
+  EXPECT_EQ(record.threads.count(std::this_thread::get_id()), 0u);
+}
+
+TEST_F(BatchRunnerTest, HeavyStatesLeaveTheCallingThreadByTheirWeight) {
+  // 3 states of a weight of 100 calls each: 300 > 4, so not inline however few they are.
+  Record record(3);
+  Outcome outcome;
+  runner().run(&context_, 3, Algorithm::kRnea, record.kernel(), outcome.done(), 100);
+  EXPECT_TRUE(outcome.wait().ok());
+  executor_.stop();
+  EXPECT_EQ(record.computed, std::vector<int>(3, 1));
+  EXPECT_EQ(record.threads.count(std::this_thread::get_id()), 0u);
+}
+
+// A kernel that throws `error` at state `at`.
+template <class Error>
+ChunkKernel throwing_at(int at, const char* message) {
+  return [at, message](WorkerContext&, int begin, int end) {
+    if (begin <= at && at < end) throw Error(message);
+  };
+}
+
+TEST_F(BatchRunnerTest, EngineErrorsBecomeTheStatusesClientsArePromised) {
+  struct Case {
+    ChunkKernel kernel;
+    grpc::StatusCode code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {throwing_at<SingularSystemError>(2, "singular at joint 'knee'"),
+       grpc::StatusCode::FAILED_PRECONDITION, "joint 'knee'"},
+      {throwing_at<WorkspaceLimitError>(2, "over --max-workspace-bytes"),
+       grpc::StatusCode::RESOURCE_EXHAUSTED, "--max-workspace-bytes"},
+      {throwing_at<std::runtime_error>(2, "unexpected"), grpc::StatusCode::INTERNAL, "unexpected"},
+  };
+  for (const Case& c : cases) {
+    for (int states : {3, 1000}) {  // inline, and split over the workers
+      SCOPED_TRACE(testing::Message() << c.message << ", " << states << " states");
+      Outcome outcome;
+      runner().run(&context_, states, Algorithm::kAba, c.kernel, outcome.done());
+      const grpc::Status status = outcome.wait();
+      EXPECT_EQ(status.error_code(), c.code);
+      EXPECT_THAT(status.error_message(), HasSubstr(c.message));
+    }
+  }
+  executor_.stop();
+}
+
+TEST_F(BatchRunnerTest, TheFirstFailingChunkDecidesAndTheOutcomeIsReportedOnce) {
+  Outcome outcome;
+  // Both chunks fail (states 0 and 999 are in different chunks): one status, one report.
+  runner().run(
+      &context_, 1000, Algorithm::kAba,
+      [](WorkerContext&, int begin, int end) {
+        if (begin == 0) throw SingularSystemError("first chunk");
+        if (end == 1000) throw WorkspaceLimitError("second chunk");
+      },
+      outcome.done());
+  const grpc::Status status = outcome.wait();
+  executor_.stop();
+  EXPECT_EQ(outcome.reports.load(), 1);
+  EXPECT_TRUE(status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+              status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << status.error_message();
+}
+
+TEST_F(BatchRunnerTest, MaxCallSecondsStopsABatchBetweenSlices) {
+  // 100,000 states of 1 ms each would take 100 s over two workers' 50 s; the bound is 0.2 s.
+  constexpr int kStates = 100000;
+  std::atomic<int> computed{0};
+  Outcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  runner(0.2).run(
+      &context_, kStates, Algorithm::kRnea,
+      [&](WorkerContext&, int begin, int end) {
+        for (int s = begin; s < end; ++s) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          ++computed;
+        }
+      },
+      outcome.done());
+  const grpc::Status status = outcome.wait();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  executor_.stop();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("--max-call-seconds"));
+  // A slice stops growing once it takes 1 ms: the bound is noticed within a few of them. The
+  // margin is for a loaded machine (the sanitizers' stages run two tests at once).
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_LT(computed.load(), kStates / 10);
+}
+
+TEST_F(BatchRunnerTest, MaxCallSecondsStopsTheEnginesLongLoops) {
+  // One state whose engine loop never ends but polls the call's Interruption, as the contact
+  // solvers and the simulation loop do.
+  Outcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  runner(0.2).run(
+      &context_, 1, Algorithm::kContactDynamics,
+      [](WorkerContext& worker, int, int) {
+        InterruptionPoll poll(worker.interruption());
+        for (;;) poll.add(1.0);
+      },
+      outcome.done(), 100);
+  const grpc::Status status = outcome.wait();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  executor_.stop();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("--max-call-seconds"));
+  EXPECT_LT(seconds, 2.0);
+}
+
+TEST_F(BatchRunnerTest, AFullQueueRefusesTheBatchAtOnce) {
+  Executor executor(1, 1, nullptr, nullptr);
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::vector<Executor::Task> blocking;
+  blocking.emplace_back([&started, released] {
+    started.set_value();
+    released.wait();
+  });
+  ASSERT_TRUE(executor.try_submit(blocking));
+  started.get_future().wait();
+  std::vector<Executor::Task> filler;
+  filler.emplace_back([] {});
+  ASSERT_TRUE(executor.try_submit(filler));  // the one queue slot
+
+  Record record(1000);
+  Outcome outcome;
+  BatchRunner(executor, workspaces_, metrics_, 64, 4, 0.0)
+      .run(&context_, 1000, Algorithm::kRnea, record.kernel(), outcome.done());
+  EXPECT_EQ(outcome.reports.load(), 1);  // before run() returned
+  const grpc::Status status = outcome.wait();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("--queue-capacity"));
+  release.set_value();
+  executor.stop();
+  EXPECT_EQ(record.computed, std::vector<int>(1000, 0));
+}
+
+}  // namespace
+}  // namespace torqued::server
