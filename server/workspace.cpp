@@ -160,7 +160,10 @@ std::size_t WorkspacePool::idle_count() const {
 }
 
 WorkerContext::~WorkerContext() {
-  for (Lease& lease : leases_) pool_.release(*lease.entry, std::move(lease.workspace));
+  for (Lease& lease : leases_) {
+    lease.workspace->data.interruption = {};  // its state is the call's, which ends here
+    pool_.release(*lease.entry, std::move(lease.workspace));
+  }
 }
 
 ModelWorkspace& WorkerContext::workspace(const RegisteredModel& entry) {
@@ -168,7 +171,9 @@ ModelWorkspace& WorkerContext::workspace(const RegisteredModel& entry) {
     if (lease.entry == &entry) return *lease.workspace;
   }
   leases_.push_back({&entry, pool_.acquire(entry, needs_)});
-  return *leases_.back().workspace;
+  ModelWorkspace& leased = *leases_.back().workspace;
+  leased.data.interruption = interruption_;
+  return leased;
 }
 
 }  // namespace torqued::server

@@ -26,15 +26,19 @@ namespace {
 // once g_kc is final it is subtracted from the rows a of k's subtree, k + 1 .. end[k] − 1, the
 // only rows where L_ak is not zero. The loads of L are independent (no walk up the ancestors,
 // whose chain of dependent loads cost more than the arithmetic).
-void invert_unit_lower(const std::vector<int>& end, int nv, const double* l, double* g) {
+void invert_unit_lower(const std::vector<int>& end, int nv, const double* l, double* g,
+                       InterruptionPoll& poll) {
   for (int c = 0; c < nv; ++c) {
     double* gc = g + static_cast<std::ptrdiff_t>(c) * nv;
     gc[c] = 1.0;
     for (int a = c + 1; a < end[c]; ++a) gc[a] = 0.0;
+    int updates = 0;
     for (int k = c; k < end[c]; ++k) {
       const double gk = gc[k];
       for (int a = k + 1; a < end[k]; ++a) gc[a] -= l[k + static_cast<std::ptrdiff_t>(a) * nv] * gk;
+      updates += end[k] - k - 1;
     }
+    poll.add(2.0 * updates);
   }
 }
 
@@ -108,8 +112,11 @@ template <int kLanes>
 // contiguous and vectorized, where the mirror's strided copies cost more. Cloned like the
 // product below.
 TORQUED_AVX2_CLONES void accumulate_minverse(const std::vector<int>& end, int nv, const double* h,
-                                             const double* g, double* minv) {
+                                             const double* g, double* minv,
+                                             InterruptionPoll& poll) {
   for (int c = 0; c < nv; ++c) {
+    const double size = end[c] - c;
+    poll.add(2.0 * size * size);
     const double* gc = g + static_cast<std::ptrdiff_t>(c) * nv;
     const double inv_d = 1.0 / h[c + static_cast<std::ptrdiff_t>(c) * nv];
     for (int b = c; b < end[c]; ++b) {
@@ -130,8 +137,12 @@ TORQUED_AVX2_CLONES void multiply_by_minus_minverse(const std::vector<int>& pare
                                                     const std::vector<int>& end, int nv,
                                                     const double* minv, const double* dtau_dq,
                                                     const double* dtau_dv, double* out_q,
-                                                    double* out_v) {
+                                                    double* out_v, InterruptionPoll& poll) {
   for (int k = 0; k < nv; ++k) {
+    // Two products per row of each column of M⁻¹ read: k's ancestors' and its subtree's.
+    int related = end[k] - k;
+    for (int j = parent[k]; j >= 0; j = parent[j]) ++related;
+    poll.add(4.0 * nv * related);
     const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(k) * nv;
     const double* wq = dtau_dq + col;
     const double* wv = dtau_dv + col;
@@ -178,15 +189,16 @@ const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
   ltdl_factorize(model, data, data.mass_matrix->M);
   const double* h = data.mass_factor->ltdl.data();
   double* g = w.factor_inverse.data();
-  invert_unit_lower(end, nv, h, g);
+  InterruptionPoll poll(data.interruption);
+  invert_unit_lower(end, nv, h, g, poll);
 
   double* minv = w.ddq_dtau.data();
   w.ddq_dtau.setZero();
-  accumulate_minverse(end, nv, h, g, minv);
+  accumulate_minverse(end, nv, h, g, minv, poll);
 
   // −M⁻¹ ∂τ/∂(q, q̇), column k reading only the rows of ∂τ related to k.
   multiply_by_minus_minverse(parent, end, nv, minv, dtau.dtau_dq.data(), dtau.dtau_dv.data(),
-                             w.ddq_dq.data(), w.ddq_dv.data());
+                             w.ddq_dq.data(), w.ddq_dv.data(), poll);
   return w;
 }
 

@@ -1,9 +1,11 @@
-// Stopping a long computation from outside. Featherstone's recursions are bounded by the model,
-// but the iterative contact solvers (lcp.hpp) and the simulation loop (simulate.hpp) run for as
-// many iterations and steps as they are given: a caller with a deadline needs them to stop. The
-// caller hands over a test; those loops count their work and poll the test about every
-// kWorkBetweenPolls floating-point operations (tens of microseconds), throwing Interrupted when
-// it says stop. The engine itself stays free of clocks and threads.
+// Stopping a long computation from outside. The iterative contact solvers (lcp.hpp) and the
+// simulation loop (simulate.hpp) run for as many iterations and steps as they are given, and the
+// algorithms that grow faster than the model (derivatives, factorizations, M⁻¹) take up to a
+// second for one state of the largest models: a caller with a deadline needs them to stop. The
+// caller hands over a test (the solvers' options, Data::interruption for the others); those loops
+// count their work and poll the test about every kWorkBetweenPolls floating-point operations
+// (tens of microseconds), throwing Interrupted when it says stop. The engine itself stays free of
+// clocks and threads.
 #pragma once
 
 #include <stdexcept>

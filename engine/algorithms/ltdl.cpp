@@ -45,6 +45,7 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
   // products that would cancel): neither a relative bound on M_kk nor zero tells it then.
   const double rounding = kRoundingUlps * std::numeric_limits<double>::epsilon() *
                           (nv > 0 ? mass.diagonal().maxCoeff() : 0.0);
+  InterruptionPoll poll(data.interruption);
   for (int k = nv - 1; k >= 0; --k) {
     const double d = at(k, k);
     // D_kk is the inertia joint k drives with its descendants articulated: ABA's pivot, held to
@@ -53,11 +54,13 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
       articulated::throw_singular(model, model.body_of_v[k]);
     }
     const double inv_d = 1.0 / d;
+    int updates = 0;
     for (int i = parent[k]; i >= 0; i = parent[i]) {
       const double a = at(i, k) * inv_d;
-      for (int j = i; j >= 0; j = parent[j]) at(j, i) -= a * at(j, k);
+      for (int j = i; j >= 0; j = parent[j], ++updates) at(j, i) -= a * at(j, k);
       at(i, k) = a;
     }
+    poll.add(2.0 * updates);
   }
 }
 

@@ -109,6 +109,7 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
   const double* ucols = ab.U.data();
   const articulated::EveryForceGiven riccati_only{nullptr};
 
+  InterruptionPoll poll(data.interruption);
   for (int i = 1; i < n; ++i) articulated::load_inertia(model, data, i, q.data());
 
   for (int i = n - 1; i > 0; --i) {
@@ -117,6 +118,7 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
     const int k = joint.nv;
     const int c = joint.idx_v;
     const int e = subtree_dof_end(model, i);
+    poll.add(24.0 * k * (e - c));
     if (k == 6) {
       backward_rows<6>(model, data, i, e);
       continue;
@@ -149,6 +151,7 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
     const int parent = model.parent[i];
     const int k = joint.nv;
     const int c = joint.idx_v;
+    poll.add(24.0 * k * (nv - c));
     // A_i is only read by i's children.
     const bool has_children = model.subtree_end[i] > i + 1;
     const double* parent_acc = parent > 0 ? mi.acceleration[model.depth[parent]].data() : nullptr;

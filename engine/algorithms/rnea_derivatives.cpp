@@ -135,12 +135,14 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
   double* dv = w.dtau_dv.data();
   double* m = data.mass_matrix->M.data();
   double* tau = data.tau.data();
+  InterruptionPoll poll(data.interruption);
   for (int i = n - 1; i > 0; --i) {
     const Joint& joint = model.joints[i];
     const RigidInertia& y = w.composite[i];
     const Vec3& p = w.momentum[i];
     const Mat3& b = w.coupling[i];
     const Force& f = w.force[i];
+    int pairs = 0;  // of this joint's DOFs and those of the joint and its ancestors
     for (int k = 0; k < joint.nv; ++k) {
       const int col = joint.idx_v + k;
       const double* s_col = os + 6 * col;
@@ -167,6 +169,7 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
           m[at] = mass;
           m[other + static_cast<std::ptrdiff_t>(col) * nv] = mass;
         }
+        pairs += aj.nv;
       }
       if (model.parent[i] == 0) continue;
       // Column col against the DOFs of the strict ancestors.
@@ -185,6 +188,7 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
         }
       }
     }
+    poll.add(60.0 * pairs);  // about five 6-vector products per pair
     const int parent = model.parent[i];
     if (parent > 0) {
       w.composite[parent] += y;

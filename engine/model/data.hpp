@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/algorithms/interruption.hpp"
 #include "engine/model/model.hpp"
 
 namespace torqued {
@@ -254,6 +255,12 @@ struct Data {
   int nq;
   int nv;
   int nbodies;
+
+  // Polled by the algorithms whose one call grows faster than the model (the derivatives, the
+  // factorizations, M⁻¹: O(n²) and more, up to a second on a chain of 1,000 bodies) about every
+  // InterruptionPoll::kWorkBetweenPolls operations; they throw Interrupted when it says stop.
+  // The owner of this Data sets it for the call it runs; the default never stops.
+  Interruption interruption;
 
   // Kinematics, per body (index 0 = world).
   std::vector<Transform> liMi;  // body i in its parent's frame, at the current q

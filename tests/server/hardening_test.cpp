@@ -349,6 +349,24 @@ TEST_F(HardeningTest, PathologicalCallsStopAtTheirDeadlineAndHealthStillAnswers)
   EXPECT_EQ(busy_workers(), 0);
 }
 
+// Finding 3, for the algorithms that are not iterative but grow faster than the model: one state
+// of ABA's derivatives on a chain of 1,000 links is about a second of work (O(n³)), polled for the
+// call's deadline inside the engine (engine/algorithms/interruption.hpp), not only between states.
+TEST_F(HardeningTest, OneLongStateOfDerivativesStopsAtItsDeadline) {
+  start({"--workers=2"});
+  v1::Model chain;
+  ASSERT_TRUE(register_urdf(chain_urdf(1000, 3.0), &chain).ok());
+  const v1::DerivativesRequest request = forward_derivatives_request(chain, 1);
+  v1::DerivativesResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(0.2));
+  const grpc::Status status = dynamics_->Derivatives(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  // Idle in the first or second 200 ms window after the deadline; before the engine polled, the
+  // state went on for most of its second (longer under the sanitizers).
+  EXPECT_LT(seconds_until_idle(5.0), 0.5) << "the server kept computing after the deadline";
+}
+
 // Finding 3. The client goes away (cancels) instead of a deadline passing.
 TEST_F(HardeningTest, CancelledPathologicalCallStopsComputing) {
   start({"--workers=2"});
