@@ -67,6 +67,19 @@ class BatchRunnerTest : public ::testing::Test {
     return BatchRunner(executor_, workspaces_, metrics_, 64, 4, max_call_seconds);
   }
 
+  // Runs a batch with --max-call-seconds at 0.2 s and waits for its outcome, putting in `seconds`
+  // how long that took; then stops the executor.
+  grpc::Status run_bounded(int states, Algorithm algorithm, ChunkKernel kernel, std::int64_t cost,
+                           double& seconds) {
+    Outcome outcome;
+    const auto start = std::chrono::steady_clock::now();
+    runner(0.2).run(&context_, states, algorithm, std::move(kernel), outcome.done(), cost);
+    const grpc::Status status = outcome.wait();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    executor_.stop();
+    return status;
+  }
+
   Metrics metrics_;
   WorkspacePool workspaces_{0, kNoWorkspaceLimit};
   grpc::CallbackServerContext context_;
@@ -172,24 +185,19 @@ TEST_F(BatchRunnerTest, TheFirstFailingChunkDecidesAndTheOutcomeIsReportedOnce) 
 }
 
 TEST_F(BatchRunnerTest, MaxCallSecondsStopsABatchBetweenSlices) {
-  // 100,000 states of 1 ms each would take 100 s over two workers' 50 s; the bound is 0.2 s.
+  // 100,000 states of 1 ms each would take 50 s on the two workers; the bound is 0.2 s.
   constexpr int kStates = 100000;
   std::atomic<int> computed{0};
-  Outcome outcome;
-  const auto start = std::chrono::steady_clock::now();
-  runner(0.2).run(
-      &context_, kStates, Algorithm::kRnea,
+  double seconds = 0.0;
+  const grpc::Status status = run_bounded(
+      kStates, Algorithm::kRnea,
       [&](WorkerContext&, int begin, int end) {
         for (int s = begin; s < end; ++s) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
           ++computed;
         }
       },
-      outcome.done());
-  const grpc::Status status = outcome.wait();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  executor_.stop();
+      1, seconds);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(), HasSubstr("--max-call-seconds"));
   // A slice stops growing once it takes 1 ms: the bound is noticed within a few of them. The
@@ -201,19 +209,14 @@ TEST_F(BatchRunnerTest, MaxCallSecondsStopsABatchBetweenSlices) {
 TEST_F(BatchRunnerTest, MaxCallSecondsStopsTheEnginesLongLoops) {
   // One state whose engine loop never ends but polls the call's Interruption, as the contact
   // solvers and the simulation loop do.
-  Outcome outcome;
-  const auto start = std::chrono::steady_clock::now();
-  runner(0.2).run(
-      &context_, 1, Algorithm::kContactDynamics,
+  double seconds = 0.0;
+  const grpc::Status status = run_bounded(
+      1, Algorithm::kContactDynamics,
       [](WorkerContext& worker, int, int) {
         InterruptionPoll poll(worker.interruption());
         for (;;) poll.add(1.0);
       },
-      outcome.done(), 100);
-  const grpc::Status status = outcome.wait();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  executor_.stop();
+      100, seconds);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(), HasSubstr("--max-call-seconds"));
   EXPECT_LT(seconds, 2.0);
