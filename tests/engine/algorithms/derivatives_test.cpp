@@ -25,6 +25,7 @@
 #include "engine/model/configuration.hpp"
 #include "engine/model/data.hpp"
 #include "tests/engine/support/compare.hpp"
+#include "tests/engine/support/golden_files.hpp"
 #include "tests/engine/support/random_tree.hpp"
 
 namespace torqued {
@@ -35,7 +36,8 @@ using test_support::relative_error;
 using nlohmann::json;
 
 const std::filesystem::path kSharedDir = TORQUED_SHARED_DIR;
-const std::filesystem::path kGoldenDir = kSharedDir / "golden";
+using test_support::golden_files;
+using test_support::kGoldenDir;
 
 Eigen::MatrixXd to_matrix(const json& j) {
   const auto rows = static_cast<Eigen::Index>(j.size());
@@ -58,25 +60,16 @@ Eigen::MatrixXd to_matrix(const json& j) {
 // wrong term (a missing Coriolis or gravity contribution is ≥ 1e-3 relative) fails.
 constexpr double kGoldenTol = 1e-8;
 
-std::vector<std::string> golden_files() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (std::filesystem::is_directory(kGoldenDir, ec)) {
-    for (const auto& entry : std::filesystem::directory_iterator(kGoldenDir)) {
-      if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) files.push_back("");  // reported as a skip rather than nothing
-  return files;
-}
-
 class GoldenDerivativesTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam().empty()) GTEST_SKIP() << "no golden data in " << kGoldenDir;
     std::ifstream in(kGoldenDir / GetParam());
     doc_ = json::parse(in);
+    if (const std::string skip = test_support::unread_source_format(doc_, GetParam());
+        !skip.empty()) {
+      GTEST_SKIP() << skip;
+    }
     const json& m = doc_.at("model");
     UrdfOptions options;
     options.floating_base = m.at("base").get<std::string>() == "floating";

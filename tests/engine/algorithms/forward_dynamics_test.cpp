@@ -35,6 +35,7 @@
 #include "engine/model/build.hpp"
 #include "engine/model/data.hpp"
 #include "tests/engine/support/compare.hpp"
+#include "tests/engine/support/golden_files.hpp"
 #include "tests/engine/support/random_tree.hpp"
 
 namespace torqued {
@@ -262,19 +263,7 @@ Eigen::VectorXd to_vector(const json& j) {
   return x;
 }
 
-std::vector<std::string> golden_files() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  const std::filesystem::path dir = kSharedDir / "golden";
-  if (std::filesystem::is_directory(dir, ec)) {
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) files.push_back("");
-  return files;
-}
+using test_support::golden_files;
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
@@ -285,6 +274,9 @@ TEST_P(GoldenTest, MinverseAndForwardDynamics) {
   if (GetParam().empty()) GTEST_SKIP() << "no golden data in " << kSharedDir;
   std::ifstream in(kSharedDir / "golden" / GetParam());
   const json doc = json::parse(in);
+  if (const std::string skip = test_support::unread_source_format(doc, GetParam()); !skip.empty()) {
+    GTEST_SKIP() << skip;
+  }
   const json& m = doc.at("model");
   UrdfOptions options;
   options.floating_base = m.at("base").get<std::string>() == "floating";

@@ -26,6 +26,7 @@
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/data.hpp"
+#include "tests/engine/support/golden_files.hpp"
 
 namespace torqued {
 namespace {
@@ -35,7 +36,8 @@ using nlohmann::json;
 constexpr double kRelTol = 1e-9;
 
 const std::filesystem::path kSharedDir = TORQUED_SHARED_DIR;
-const std::filesystem::path kGoldenDir = kSharedDir / "golden";
+using test_support::golden_files;
+using test_support::kGoldenDir;
 
 // max|x − y| / max(1, max|y|).
 double relative_error(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y) {
@@ -80,6 +82,7 @@ struct GoldenCase {
   json doc;
   ModelPtr model;
   std::string error;             // why the case could not be set up, if it could not
+  std::string skip;              // why it is not checked here, if it is not
   std::vector<int> q_of_golden;  // our q index of each golden q index
   std::vector<int> v_of_golden;  // our v index of each golden v index
   std::vector<std::string> golden_joint_names;
@@ -117,6 +120,8 @@ std::shared_ptr<const GoldenCase> load_case(const std::string& file) {
   cache[file] = c;
   std::ifstream in(kGoldenDir / file);
   c->doc = json::parse(in);
+  c->skip = test_support::unread_source_format(c->doc, file);
+  if (!c->skip.empty()) return c;
   const json& m = c->doc.at("model");
   const std::string urdf =
       (kSharedDir / "models" / std::filesystem::path(m.at("urdf").get<std::string>()).filename())
@@ -174,20 +179,6 @@ int find_frame_of_kind(const Model& model, const std::string& name, bool want_jo
   return -1;
 }
 
-std::vector<std::string> golden_files() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  if (std::filesystem::is_directory(kGoldenDir, ec)) {
-    for (const auto& entry : std::filesystem::directory_iterator(kGoldenDir)) {
-      if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  // One placeholder so that the suite reports a skip instead of silently running nothing.
-  if (files.empty()) files.push_back("");
-  return files;
-}
-
 class GoldenTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -196,6 +187,7 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
                    << "material is not checked out next to the repository)";
     }
     case_ = load_case(GetParam());
+    if (!case_->skip.empty()) GTEST_SKIP() << case_->skip;
     ASSERT_TRUE(case_->error.empty()) << GetParam() << ": " << case_->error;
     data_ = std::make_unique<Data>(*case_->model);
   }
