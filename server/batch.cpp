@@ -30,9 +30,13 @@ bool call_should_stop(const void* state) {
 }
 
 // Runs states [begin, end) in slices, checking the call between them, and maps what the engine
-// throws to a status.
+// throws to a status. On an executor's worker (`executor` not null) it stops between two slices
+// when another client's call waits for the worker: `next` is then the first state not computed
+// (else `end`).
 grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& metrics,
-                       WorkspacePool& workspaces, const CallLimit& limit, int begin, int end) {
+                       WorkspacePool& workspaces, const CallLimit& limit, int begin, int end,
+                       Executor* executor, int& next) {
+  next = end;
   try {
     WorkerContext worker(workspaces, Interruption{&call_should_stop, &limit},
                          engine_workspaces(algorithm));
@@ -45,6 +49,10 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
       first = last;
       if (first == end) break;
       if (grpc::Status alive = check_alive(limit); !alive.ok()) return alive;
+      if (executor != nullptr && executor->should_yield()) {
+        next = first;
+        break;
+      }
       if (std::chrono::steady_clock::now() - slice_start < kSliceTarget && slice < (1 << 20)) {
         slice *= 2;
       }
@@ -67,12 +75,13 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
 }
 
 // Shared by the chunks of one call; the last chunk to end reports the outcome.
-struct BatchJob {
-  BatchJob(const CallLimit& l, Metrics& m, WorkspacePool& w, Algorithm a, ChunkKernel k,
-           BatchDone d, int chunks)
+struct ChunkedCall : std::enable_shared_from_this<ChunkedCall> {
+  ChunkedCall(const CallLimit& l, Metrics& m, WorkspacePool& w, Executor& e, Algorithm a,
+              ChunkKernel k, BatchDone d, int chunks)
       : limit(l),
         metrics(m),
         workspaces(w),
+        executor(e),
         algorithm(a),
         kernel(std::move(k)),
         done(std::move(d)),
@@ -86,8 +95,17 @@ struct BatchJob {
   void run(int begin, int end) {
     if (!failed.load(std::memory_order_relaxed)) {
       grpc::Status s = check_alive(limit);
-      if (s.ok()) s = run_chunk(kernel, algorithm, metrics, workspaces, limit, begin, end);
-      if (!s.ok()) fail(std::move(s));
+      int next = end;
+      if (s.ok()) {
+        s = run_chunk(kernel, algorithm, metrics, workspaces, limit, begin, end, &executor, next);
+      }
+      if (!s.ok()) {
+        fail(std::move(s));
+      } else if (next < end) {
+        // Another client's call takes the worker; the rest of the chunk waits for its turn.
+        executor.requeue([call = shared_from_this(), next, end] { call->run(next, end); });
+        return;
+      }
     }
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard lock(mutex);
@@ -98,6 +116,7 @@ struct BatchJob {
   const CallLimit limit;
   Metrics& metrics;
   WorkspacePool& workspaces;
+  Executor& executor;
   const Algorithm algorithm;
   const ChunkKernel kernel;
   const BatchDone done;
@@ -129,14 +148,17 @@ void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorith
   const std::int64_t work = static_cast<std::int64_t>(states) * cost;
   if (work <= inline_max_states_) {
     grpc::Status status = check_alive(limit);
-    if (status.ok()) status = run_chunk(kernel, algorithm, metrics_, workspaces_, limit, 0, states);
+    int next = states;
+    if (status.ok()) {
+      status = run_chunk(kernel, algorithm, metrics_, workspaces_, limit, 0, states, nullptr, next);
+    }
     done(status);
     return;
   }
   const int chunks = static_cast<int>(
       std::clamp<std::int64_t>(work / split_min_states_, 1, std::min(states, executor_.workers())));
-  auto job = std::make_shared<BatchJob>(limit, metrics_, workspaces_, algorithm, std::move(kernel),
-                                        std::move(done), chunks);
+  auto job = std::make_shared<ChunkedCall>(limit, metrics_, workspaces_, executor_, algorithm,
+                                           std::move(kernel), std::move(done), chunks);
   std::vector<Executor::Task> tasks;
   tasks.reserve(chunks);
   for (int c = 0; c < chunks; ++c) {
@@ -145,7 +167,7 @@ void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorith
     const int end = static_cast<int>(static_cast<std::int64_t>(states) * (c + 1) / chunks);
     tasks.emplace_back([job, begin, end] { job->run(begin, end); });
   }
-  if (!executor_.try_submit(tasks)) job->done(queue_full(executor_));
+  if (!executor_.try_submit(tasks, client_address(*context))) job->done(queue_full(executor_));
 }
 
 void BatchRunner::run(const Call& call, CallTask task) {
@@ -161,7 +183,9 @@ void BatchRunner::run(const Call& call, CallTask task) {
     }
     call.finish(status);
   });
-  if (!executor_.try_submit(tasks)) call.finish(queue_full(executor_));
+  if (!executor_.try_submit(tasks, client_address(*call.context()))) {
+    call.finish(queue_full(executor_));
+  }
 }
 
 }  // namespace torqued::server

@@ -4,24 +4,59 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdint>
 #include <sstream>
 
 #include "engine/model/quoted.hpp"
 
 namespace torqued::server {
 
-Call::Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics)
+Call::Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics,
+           MemoryBudget* budget)
     : context_(context),
-      reactor_(context->DefaultReactor()),
+      reactor_(new UnaryReactor),
       method_(method),
       metrics_(&metrics),
+      budget_(budget),
       start_(metrics.start()) {
   metrics.rpc_started(method);
 }
 
+grpc::Status Call::reserve(std::size_t bytes, const std::string& what) const {
+  if (budget_ == nullptr || reactor_->memory.add(*budget_, bytes)) return grpc::Status::OK;
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_->refusal(what, bytes)};
+}
+
+std::chrono::system_clock::time_point deadline_of(const grpc::ServerContextBase& context) {
+  using std::chrono::system_clock;
+  const gpr_timespec deadline = gpr_convert_clock_type(context.raw_deadline(), GPR_CLOCK_REALTIME);
+  constexpr std::int64_t kLastSecond =
+      std::chrono::duration_cast<std::chrono::seconds>(system_clock::duration::max()).count() - 1;
+  if (deadline.tv_sec >= kLastSecond) return system_clock::time_point::max();
+  return system_clock::time_point(std::chrono::duration_cast<system_clock::duration>(
+      std::chrono::seconds(deadline.tv_sec) + std::chrono::nanoseconds(deadline.tv_nsec)));
+}
+
+std::string client_address(const grpc::ServerContextBase& context) {
+  const std::string peer = context.peer();
+  // "ipv4:10.0.0.1:5000", "ipv6:[::1]:5000" (brackets percent-encoded by some versions).
+  for (const std::string scheme : {"ipv4:", "ipv6:"}) {
+    if (peer.rfind(scheme, 0) != 0) continue;
+    const std::size_t colon = peer.rfind(':');
+    std::string host = peer.substr(scheme.size(), colon - scheme.size());
+    for (const char* bracket : {"[", "]", "%5B", "%5D"}) {
+      for (std::size_t at; (at = host.find(bracket)) != std::string::npos;) {
+        host.erase(at, std::char_traits<char>::length(bracket));
+      }
+    }
+    return host;
+  }
+  return peer;
+}
+
 grpc::Status check_alive(const grpc::CallbackServerContext& context) {
   if (context.IsCancelled()) return {grpc::StatusCode::CANCELLED, "the call was cancelled"};
-  if (std::chrono::system_clock::now() >= context.deadline()) {
+  if (std::chrono::system_clock::now() >= deadline_of(context)) {
     return {grpc::StatusCode::DEADLINE_EXCEEDED, "the deadline passed before the work was done"};
   }
   return grpc::Status::OK;

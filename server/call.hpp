@@ -6,10 +6,24 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstddef>
+#include <string>
 
+#include "server/memory_budget.hpp"
 #include "server/metrics.hpp"
 
 namespace torqued::server {
+
+// The call's deadline, time_point::max() when it has none. gRPC's own conversion
+// (ServerContextBase::deadline()) overflows system_clock's 64-bit nanoseconds for deadlines more
+// than about 292 years after 1970 (grpc-go sends `grpc-timeout: 2562047H` for its longest
+// duration) and returns a time in the past; this one saturates, so a far-future deadline is a long
+// one.
+std::chrono::system_clock::time_point deadline_of(const grpc::ServerContextBase& context);
+
+// The address of a call's client without its port ("10.0.0.1", "::1"; gRPC's peer URI
+// otherwise): the calls of one address share its limits.
+std::string client_address(const grpc::ServerContextBase& context);
 
 // CANCELLED or DEADLINE_EXCEEDED when the work of a call (or of a stream's message) should not
 // start (or go on); else OK.
@@ -33,13 +47,30 @@ grpc::Status check_alive(const CallLimit& limit);
 // terminal escape sequence would forge output.
 grpc::Status bounded(const grpc::Status& status);
 
+// The reactor of a unary call. It holds what the call reserved of the memory budget until gRPC
+// is done with the call: its answer sent, or its client gone (a client that never reads its
+// answer holds the reservation, not more, for as long as its connection lasts).
+class UnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  void OnDone() override { delete this; }
+
+  Reservation memory;
+};
+
 class Call {
  public:
-  // Counts the call as started.
-  Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics);
+  // Counts the call as started. Its large allocations are reserved from `budget` (when given).
+  Call(grpc::CallbackServerContext* context, Method method, Metrics& metrics,
+       MemoryBudget* budget = nullptr);
 
   grpc::CallbackServerContext* context() const { return context_; }
   grpc::ServerUnaryReactor* reactor() const { return reactor_; }
+
+  // Reserves `bytes` of the budget for `what` until the call ends; RESOURCE_EXHAUSTED saying so
+  // when they do not fit.
+  grpc::Status reserve(std::size_t bytes, const std::string& what) const;
+  // Holds `reservation` until the call ends.
+  void hold(Reservation&& reservation) const { reactor_->memory.merge(std::move(reservation)); }
   Method method() const { return method_; }
   Metrics& metrics() const { return *metrics_; }
 
@@ -51,9 +82,10 @@ class Call {
 
  private:
   grpc::CallbackServerContext* context_;
-  grpc::ServerUnaryReactor* reactor_;
+  UnaryReactor* reactor_;
   Method method_;
   Metrics* metrics_;
+  MemoryBudget* budget_;
   Clock::time_point start_;
 };
 

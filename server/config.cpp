@@ -110,6 +110,46 @@ const std::vector<Option>& options() {
                     "batches of at most this many states run on the gRPC thread, not a worker "
                     "(0: never)",
                     &Config::inline_max_states, 0, 1 << 30),
+      number_option("memory-budget-bytes", "TORQUED_MEMORY_BUDGET_BYTES",
+                    "memory the process may use: a quarter for gRPC's transport, half for what "
+                    "calls hold (requests, responses, engine workspaces), the rest for the "
+                    "process itself; a call that does not fit is RESOURCE_EXHAUSTED",
+                    &Config::memory_budget_bytes, std::int64_t{64} << 20, std::int64_t{1} << 40),
+      number_option("max-connections", "TORQUED_MAX_CONNECTIONS",
+                    "open connections to the gRPC port; more are closed at once",
+                    &Config::max_connections, 1, 1 << 20),
+      number_option("max-connections-per-peer", "TORQUED_MAX_CONNECTIONS_PER_PEER",
+                    "open connections from one client address; more are closed at once",
+                    &Config::max_connections_per_peer, 1, 1 << 20),
+      number_option("max-concurrent-streams", "TORQUED_MAX_CONCURRENT_STREAMS",
+                    "HTTP/2 streams (calls) one connection may have open, advertised to clients",
+                    &Config::max_concurrent_streams, 1, 1 << 20),
+      number_option("max-metadata-bytes", "TORQUED_MAX_METADATA_BYTES",
+                    "largest header list (metadata) of a call", &Config::max_metadata_bytes,
+                    std::int64_t{8} << 10, std::int64_t{16} << 20),
+      {"max-resets-per-second", "TORQUED_MAX_RESETS_PER_SECOND",
+       "calls one connection may cancel per second, averaged over 10 s, before the server closes "
+       "it (HTTP/2 rapid reset)",
+       [](Config& c, const std::string& v) {
+         return parse_double(v, 1.0, 1e9, c.max_resets_per_second);
+       },
+       [](const Config& c) { return std::to_string(c.max_resets_per_second); }},
+      {"handshake-timeout-seconds", "TORQUED_HANDSHAKE_TIMEOUT_SECONDS",
+       "how long a new connection may take to complete its TLS and HTTP/2 handshake",
+       [](Config& c, const std::string& v) {
+         return parse_double(v, 0.1, 3600.0, c.handshake_timeout_seconds);
+       },
+       [](const Config& c) { return std::to_string(c.handshake_timeout_seconds); }},
+      {"idle-connection-seconds", "TORQUED_IDLE_CONNECTION_SECONDS",
+       "a connection without calls for this long is closed (GOAWAY; clients reconnect)",
+       [](Config& c, const std::string& v) {
+         return parse_double(v, 1.0, 86400.0 * 365, c.idle_connection_seconds);
+       },
+       [](const Config& c) { return std::to_string(c.idle_connection_seconds); }},
+      number_option("max-calls-per-peer", "TORQUED_MAX_CALLS_PER_PEER",
+                    "calls of one client address that may hold workers at once; its others wait "
+                    "while other clients' calls run (0: workers - 1, at least 1)",
+                    &Config::max_calls_per_peer, 0, 1 << 20),
       number_option("max-message-bytes", "TORQUED_MAX_MESSAGE_BYTES",
                     "largest request or response message", &Config::max_message_bytes,
                     std::int64_t{1} << 16, (std::int64_t{1} << 31) - 1),

@@ -31,8 +31,26 @@ struct Config {
   // Batches of at most this many states run inline on the gRPC thread that received them
   // instead of hopping to a worker (0: never inline).
   int inline_max_states = 16;
+  // The process's memory budget (docs/security.md shows how it is shared): a quarter for gRPC's
+  // transport (its ResourceQuota: connections, streams, messages being received), half for what
+  // calls hold (their requests, responses and engine workspaces, reserved before they are
+  // allocated), the rest for the process itself.
+  std::int64_t memory_budget_bytes = 1LL << 30;
+  // The transport's bounds (HTTP/2 and gRPC), per connection and per peer address.
+  int max_connections = 512;
+  int max_connections_per_peer = 32;
+  int max_concurrent_streams = 100;
+  std::int64_t max_metadata_bytes = 16 << 10;
+  // Calls one connection may cancel per second (averaged over 10 s) before the server closes it:
+  // HTTP/2 rapid reset (CVE-2023-44487).
+  double max_resets_per_second = 100.0;
+  double handshake_timeout_seconds = 10.0;
+  double idle_connection_seconds = 600.0;
+  // Calls of one peer address that may hold executor workers at once (0: workers - 1, at least
+  // 1), so that one client's long calls leave a worker for the others.
+  int max_calls_per_peer = 0;
   // Limits.
-  std::int64_t max_message_bytes = 256LL << 20;
+  std::int64_t max_message_bytes = 64LL << 20;
   int max_batch_states = 100000;
   std::int64_t max_model_bytes = 8LL << 20;
   std::int64_t max_urdf_bytes = 4LL << 20;

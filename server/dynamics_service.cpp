@@ -164,14 +164,25 @@ grpc::Status check_gains(const v1::BaumgarteGains& gains) {
 }  // namespace
 
 DynamicsService::DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-                                 const AccessControl& access, const RequestLimits& limits,
-                                 const std::atomic<bool>& ready)
+                                 MemoryBudget& budget, const AccessControl& access,
+                                 const RequestLimits& limits, const std::atomic<bool>& ready)
     : catalog_(catalog),
       runner_(runner),
       metrics_(metrics),
+      budget_(budget),
       access_(access),
       limits_(limits),
       ready_(ready) {}
+
+grpc::Status DynamicsService::reserve_response(std::int64_t values, Reservation& memory) const {
+  if (grpc::Status s = check_response_size(values, limits_.max_message_bytes); !s.ok()) return s;
+  // The response, then its encoding while gRPC sends it.
+  const auto bytes = 2 * static_cast<std::size_t>(response_bytes(values));
+  if (!memory.add(budget_, bytes)) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_.refusal("the response", bytes)};
+  }
+  return grpc::Status::OK;
+}
 
 grpc::Status DynamicsService::check_workspace(const RegisteredModel& entry,
                                               Algorithm algorithm) const {
@@ -204,7 +215,8 @@ grpc::Status DynamicsService::prepare(const std::string& model_id, std::uint32_t
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::InverseDynamicsRequest* request,
-                                   v1::InverseDynamicsResponse* response, BatchJob& job) const {
+                                   v1::InverseDynamicsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -224,7 +236,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
     }
   }
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  if (s = reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
   job = {lagrange ? Algorithm::kLagrangeHomogeneous : Algorithm::kRnea,
@@ -236,7 +248,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::ForwardDynamicsRequest* request,
-                                   v1::ForwardDynamicsResponse* response, BatchJob& job) const {
+                                   v1::ForwardDynamicsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -257,7 +270,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
     }
   }
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  if (s = reserve_response(out_size, memory); !s.ok()) return s;
   const ForwardDynamicsAlgorithm algorithm = resolve(m, *request);
   response->set_batch_size(n);
   response->set_algorithm(to_proto(algorithm));
@@ -270,16 +283,15 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::MassMatrixRequest* request,
-                                   v1::MassMatrixResponse* response, BatchJob& job) const {
+                                   v1::MassMatrixResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_enum("algorithm", request->algorithm(), v1::MassMatrixAlgorithm_IsValid); !s.ok()) {
     return s;
   }
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
-  if (s = check_response_size(request->inverse() ? 2 * out_size : out_size,
-                              limits_.max_message_bytes);
-      !s.ok()) {
+  if (s = reserve_response(request->inverse() ? 2 * out_size : out_size, memory); !s.ok()) {
     return s;
   }
   response->set_batch_size(n);
@@ -293,12 +305,13 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::NonlinearEffectsRequest* request,
-                                   v1::NonlinearEffectsResponse* response, BatchJob& job) const {
+                                   v1::NonlinearEffectsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  if (s = reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
   job = {Algorithm::kNonlinearEffects, [entry, request, tau](WorkerContext& w, int b, int e) {
@@ -309,10 +322,10 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::GravityRequest* request, v1::GravityResponse* response,
-                                   BatchJob& job) const {
+                                   BatchJob& job, Reservation& memory) const {
   grpc::Status s;
   const std::int64_t out_size = static_cast<std::int64_t>(n) * entry->model->nv;
-  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  if (s = reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
   job = {Algorithm::kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
@@ -323,7 +336,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::KinematicsRequest* request,
-                                   v1::KinematicsResponse* response, BatchJob& job) const {
+                                   v1::KinematicsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv, true); !s.ok()) return s;
@@ -359,7 +373,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
       static_cast<std::int64_t>(n) * static_cast<std::int64_t>(frames.size());
   const bool velocities = !request->v().empty();
   const std::int64_t per_slot = 12 + (velocities ? 6 : 0) + (request->jacobians() ? 6 * m.nv : 0);
-  if (s = check_response_size(slots * per_slot, limits_.max_message_bytes); !s.ok()) {
+  if (s = reserve_response(slots * per_slot, memory); !s.ok()) {
     return s;
   }
   response->set_batch_size(n);
@@ -378,7 +392,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::HybridDynamicsRequest* request,
-                                   v1::HybridDynamicsResponse* response, BatchJob& job) const {
+                                   v1::HybridDynamicsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -387,7 +402,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
   if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-  if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
+  if (s = reserve_response(2 * out_size, memory); !s.ok()) {
     return s;
   }
   std::vector<DofInput> inputs;
@@ -407,8 +422,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::FloatingBaseInverseDynamicsRequest* request,
-                                   v1::FloatingBaseInverseDynamicsResponse* response,
-                                   BatchJob& job) const {
+                                   v1::FloatingBaseInverseDynamicsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (!has_free_flyer_root(m)) {
@@ -421,7 +436,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
   if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
-  if (s = check_response_size(2 * out_size, limits_.max_message_bytes); !s.ok()) {
+  if (s = reserve_response(2 * out_size, memory); !s.ok()) {
     return s;
   }
   response->set_batch_size(n);
@@ -437,7 +452,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::DerivativesRequest* request,
-                                   v1::DerivativesResponse* response, BatchJob& job) const {
+                                   v1::DerivativesResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -457,7 +473,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   }
   if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
-  if (s = check_response_size(3 * out_size, limits_.max_message_bytes); !s.ok()) {
+  if (s = reserve_response(3 * out_size, memory); !s.ok()) {
     return s;
   }
   response->set_batch_size(n);
@@ -473,12 +489,13 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::CoriolisMatrixRequest* request,
-                                   v1::CoriolisMatrixResponse* response, BatchJob& job) const {
+                                   v1::CoriolisMatrixResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
   const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
-  if (s = check_response_size(out_size, limits_.max_message_bytes); !s.ok()) return s;
+  if (s = reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* coriolis = resize(response->mutable_coriolis_matrix(), out_size);
   job = {Algorithm::kCoriolisMatrix, [entry, request, coriolis](WorkerContext& w, int b, int e) {
@@ -489,12 +506,13 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::CentroidalRequest* request,
-                                   v1::CentroidalResponse* response, BatchJob& job) const {
+                                   v1::CentroidalResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
   const std::int64_t states = n;
-  if (s = check_response_size(states * (12 + 9 * m.nv), limits_.max_message_bytes); !s.ok()) {
+  if (s = reserve_response(states * (12 + 9 * m.nv), memory); !s.ok()) {
     return s;
   }
   response->set_batch_size(n);
@@ -511,7 +529,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::ConstrainedDynamicsRequest* request,
-                                   v1::ConstrainedDynamicsResponse* response, BatchJob& job) const {
+                                   v1::ConstrainedDynamicsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -561,9 +580,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
         workspace, limits_.max_workspace_bytes, "--max-workspace-bytes");
   }
   const std::int64_t states = n;
-  if (s = check_response_size(states * ((inverse ? 2 : 1) * m.nv + rows),
-                              limits_.max_message_bytes);
-      !s.ok()) {
+  if (s = reserve_response(states * ((inverse ? 2 : 1) * m.nv + rows), memory); !s.ok()) {
     return s;
   }
   std::vector<DofInput> inputs;
@@ -681,34 +698,42 @@ grpc::ServerUnaryReactor* DynamicsService::ConstrainedDynamics(grpc::CallbackSer
 grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* context,
                                                 const grpc::ByteBuffer* request_bytes,
                                                 grpc::ByteBuffer* response_bytes) {
-  const Call call(context, Method::kEcho, metrics_);
+  const Call call(context, Method::kEcho, metrics_, &budget_);
   v1::EchoRequest request;
   grpc::Status status = access_.check(*context, Method::kEcho);
+  if (status.ok()) status = call.reserve(request_bytes->Length(), "the decoded request");
   if (status.ok()) status = decode(*request_bytes, "request", request);
   if (!status.ok()) return call.finish(status);
   v1::EchoResponse response;
-  status = echo(request, &response);
+  Reservation response_memory;
+  status = echo(request, &response, response_memory);
+  call.hold(std::move(response_memory));
   return call.finish(status.ok() ? encode(response, response_bytes) : status);
 }
 
-grpc::Status DynamicsService::echo(const v1::EchoRequest& request,
-                                   v1::EchoResponse* response) const {
+grpc::Status DynamicsService::echo(const v1::EchoRequest& request, v1::EchoResponse* response,
+                                   Reservation& memory) const {
+  const std::int64_t values =
+      request.response_values() == 0 ? request.values_size() : request.response_values();
+  const std::int64_t bytes =
+      response_bytes(values) + static_cast<std::int64_t>(request.payload().size());
+  if (bytes > limits_.max_message_bytes) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "response_values: " + std::to_string(values) + " values make a response of " +
+                std::to_string(bytes) + " bytes, more than the server's max message size of " +
+                std::to_string(limits_.max_message_bytes) + " (--max-message-bytes)"};
+  }
+  // The response, then its encoding while gRPC sends it.
+  const auto reserved = 2 * static_cast<std::size_t>(bytes);
+  if (!memory.add(budget_, reserved)) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget_.refusal("the response", reserved)};
+  }
   response->set_payload(request.payload());
   if (request.response_values() == 0) {
     *response->mutable_values() = request.values();
-    return grpc::Status::OK;
+  } else {
+    response->mutable_values()->Resize(static_cast<int>(request.response_values()), 0.0);
   }
-  // Packed doubles, the payload and a little framing, as check_response_size counts.
-  const std::int64_t bytes = static_cast<std::int64_t>(request.response_values()) * 8 +
-                             static_cast<std::int64_t>(request.payload().size()) + 64;
-  if (bytes > limits_.max_message_bytes) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "response_values: " + std::to_string(request.response_values()) +
-                " values make a response of " + std::to_string(bytes) +
-                " bytes, more than the server's max message size of " +
-                std::to_string(limits_.max_message_bytes) + " (--max-message-bytes)"};
-  }
-  response->mutable_values()->Resize(static_cast<int>(request.response_values()), 0.0);
   return grpc::Status::OK;
 }
 

@@ -12,6 +12,7 @@
 #include "server/access.hpp"
 #include "server/batch.hpp"
 #include "server/catalog.hpp"
+#include "server/memory_budget.hpp"
 #include "server/raw_call.hpp"
 #include "server/validation.hpp"
 #include "torqued/v1/dynamics.grpc.pb.h"
@@ -25,7 +26,7 @@ class SessionReactor;
 // them from the flags.
 struct RequestLimits {
   int max_batch_states = 100000;
-  std::int64_t max_message_bytes = 256LL << 20;
+  std::int64_t max_message_bytes = 64LL << 20;
   std::int64_t max_workspace_bytes = 256LL << 20;
   int max_constraint_rows = 512;
   int max_contacts = 256;
@@ -56,7 +57,7 @@ using RawDynamicsService = RawMethods<
 class DynamicsService final : public RawDynamicsService {
  public:
   DynamicsService(const Catalog& catalog, BatchRunner& runner, Metrics& metrics,
-                  const AccessControl& access, const RequestLimits& limits,
+                  MemoryBudget& budget, const AccessControl& access, const RequestLimits& limits,
                   const std::atomic<bool>& ready);
 
   grpc::ServerUnaryReactor* InverseDynamics(grpc::CallbackServerContext* context,
@@ -114,8 +115,10 @@ class DynamicsService final : public RawDynamicsService {
       grpc::CallbackServerContext* context) override;
 
   // Echo's answer (unary and Session): RESOURCE_EXHAUSTED when response_values would exceed the
-  // largest message.
-  grpc::Status echo(const v1::EchoRequest& request, v1::EchoResponse* response) const;
+  // largest message, or when the answer does not fit the memory budget (else reserved in
+  // `memory`).
+  grpc::Status echo(const v1::EchoRequest& request, v1::EchoResponse* response,
+                    Reservation& memory) const;
 
   // Ends every open Session (UNAVAILABLE once its pending messages are answered) and refuses new
   // ones: the first step of a graceful shutdown, since open streams would otherwise hold the
@@ -132,20 +135,22 @@ class DynamicsService final : public RawDynamicsService {
   };
 
   // Every check of a batched request against the model `model_id` (the request's own model_id
-  // is not read), then the response sized and the work on `states` states described in `job`.
-  // Shared by the unary RPCs and Session.
+  // is not read), then the response sized and the work on `states` states described in `job`;
+  // `memory` holds the response's reservation. Shared by the unary RPCs and Session.
   template <typename Request, typename Response>
   grpc::Status prepare_batch(const std::string& model_id, const Request& request,
-                             Response* response, int& states, BatchJob& job) const {
+                             Response* response, int& states, BatchJob& job,
+                             Reservation& memory) const {
     RegisteredModelPtr entry;
     grpc::Status status = prepare(model_id, request.batch_size(), request.q(), entry, states);
-    if (status.ok()) status = plan(entry, states, &request, response, job);
+    if (status.ok()) status = plan(entry, states, &request, response, job, memory);
     if (status.ok()) status = check_workspace(*entry, job.algorithm);
     return status;
   }
 
   BatchRunner& runner() const { return runner_; }
   Metrics& metrics() const { return metrics_; }
+  MemoryBudget& budget() const { return budget_; }
 
  private:
   friend class SessionReactor;
@@ -153,6 +158,11 @@ class DynamicsService final : public RawDynamicsService {
   // RESOURCE_EXHAUSTED when the workspace `algorithm` binds for the model would pass
   // --max-workspace-bytes, before anything is allocated for the call.
   grpc::Status check_workspace(const RegisteredModel& entry, Algorithm algorithm) const;
+
+  // A response of `values` numbers: RESOURCE_EXHAUSTED past --max-message-bytes, or when the
+  // response and its encoding, both held until the call ends, do not fit the memory budget; else
+  // reserved in `memory`.
+  grpc::Status reserve_response(std::int64_t values, Reservation& memory) const;
 
   // The checks every dynamics call starts with: server ready, known model, batch size, q.
   grpc::Status prepare(const std::string& model_id, std::uint32_t batch_size, const DoubleArray& q,
@@ -162,43 +172,49 @@ class DynamicsService final : public RawDynamicsService {
   // fields against the model, the response sized, and the work described in `job`.
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::InverseDynamicsRequest* request,
-                    v1::InverseDynamicsResponse* response, BatchJob& job) const;
+                    v1::InverseDynamicsResponse* response, BatchJob& job,
+                    Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::ForwardDynamicsRequest* request,
-                    v1::ForwardDynamicsResponse* response, BatchJob& job) const;
+                    v1::ForwardDynamicsResponse* response, BatchJob& job,
+                    Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::MassMatrixRequest* request,
-                    v1::MassMatrixResponse* response, BatchJob& job) const;
+                    v1::MassMatrixResponse* response, BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::NonlinearEffectsRequest* request,
-                    v1::NonlinearEffectsResponse* response, BatchJob& job) const;
+                    v1::NonlinearEffectsResponse* response, BatchJob& job,
+                    Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::GravityRequest* request,
-                    v1::GravityResponse* response, BatchJob& job) const;
+                    v1::GravityResponse* response, BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::KinematicsRequest* request,
-                    v1::KinematicsResponse* response, BatchJob& job) const;
+                    v1::KinematicsResponse* response, BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::HybridDynamicsRequest* request, v1::HybridDynamicsResponse* response,
-                    BatchJob& job) const;
+                    BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::FloatingBaseInverseDynamicsRequest* request,
-                    v1::FloatingBaseInverseDynamicsResponse* response, BatchJob& job) const;
+                    v1::FloatingBaseInverseDynamicsResponse* response, BatchJob& job,
+                    Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::DerivativesRequest* request,
-                    v1::DerivativesResponse* response, BatchJob& job) const;
+                    v1::DerivativesResponse* response, BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::CoriolisMatrixRequest* request, v1::CoriolisMatrixResponse* response,
-                    BatchJob& job) const;
+                    BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::CentroidalRequest* request,
-                    v1::CentroidalResponse* response, BatchJob& job) const;
+                    v1::CentroidalResponse* response, BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::ConstrainedDynamicsRequest* request,
-                    v1::ConstrainedDynamicsResponse* response, BatchJob& job) const;
+                    v1::ConstrainedDynamicsResponse* response, BatchJob& job,
+                    Reservation& memory) const;
   // Contacts (dynamics_service_contact.cpp).
   grpc::Status plan(const RegisteredModelPtr& entry, int n,
                     const v1::ContactDynamicsRequest* request,
-                    v1::ContactDynamicsResponse* response, BatchJob& job) const;
+                    v1::ContactDynamicsResponse* response, BatchJob& job,
+                    Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::ImpactRequest* request,
-                    v1::ImpactResponse* response, BatchJob& job) const;
+                    v1::ImpactResponse* response, BatchJob& job, Reservation& memory) const;
   grpc::Status plan(const RegisteredModelPtr& entry, int n, const v1::SimulateRequest* request,
-                    v1::SimulateResponse* response, BatchJob& job) const;
+                    v1::SimulateResponse* response, BatchJob& job, Reservation& memory) const;
 
   // A unary batched call: the request decoded, prepare_batch(), then its work runs (inline or
   // across the workers) and the response is encoded; any non-OK status finishes the call with it.
@@ -206,7 +222,7 @@ class DynamicsService final : public RawDynamicsService {
   grpc::ServerUnaryReactor* serve_batch(grpc::CallbackServerContext* context, Method method,
                                         const grpc::ByteBuffer* request_bytes,
                                         grpc::ByteBuffer* response_bytes) {
-    const Call call(context, method, metrics_);
+    const Call call(context, method, metrics_, &budget_);
     // Owned by the completion below, which the runner always calls once; the work reads the
     // request and writes the response in place until then.
     struct Exchange {
@@ -215,13 +231,17 @@ class DynamicsService final : public RawDynamicsService {
     };
     auto exchange = std::make_shared<Exchange>();
     grpc::Status status = access_.check(*context, method);
+    // The decoded request takes about as many bytes as its encoding.
+    if (status.ok()) status = call.reserve(request_bytes->Length(), "the decoded request");
     if (status.ok()) status = decode(*request_bytes, "request", exchange->request);
     int states = 0;
     BatchJob job;
+    Reservation response_memory;
     if (status.ok()) {
       status = prepare_batch(exchange->request.model_id(), exchange->request, &exchange->response,
-                             states, job);
+                             states, job, response_memory);
     }
+    call.hold(std::move(response_memory));
     if (!status.ok()) return call.finish(status);
     runner_.run(
         context, states, job.algorithm, std::move(job.kernel),
@@ -237,6 +257,7 @@ class DynamicsService final : public RawDynamicsService {
   const Catalog& catalog_;
   BatchRunner& runner_;
   Metrics& metrics_;
+  MemoryBudget& budget_;
   const AccessControl& access_;
   const RequestLimits limits_;
   const std::atomic<bool>& ready_;

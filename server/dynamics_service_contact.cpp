@@ -198,16 +198,17 @@ T* resize(google::protobuf::RepeatedField<T>* field, std::int64_t n) {
   return field->mutable_data();
 }
 
+// The values of ContactDynamics' and Impact's per-state results.
+std::int64_t contact_output_values(int n, int nv, int contacts) {
+  return static_cast<std::int64_t>(n) * (nv + 5 + 4 * contacts);
+}
+
 // The per-state results of ContactDynamics and Impact, `velocities` N × nv and C contacts' values,
-// checked against the message size and sized in `response`.
+// sized in `response`.
 template <typename Response>
-grpc::Status size_contact_output(Response* response, int n, int nv, int contacts,
-                                 std::int64_t max_bytes, DoubleArray* velocities,
-                                 DoubleArray* forces, ContactOutput& out) {
+void size_contact_output(Response* response, int n, int nv, int contacts, DoubleArray* velocities,
+                         DoubleArray* forces, ContactOutput& out) {
   const std::int64_t states = n;
-  if (grpc::Status s = check_response_size(states * (nv + 5 + 4 * contacts), max_bytes); !s.ok()) {
-    return s;
-  }
   response->set_batch_size(n);
   out = {resize(velocities, states * nv),
          resize(forces, 3 * states * contacts),
@@ -215,14 +216,14 @@ grpc::Status size_contact_output(Response* response, int n, int nv, int contacts
          resize(response->mutable_status(), states),
          resize(response->mutable_iterations(), states),
          resize(response->mutable_residual(), states)};
-  return grpc::Status::OK;
 }
 
 }  // namespace
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::ContactDynamicsRequest* request,
-                                   v1::ContactDynamicsResponse* response, BatchJob& job) const {
+                                   v1::ContactDynamicsResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -231,13 +232,11 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   if (s = resolve_contacts(*entry, limits_, request->contacts(), contacts); !s.ok()) return s;
   ContactOptions options;
   if (s = resolve_solver(request->solver(), limits_, options); !s.ok()) return s;
+  const int count = static_cast<int>(contacts.size());
+  if (s = reserve_response(contact_output_values(n, m.nv, count), memory); !s.ok()) return s;
   ContactOutput out;
-  if (s = size_contact_output(response, n, m.nv, static_cast<int>(contacts.size()),
-                              limits_.max_message_bytes, response->mutable_a(),
-                              response->mutable_forces(), out);
-      !s.ok()) {
-    return s;
-  }
+  size_contact_output(response, n, m.nv, count, response->mutable_a(), response->mutable_forces(),
+                      out);
   const std::int64_t cost = contact_cost(contact_rows(contacts), options.max_iterations);
   job = {Algorithm::kContactDynamics,
          [entry, request, contacts = std::move(contacts), options, out](WorkerContext& w, int b,
@@ -251,7 +250,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::ImpactRequest* request, v1::ImpactResponse* response,
-                                   BatchJob& job) const {
+                                   BatchJob& job, Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -262,13 +261,11 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
   }
   ContactOptions options;
   if (s = resolve_solver(request->solver(), limits_, options); !s.ok()) return s;
+  const int count = static_cast<int>(contacts.size());
+  if (s = reserve_response(contact_output_values(n, m.nv, count), memory); !s.ok()) return s;
   ContactOutput out;
-  if (s = size_contact_output(response, n, m.nv, static_cast<int>(contacts.size()),
-                              limits_.max_message_bytes, response->mutable_v(),
-                              response->mutable_impulses(), out);
-      !s.ok()) {
-    return s;
-  }
+  size_contact_output(response, n, m.nv, count, response->mutable_v(), response->mutable_impulses(),
+                      out);
   const std::int64_t cost = 2 * contact_cost(contact_rows(contacts), options.max_iterations);
   job = {Algorithm::kImpact,
          [entry, request, contacts = std::move(contacts), options, out](WorkerContext& w, int b,
@@ -282,7 +279,8 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
 grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
                                    const v1::SimulateRequest* request,
-                                   v1::SimulateResponse* response, BatchJob& job) const {
+                                   v1::SimulateResponse* response, BatchJob& job,
+                                   Reservation& memory) const {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -371,7 +369,7 @@ grpc::Status DynamicsService::plan(const RegisteredModelPtr& entry, int n,
 
   const std::int64_t states = n;
   const std::int64_t per_state = static_cast<std::int64_t>(steps) * (m.nq + m.nv) + 4;
-  if (s = check_response_size(states * per_state, limits_.max_message_bytes); !s.ok()) {
+  if (s = reserve_response(states * per_state, memory); !s.ok()) {
     return {s.error_code(), s.error_message() + " or fewer steps"};
   }
   response->set_batch_size(n);

@@ -205,6 +205,20 @@ Metrics::Metrics(const std::string& address, int port)
                             .Help("Models this replica serves (repository and registered).")
                             .Register(*registry_)
                             .Add({});
+  connections_open_ = &prometheus::BuildGauge()
+                           .Name("torqued_connections_open")
+                           .Help("Open connections to the gRPC port.")
+                           .Register(*registry_)
+                           .Add({});
+  connections_closed_ = &prometheus::BuildCounter()
+                             .Name("torqued_connections_closed_total")
+                             .Help("Connections the server closed, by the limit they passed.")
+                             .Register(*registry_);
+  memory_reserved_ = &prometheus::BuildGauge()
+                          .Name("torqued_memory_reserved_bytes")
+                          .Help("Bytes of the memory budget held by calls and workspaces.")
+                          .Register(*registry_)
+                          .Add({});
   exposer_ = std::make_unique<prometheus::Exposer>(
       std::vector<std::string>{"listening_ports", address + ":" + std::to_string(port),
                                "num_threads", std::to_string(kMetricsThreads), "request_timeout_ms",
@@ -218,6 +232,10 @@ int Metrics::port() const {
   if (!exposer_) return 0;
   const auto ports = exposer_->GetListeningPorts();
   return ports.empty() ? 0 : ports.front();
+}
+
+void Metrics::connection_closed(const char* flag) {
+  if (enabled_) connections_closed_->Add({{"limit", flag}}).Increment();
 }
 
 void Metrics::rpc_handled(Method method, grpc::StatusCode code, Clock::time_point start) {

@@ -108,6 +108,16 @@ class Metrics {
   void set_models_registered(std::size_t count) {
     if (enabled_) models_registered_->Set(static_cast<double>(count));
   }
+  // The gRPC port's connections: open now, and closed by the server because of `flag` (the
+  // limit's flag without its dashes: "max_connections", "max_resets_per_second", ...).
+  void set_connections_open(int count) {
+    if (enabled_) connections_open_->Set(count);
+  }
+  void connection_closed(const char* flag);
+  // Bytes of the memory budget held by calls and workspaces.
+  void set_memory_reserved(std::size_t bytes) {
+    if (enabled_) memory_reserved_->Set(static_cast<double>(bytes));
+  }
   // Gauges the executor updates; null when off.
   prometheus::Gauge* queue_depth() const { return queue_depth_; }
   prometheus::Gauge* busy_workers() const { return busy_workers_; }
@@ -136,6 +146,9 @@ class Metrics {
   prometheus::Gauge* queue_depth_ = nullptr;
   prometheus::Gauge* busy_workers_ = nullptr;
   prometheus::Gauge* models_registered_ = nullptr;
+  prometheus::Gauge* connections_open_ = nullptr;
+  prometheus::Family<prometheus::Counter>* connections_closed_ = nullptr;
+  prometheus::Gauge* memory_reserved_ = nullptr;
 };
 
 }  // namespace torqued::server

@@ -3,9 +3,12 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 
@@ -32,6 +35,27 @@ class ReflectionOption final : public grpc::ServerBuilderOption {
   const bool enabled_;
 };
 
+// gRPC's transport bounded as Config says (docs/security.md): its memory (a ResourceQuota of a
+// quarter of the budget: connections, streams, the bytes of messages being received; under
+// pressure gRPC reads less and cancels streams), the streams a connection may open, the metadata
+// of a call, and the identity encoding only, since gRPC 1.51 inflates a compressed message whole
+// before any size check (a 2 MB gzip message became 2 GiB) and torqued's clients never compress.
+void bound_transport(const Config& config, grpc::ServerBuilder& builder) {
+  grpc::ResourceQuota quota("torqued-transport");
+  quota.Resize(static_cast<std::size_t>(config.memory_budget_bytes / 4));
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, config.max_concurrent_streams);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE,
+                             static_cast<int>(config.max_metadata_bytes));
+  builder.AddChannelArgument(GRPC_COMPRESSION_CHANNEL_ENABLED_ALGORITHMS_BITSET,
+                             1 << GRPC_COMPRESS_NONE);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(config.handshake_timeout_seconds * 1000));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                             static_cast<int>(std::min(config.idle_connection_seconds * 1000,
+                                                       static_cast<double>(INT32_MAX))));
+}
+
 }  // namespace
 
 ModelLimits model_limits(const Config& config) {
@@ -54,31 +78,45 @@ Server::Server(const Config& config)
                                         : Metrics(config.metrics_address, config.metrics_port)),
       store_(config.data_dir),
       executor_(config.workers, config.queue_capacity, metrics_.queue_depth(),
-                metrics_.busy_workers()),
+                metrics_.busy_workers(), config.max_calls_per_peer),
+      memory_(static_cast<std::size_t>(config.memory_budget_bytes / 2), &metrics_),
       workspaces_(static_cast<std::size_t>(config.workspace_cache_bytes),
-                  static_cast<std::size_t>(config.max_workspace_bytes)),
+                  static_cast<std::size_t>(config.max_workspace_bytes), memory_),
       runner_(executor_, workspaces_, metrics_, config.split_min_states, config.inline_max_states,
               config.max_call_seconds),
       catalog_(store_, model_limits(config), metrics_, workspaces_),
       model_service_(catalog_, runner_, metrics_, access_, ready_, config.max_model_bytes),
-      dynamics_service_(catalog_, runner_, metrics_, access_, request_limits(config), ready_) {}
+      dynamics_service_(catalog_, runner_, metrics_, memory_, access_, request_limits(config),
+                        ready_) {}
 
 Server::~Server() = default;
 
 void Server::start(bool listen) {
   grpc::ServerBuilder builder;
   builder.SetOption(std::make_unique<ReflectionOption>(access_.reflection_allowed()));
-  const std::string address = config_.address + ":" + std::to_string(config_.port);
-  if (listen) builder.AddListeningPort(address, credentials_, &port_);
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor;
+  if (listen) {
+    listener_ = std::make_unique<Listener>(
+        config_.address, config_.port,
+        ConnectionLimits{config_.max_connections, config_.max_connections_per_peer,
+                         config_.max_resets_per_second},
+        metrics_);
+    port_ = listener_->port();
+    acceptor = builder.experimental().AddExternalConnectionAcceptor(
+        grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials_);
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> reporters;
+    reporters.push_back(std::make_unique<CancellationReporter>(*listener_));
+    builder.experimental().SetInterceptorCreators(std::move(reporters));
+  }
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+  bound_transport(config_, builder);
   builder.RegisterService(&health_);
   builder.RegisterService(&model_service_);
   builder.RegisterService(&dynamics_service_);
   server_ = builder.BuildAndStart();
-  if (!server_ || (listen && port_ == 0)) {
-    throw std::runtime_error("cannot listen on " + address);
-  }
+  if (!server_) throw std::runtime_error("cannot start the gRPC server");
+  if (listener_) listener_->start(std::move(acceptor));
   spdlog::info("gRPC listening on {}:{} ({} workers, queue {} tasks, max message {} bytes)",
                config_.address, port_, executor_.workers(), executor_.queue_capacity(),
                config_.max_message_bytes);
@@ -151,6 +189,7 @@ void Server::shut_down() {
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
                             std::chrono::duration<double>(config_.drain_seconds));
   dynamics_service_.drain();
+  if (listener_) listener_->stop();
   if (server_) server_->Shutdown(deadline);
   executor_.stop();
   spdlog::info("stopped");

@@ -16,6 +16,7 @@
 #include "server/executor.hpp"
 #include "server/health_service.hpp"
 #include "server/heap_trimmer.hpp"
+#include "server/listener.hpp"
 #include "server/metrics.hpp"
 #include "server/model_service.hpp"
 #include "server/store.hpp"
@@ -60,6 +61,8 @@ class Server {
   Metrics metrics_;
   Store store_;
   Executor executor_;
+  // Half of --memory-budget-bytes: what calls and workspaces may hold.
+  MemoryBudget memory_;
   WorkspacePool workspaces_;
   BatchRunner runner_;
   Catalog catalog_;
@@ -68,6 +71,8 @@ class Server {
   HealthService health_;
   ModelService model_service_;
   DynamicsService dynamics_service_;
+  // The gRPC port's accept loop, when the server listens.
+  std::unique_ptr<Listener> listener_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

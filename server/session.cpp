@@ -58,6 +58,7 @@ void SessionReactor::OnWriteDone(bool ok) {
     ready_.front()->Clear();
     spare_.push_back(std::move(ready_.front()));
     ready_.pop_front();
+    ready_memory_.pop_front();
     if (!ok) {
       // The client is gone: nothing more can be written, what is queued is dropped.
       write_failed_ = true;
@@ -66,6 +67,7 @@ void SessionReactor::OnWriteDone(bool ok) {
         spare_.push_back(std::move(ready_.front()));
         ready_.pop_front();
       }
+      ready_memory_.clear();
     }
     plan_next(actions);
   }
@@ -99,6 +101,13 @@ std::unique_ptr<v1::SessionResponse> SessionReactor::take_spare() {
 
 void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
   ++messages_read_;
+  // The decoded message takes about as many bytes as its encoding.
+  if (!message_memory_.add(service_.budget(), read_buffer_.Length())) {
+    return complete(std::move(response),
+                    {grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     service_.budget().refusal("message " + std::to_string(messages_read_),
+                                               read_buffer_.Length())});
+  }
   if (grpc::Status decoded =
           decode(read_buffer_, "message " + std::to_string(messages_read_), request_);
       !decoded.ok()) {
@@ -113,7 +122,8 @@ void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
     return;
   }
   if (request_.request_case() == v1::SessionRequest::kEcho) {
-    const grpc::Status status = service_.echo(request_.echo(), response->mutable_echo());
+    const grpc::Status status =
+        service_.echo(request_.echo(), response->mutable_echo(), message_memory_);
     return complete(std::move(response), status);
   }
   complete(std::move(response),
@@ -130,7 +140,7 @@ void SessionReactor::serve(Method method, const Request& request,
   DynamicsService::BatchJob job;
   const grpc::Status status =
       service_.prepare_batch(request.model_id().empty() ? model_id_ : request.model_id(), request,
-                             ((*response).*inner)(), states, job);
+                             ((*response).*inner)(), states, job, message_memory_);
   if (!status.ok()) {
     spdlog::warn("Session {} message {} from {}: {} ({})", method_name(method),
                  response->sequence(), context_->peer(), status_code_name(status.error_code()),
@@ -165,8 +175,10 @@ void SessionReactor::complete(std::unique_ptr<v1::SessionResponse> response,
     if (write_failed_) {
       response->Clear();
       spare_.push_back(std::move(response));
+      message_memory_.reset();
     } else {
       ready_.push_back(std::move(response));
+      ready_memory_.push_back(std::move(message_memory_));
     }
     plan_next(actions);
   }

@@ -92,6 +92,10 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   bool finished_ = false;
   int starting_ = 0;  // reads and writes decided by plan_next() and not yet started
   std::deque<std::unique_ptr<v1::SessionResponse>> ready_;
+  // What the message being computed reserved of the memory budget (its decoding and its
+  // response), then what each response of ready_ holds until it is written.
+  Reservation message_memory_;
+  std::deque<Reservation> ready_memory_;
   std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
 };
 

@@ -169,9 +169,13 @@ grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int sta
   return grpc::Status::OK;
 }
 
-grpc::Status check_response_size(std::int64_t doubles, std::int64_t max_bytes) {
+std::int64_t response_bytes(std::int64_t doubles) {
   // Packed doubles plus a little framing.
-  const std::int64_t bytes = doubles * 8 + 64;
+  return doubles * 8 + 64;
+}
+
+grpc::Status check_response_size(std::int64_t doubles, std::int64_t max_bytes) {
+  const std::int64_t bytes = response_bytes(doubles);
   if (bytes > max_bytes) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "the response would take " + std::to_string(bytes) +

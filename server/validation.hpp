@@ -56,6 +56,8 @@ grpc::Status check_dof_inputs(const google::protobuf::RepeatedField<int>& inputs
 // Every quaternion in q (spherical and free-flyer joints) must have unit norm within 1e-6.
 grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states);
 
+// The bytes of a response of `doubles` numbers.
+std::int64_t response_bytes(std::int64_t doubles);
 // A response of `doubles` numbers must fit in a message of `max_bytes`.
 grpc::Status check_response_size(std::int64_t doubles, std::int64_t max_bytes);
 

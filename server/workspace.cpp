@@ -78,6 +78,26 @@ std::size_t ModelWorkspace::heap_bytes_with(const Model& model, WorkspaceSet nee
   return heap_bytes() + (data.heap_bytes_with(model, needs) - data.heap_bytes());
 }
 
+WorkspacePool::WorkspacePool(std::size_t idle_budget_bytes, std::size_t max_workspace_bytes,
+                             MemoryBudget& budget)
+    : idle_budget_(idle_budget_bytes), max_workspace_bytes_(max_workspace_bytes), budget_(budget) {
+  budget_.set_reclaimer([this](std::size_t wanted) {
+    std::vector<std::unique_ptr<ModelWorkspace>> freed;
+    std::lock_guard lock(mutex_);
+    evict_down_to(idle_bytes_ > wanted ? idle_bytes_ - wanted : 0, freed);
+  });
+}
+
+WorkspacePool::~WorkspacePool() { budget_.set_reclaimer(nullptr); }
+
+void WorkspacePool::reserve(ModelWorkspace& workspace, std::size_t bytes,
+                            const RegisteredModel& entry) {
+  if (!workspace.memory.add(budget_, bytes)) {
+    throw WorkspaceLimitError(
+        budget_.refusal("the workspace this call binds for model \"" + entry.id + "\"", bytes));
+  }
+}
+
 std::unique_ptr<ModelWorkspace> WorkspacePool::acquire(const RegisteredModel& entry,
                                                        WorkspaceSet needs) {
   std::unique_ptr<ModelWorkspace> workspace;
@@ -91,8 +111,14 @@ std::unique_ptr<ModelWorkspace> WorkspacePool::acquire(const RegisteredModel& en
       lru_.erase(idle);
     }
   }
-  if (workspace && workspace->heap_bytes_with(*entry.model, needs) <= max_workspace_bytes_) {
-    return workspace;
+  if (workspace) {
+    const std::size_t bytes = workspace->heap_bytes_with(*entry.model, needs);
+    if (bytes <= max_workspace_bytes_) {
+      if (bytes > workspace->memory.bytes()) {
+        reserve(*workspace, bytes - workspace->memory.bytes(), entry);
+      }
+      return workspace;
+    }
   }
   // What earlier calls bound leaves no room: a new workspace binds only what this call needs.
   workspace.reset();
@@ -104,13 +130,25 @@ std::unique_ptr<ModelWorkspace> WorkspacePool::acquire(const RegisteredModel& en
                    static_cast<std::int64_t>(max_workspace_bytes_), "--max-workspace-bytes")
             .error_message());
   }
-  return std::make_unique<ModelWorkspace>(*entry.model);
+  // Reserved before it is built: the reservation is released if the reserve throws.
+  Reservation memory;
+  if (!memory.add(budget_, bytes)) {
+    throw WorkspaceLimitError(
+        budget_.refusal("the workspace this call binds for model \"" + entry.id + "\"", bytes));
+  }
+  auto created = std::make_unique<ModelWorkspace>(*entry.model);
+  created->memory = std::move(memory);
+  return created;
 }
 
 void WorkspacePool::release(const RegisteredModel& entry,
                             std::unique_ptr<ModelWorkspace> workspace) {
   if (entry.deleted.load(std::memory_order_acquire)) return;
   const std::size_t bytes = workspace->heap_bytes();
+  // Contact and simulation buffers grow while a call computes: they are allocated already.
+  if (bytes > workspace->memory.bytes()) {
+    workspace->memory.force_add(budget_, bytes - workspace->memory.bytes());
+  }
   // Freed outside the lock: a large workspace takes a while to give back.
   std::vector<std::unique_ptr<ModelWorkspace>> freed;
   std::lock_guard lock(mutex_);
@@ -118,11 +156,12 @@ void WorkspacePool::release(const RegisteredModel& entry,
   lru_.push_front({entry.id, std::move(workspace), bytes});
   by_id_.emplace(entry.id, lru_.begin());
   idle_bytes_ += bytes;
-  evict_beyond_budget(freed);
+  evict_down_to(idle_budget_, freed);
 }
 
-void WorkspacePool::evict_beyond_budget(std::vector<std::unique_ptr<ModelWorkspace>>& freed) {
-  while (idle_bytes_ > idle_budget_) {
+void WorkspacePool::evict_down_to(std::size_t keep,
+                                  std::vector<std::unique_ptr<ModelWorkspace>>& freed) {
+  while (idle_bytes_ > keep) {
     Idle& oldest = lru_.back();
     const auto range = by_id_.equal_range(oldest.id);
     for (auto it = range.first; it != range.second; ++it) {

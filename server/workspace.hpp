@@ -25,12 +25,14 @@
 #include "engine/algorithms/interruption.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "engine/model/data.hpp"
+#include "server/memory_budget.hpp"
 #include "server/metrics.hpp"
 #include "server/registry.hpp"
 
 namespace torqued::server {
 
-// A workspace a call would need is larger than the server allows (--max-workspace-bytes).
+// A workspace a call would need is larger than the server allows (--max-workspace-bytes), or does
+// not fit the memory budget.
 class WorkspaceLimitError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -59,19 +61,26 @@ struct ModelWorkspace {
   // Rebuilt, larger, only when a call has more contacts (or candidates) than they hold.
   std::unique_ptr<ContactWorkspace> contact;
   std::unique_ptr<SimulationWorkspace> simulation;
+
+  // What the workspace holds of the memory budget, released when it is freed.
+  Reservation memory;
 };
 
 class WorkspacePool {
  public:
   // Keeps at most `idle_budget_bytes` of idle workspaces; no workspace may pass
-  // `max_workspace_bytes` (--max-workspace-bytes) once a call has bound what it needs.
-  WorkspacePool(std::size_t idle_budget_bytes, std::size_t max_workspace_bytes)
-      : idle_budget_(idle_budget_bytes), max_workspace_bytes_(max_workspace_bytes) {}
+  // `max_workspace_bytes` (--max-workspace-bytes) once a call has bound what it needs. Every
+  // workspace's bytes are reserved from `budget`, whose reclaimer frees idle workspaces, least
+  // recently used first, when a call needs room.
+  WorkspacePool(std::size_t idle_budget_bytes, std::size_t max_workspace_bytes,
+                MemoryBudget& budget);
+  ~WorkspacePool();
 
   // A workspace for `entry`'s model in which the engine workspaces `needs` can be bound within
   // the limit, the caller's alone until release(): an idle one when there is one (a new one in
   // its place when what earlier calls bound in it leaves no room for `needs`), else a new one.
-  // Throws WorkspaceLimitError when even a new one would pass the limit.
+  // Throws WorkspaceLimitError when even a new one would pass the limit, or when what it needs
+  // does not fit the memory budget even without idle workspaces.
   std::unique_ptr<ModelWorkspace> acquire(const RegisteredModel& entry, WorkspaceSet needs);
   // Gives a workspace back: kept idle (evicting the least recently used beyond the budget), or
   // freed when its model has been deleted meanwhile.
@@ -89,10 +98,14 @@ class WorkspacePool {
     std::size_t bytes;
   };
 
-  void evict_beyond_budget(std::vector<std::unique_ptr<ModelWorkspace>>& freed);
+  // Evicts the least recently used idle workspaces until at most `keep` bytes of them are left.
+  void evict_down_to(std::size_t keep, std::vector<std::unique_ptr<ModelWorkspace>>& freed);
+  // Reserves `bytes` more for `workspace`, or throws WorkspaceLimitError.
+  void reserve(ModelWorkspace& workspace, std::size_t bytes, const RegisteredModel& entry);
 
   const std::size_t idle_budget_;
   const std::size_t max_workspace_bytes_;
+  MemoryBudget& budget_;
   mutable std::mutex mutex_;
   std::list<Idle> lru_;  // most recently released first
   std::unordered_multimap<std::string, std::list<Idle>::iterator> by_id_;

@@ -63,11 +63,12 @@ class Harness {
   Harness()
       : store_directory_(make_store_directory()),
         store_(store_directory_),
-        workspaces_(64 << 20, 64 << 20),
+        memory_(std::size_t{1} << 30),
+        workspaces_(64 << 20, 64 << 20, memory_),
         catalog_(store_, model_limits(Config{}), metrics_, workspaces_),
         executor_(0, 0, nullptr, nullptr),
         runner_(executor_, workspaces_, metrics_, 64, 16, 0),
-        service_(catalog_, runner_, metrics_, access_, fuzzing_limits(), ready_) {
+        service_(catalog_, runner_, metrics_, memory_, access_, fuzzing_limits(), ready_) {
     spdlog::set_level(spdlog::level::warn);
     if (catalog_.load_repository(TORQUED_REPOSITORY_DIR) == 0) {
       throw std::runtime_error("no bundled model in " TORQUED_REPOSITORY_DIR);
@@ -82,7 +83,8 @@ class Harness {
   void run(const v1::SessionRequest& message) {
     v1::SessionResponse response;
     if (message.request_case() == v1::SessionRequest::kEcho) {
-      service_.echo(message.echo(), response.mutable_echo());
+      Reservation memory;
+      service_.echo(message.echo(), response.mutable_echo(), memory);
       return;
     }
     visit_batched_request(message, [&](Method, const auto& request, auto inner) {
@@ -97,9 +99,10 @@ class Harness {
     const auto named = ids_.find(model);
     int states = 0;
     DynamicsService::BatchJob job;
+    Reservation memory;
     if (!service_
              .prepare_batch(named == ids_.end() ? model : named->second, request, response, states,
-                            job)
+                            job, memory)
              .ok()) {
       return;
     }
@@ -117,6 +120,7 @@ class Harness {
   const std::filesystem::path store_directory_;
   Store store_;
   Metrics metrics_;
+  MemoryBudget memory_;
   WorkspacePool workspaces_;
   Catalog catalog_;
   Executor executor_;

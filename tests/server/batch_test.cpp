@@ -81,7 +81,8 @@ class BatchRunnerTest : public ::testing::Test {
   }
 
   Metrics metrics_;
-  WorkspacePool workspaces_{0, kNoWorkspaceLimit};
+  MemoryBudget memory_{std::size_t{1} << 40};
+  WorkspacePool workspaces_{0, kNoWorkspaceLimit, memory_};
   grpc::CallbackServerContext context_;
   Executor executor_{2, 16, nullptr, nullptr};  // stopped first: its tasks use the members above
 };

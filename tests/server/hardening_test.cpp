@@ -496,7 +496,8 @@ TEST_F(HardeningTest, OversizedRegistrationIsRefusedBeforeDecodingAndMemoryRetur
 // computed it, and glibc gives the memory back: the server keeps at most 64 MB of freed heap
 // (server/heap_trimmer.hpp) out of the >100 MB this call took.
 TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
-  start({"--workers=2"});
+  // The answer, 4 states' three 1000 x 1000 matrices, is 96 MB.
+  start({"--workers=2", "--max-message-bytes=134217728"});
   const std::int64_t before = rss_bytes(server_->pid());
   v1::Model chain;
   ASSERT_TRUE(register_urdf(chain_urdf(1000, 1.0), &chain).ok());

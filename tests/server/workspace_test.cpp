@@ -21,6 +21,12 @@
 namespace torqued::server {
 namespace {
 
+// A budget no test here reaches.
+MemoryBudget& plenty() {
+  static MemoryBudget budget(std::size_t{1} << 40);
+  return budget;
+}
+
 using ::testing::HasSubstr;
 
 // No call in the tests below comes near this.
@@ -42,7 +48,7 @@ TEST(WorkspacePoolTest, KeepsIdleWorkspacesWithinTheBudgetLeastRecentlyUsedFirst
   const std::size_t small_bytes = ModelWorkspace(*small->model).heap_bytes();
   const std::size_t large_bytes = ModelWorkspace(*large->model).heap_bytes();
   ASSERT_LT(small_bytes, large_bytes);
-  WorkspacePool pool(large_bytes + small_bytes, kNoWorkspaceLimit);
+  WorkspacePool pool(large_bytes + small_bytes, kNoWorkspaceLimit, plenty());
 
   std::unique_ptr<ModelWorkspace> first = pool.acquire(*large, {});
   std::unique_ptr<ModelWorkspace> second = pool.acquire(*small, {});
@@ -67,7 +73,7 @@ TEST(WorkspacePoolTest, ThreadsLeaseAndReturnWorkspacesWhileAModelIsDeleted) {
   const auto kept = registered("kept", 12);
   const auto deleted = registered("deleted", 8);
   // Room for a few idle workspaces, so that releases also evict.
-  WorkspacePool pool(3 * ModelWorkspace(*kept->model).heap_bytes(), kNoWorkspaceLimit);
+  WorkspacePool pool(3 * ModelWorkspace(*kept->model).heap_bytes(), kNoWorkspaceLimit, plenty());
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
@@ -118,7 +124,7 @@ class WorkspaceBudgetTest : public ::testing::Test {
 };
 
 TEST_F(WorkspaceBudgetTest, AnIdleWorkspaceWithRoomIsReused) {
-  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kAbaDerivatives));
+  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kAbaDerivatives), plenty());
   auto workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAbaDerivatives));
   workspace->data.bind(model(), engine_workspaces(Algorithm::kAbaDerivatives));
   EXPECT_EQ(workspace->heap_bytes(), workspace_bytes(model(), Algorithm::kAbaDerivatives));
@@ -133,7 +139,7 @@ TEST_F(WorkspaceBudgetTest, AnIdleWorkspaceWithRoomIsReused) {
 TEST_F(WorkspaceBudgetTest, AWorkspaceWithoutRoomForACallIsReplaced) {
   const std::size_t limit = workspace_bytes(model(), Algorithm::kAba);
   ASSERT_LT(limit, workspace_bytes(model(), Algorithm::kAbaDerivatives));
-  WorkspacePool pool(1 << 20, limit);
+  WorkspacePool pool(1 << 20, limit, plenty());
   auto workspace = std::make_unique<ModelWorkspace>(model());
   workspace->data.bind(model(), engine_workspaces(Algorithm::kAbaDerivatives));
   pool.release(entry_, std::move(workspace));
@@ -146,7 +152,7 @@ TEST_F(WorkspaceBudgetTest, AWorkspaceWithoutRoomForACallIsReplaced) {
 }
 
 TEST_F(WorkspaceBudgetTest, ACallThatCannotFitIsRefusedNamingTheFlag) {
-  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kRnea));
+  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kRnea), plenty());
   EXPECT_NO_THROW(pool.acquire(entry_, engine_workspaces(Algorithm::kRnea)));
   try {
     pool.acquire(entry_, engine_workspaces(Algorithm::kCrba));
