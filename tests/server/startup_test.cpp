@@ -1,15 +1,19 @@
-// Tests the start of the real torqued binary against what may lie in its data directory: the
-// store removes only the temporary files it wrote, and leaves directories, symbolic links and
-// files of other names alone with a warning; it reads only regular model files in its directory,
-// never through a symbolic link, and none larger than the largest registration
-// (--max-model-bytes).
+// Tests the start of the real torqued binary against what may lie in its data directory and in
+// the files its flags name: the store removes only the temporary files it wrote, and leaves
+// directories, symbolic links and files of other names alone with a warning; it reads only
+// regular model files in its directory, never through a symbolic link, and none larger than the
+// largest registration (--max-model-bytes); every file a flag names (certificate, key, client CA,
+// token files) must be a regular file, so that a FIFO stops the start instead of hanging it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <fstream>
 #include <iostream>
 
 #include "server/repository.hpp"
+#include "tests/server/pki.hpp"
 #include "tests/server/server_process.hpp"
 
 namespace torqued::testing {
@@ -60,6 +64,8 @@ void make_sparse_file(const fs::path& path, std::int64_t bytes) {
   std::ofstream(path).close();
   fs::resize_file(path, static_cast<std::uintmax_t>(bytes));
 }
+
+void make_fifo(const fs::path& path) { ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path; }
 
 TEST(StartupTest, TheStoreRemovesOnlyTheTemporaryFilesItWrote) {
   TempDir dir;
@@ -161,6 +167,37 @@ TEST(StartupTest, TheStoreReadsNoSymbolicLinkAndNoFileLargerThanTheLargestRegist
   // megabytes.
   if (kRssIsTheServers) {
     EXPECT_LT(peak, 256LL << 20);
+  }
+}
+
+TEST(StartupTest, FilesThatFlagsNameMustBeRegularFiles) {
+  TempDir dir;
+  const Pki pki(dir.path() / "pki");
+  const fs::path fifo = dir.path() / "fifo";
+  make_fifo(fifo);
+  const std::string cert = "--tls-cert=" + pki.server_cert.string();
+  const std::string key = "--tls-key=" + pki.server_key.string();
+  const struct {
+    std::string flag;
+    std::vector<std::string> others;
+  } cases[] = {
+      {"tls-cert", {key}}, {"tls-key", {cert}},      {"tls-client-ca", {cert, key}},
+      {"token-file", {}},  {"admin-token-file", {}},
+  };
+  int servers = 0;
+  for (const auto& c : cases) {
+    ServerProcess::Options options{dir.path() / ("data" + std::to_string(++servers)), ""};
+    options.extra_args = c.others;
+    options.extra_args.push_back("--" + c.flag + "=" + fifo.string());
+    std::unique_ptr<ServerProcess> server = ServerProcess::launch(options);
+    const int status = server->wait_exit(30);
+    ASSERT_TRUE(WIFEXITED(status)) << c.flag << ": status " << status << ", log:\n"
+                                   << server->log();
+    EXPECT_EQ(WEXITSTATUS(status), 1) << server->log();
+    EXPECT_NE(server->log().find("--" + c.flag + " " + fifo.string() +
+                                 ": cannot be read (a FIFO, not a regular file)"),
+              std::string::npos)
+        << server->log();
   }
 }
 
