@@ -33,6 +33,11 @@ Digest read_token(const std::string& flag, const std::string& path) {
     return std::runtime_error("--" + flag + " " + path + ": " + why);
   };
   if (token.empty()) throw invalid("is empty; it must hold the token");
+  if (token.size() > kMaxTokenBytes) {
+    throw invalid("the token is " + std::to_string(token.size()) +
+                  " bytes, more than the limit of " + std::to_string(kMaxTokenBytes) +
+                  " (a call's metadata must hold it)");
+  }
   if (!std::all_of(token.begin(), token.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
     throw invalid(
         "the token must be printable ASCII without spaces (it travels in an HTTP/2 header)");

@@ -21,6 +21,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <array>
+#include <cstddef>
 #include <optional>
 
 #include "server/config.hpp"
@@ -28,14 +29,21 @@
 
 namespace torqued::server {
 
+// The longest token a token file may hold. A call carries its token in the header
+// "authorization: Bearer <token>", which must fit the metadata limits of the server and of every
+// client: gRPC's default for received metadata is 8 KiB for all of a call's headers together (the
+// server accepts at least that much), so half of it is left for the token, and the rest for the
+// other headers (path, authority, user agent, deadline, content type).
+inline constexpr std::size_t kMaxTokenBytes = 4096;
+
 class AccessControl {
  public:
   // Every call open.
   AccessControl() = default;
   // Reads the token files `config` names. Throws std::runtime_error naming the flag and the file
   // (never what it holds) when one cannot be read, is empty once its trailing newline is
-  // stripped, holds other than printable ASCII (a token travels in an HTTP/2 header), or when
-  // both files hold the same token.
+  // stripped, holds a token longer than kMaxTokenBytes or other than printable ASCII (a token
+  // travels in an HTTP/2 header), or when both files hold the same token.
   explicit AccessControl(const Config& config);
 
   // Whether any token is needed, and whether every call but health needs one.

@@ -2,15 +2,19 @@
 // parser, the environment names and --help cannot drift apart.
 #include "server/config.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "server/posix_file.hpp"
 
 namespace torqued::server {
 namespace {
@@ -300,23 +304,32 @@ ParseResult parse_config(const std::vector<std::string>& args) {
 }
 
 std::string read_flag_file(const std::string& flag, const std::string& path) {
-  // Certificates, keys and tokens are a few kilobytes; the bound stops a flag naming a device or
-  // a huge file by mistake from hanging the start.
+  // Certificates, keys and tokens are a few kilobytes; the bound stops a huge file named by
+  // mistake from filling the memory.
   constexpr std::size_t kMaxBytes = 1 << 20;
   const auto failure = [&](const std::string& why) {
     return std::runtime_error("--" + flag + " " + path + ": cannot be read (" + why + ")");
   };
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw failure(std::strerror(errno));
+  // Only a regular file is opened: opening a FIFO blocks until a writer comes, and opening a
+  // device can act on it (a tape rewinds, a watchdog arms). stat (which follows symbolic links,
+  // as Kubernetes' secret volumes need) says so before the open; O_NONBLOCK and fstat catch what
+  // may have been put in the file's place meanwhile.
+  const auto check_regular = [&](const struct stat& status) {
+    if (S_ISDIR(status.st_mode)) throw failure(std::strerror(EISDIR));
+    if (!S_ISREG(status.st_mode)) {
+      throw failure(std::string(file_kind(status.st_mode)) + ", not a regular file");
+    }
+  };
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) throw failure(std::strerror(errno));
+  check_regular(status);
+  const FileDescriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (file.get() < 0 || ::fstat(file.get(), &status) != 0) throw failure(std::strerror(errno));
+  check_regular(status);
   std::string content;
-  char buffer[4096];
-  std::size_t n = 0;
-  while (content.size() <= kMaxBytes && (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    content.append(buffer, n);
+  if (const int error = read_at_most(file.get(), kMaxBytes, content); error != 0) {
+    throw failure(std::strerror(error));
   }
-  const int error = std::ferror(file) ? errno : 0;
-  std::fclose(file);
-  if (error != 0) throw failure(std::strerror(error));
   if (content.size() > kMaxBytes) throw failure("larger than 1 MiB");
   return content;
 }

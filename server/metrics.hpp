@@ -1,11 +1,11 @@
-// Prometheus metrics of the service (prometheus-cpp pull exposer on its own port). Every label
-// combination is created up front, so the hot path only touches pre-made counters, gauges and
-// histograms; with metrics off every recording call returns at once.
+// Prometheus metrics of the service (prometheus-cpp's registry, served as Prometheus text on its
+// own port by MetricsEndpoint, metrics.cpp). Every label combination is created up front, so the
+// hot path only touches pre-made counters, gauges and histograms; with metrics off every
+// recording call returns at once.
 #pragma once
 
 #include <grpcpp/support/status.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
@@ -80,6 +80,8 @@ const char* method_service(Method method);
 
 using Clock = std::chrono::steady_clock;
 
+class MetricsEndpoint;
+
 class Metrics {
  public:
   // Metrics off: nothing is registered or served.
@@ -89,7 +91,7 @@ class Metrics {
   ~Metrics();
 
   bool enabled() const { return enabled_; }
-  // The port the exposer listens on (0 when off).
+  // The port the metrics are served on (0 when off).
   int port() const;
 
   // Clock::now() when metrics are on, else a zero time point (no clock read).
@@ -139,7 +141,7 @@ class Metrics {
 
   bool enabled_ = false;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<MetricsEndpoint> endpoint_;
   std::array<MethodMetrics, static_cast<int>(Method::kCount)> methods_{};
   std::array<prometheus::Histogram*, static_cast<int>(Algorithm::kCount)> algorithms_{};
   prometheus::Histogram* batch_states_ = nullptr;

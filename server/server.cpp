@@ -76,7 +76,7 @@ Server::Server(const Config& config)
       access_(config),
       metrics_(config.metrics_port == 0 ? Metrics()
                                         : Metrics(config.metrics_address, config.metrics_port)),
-      store_(config.data_dir),
+      store_(config.data_dir, config.max_model_bytes),
       executor_(config.workers, config.queue_capacity, metrics_.queue_depth(),
                 metrics_.busy_workers(), config.max_calls_per_peer),
       memory_(static_cast<std::size_t>(config.memory_budget_bytes / 2), &metrics_),
@@ -87,7 +87,11 @@ Server::Server(const Config& config)
       catalog_(store_, model_limits(config), metrics_, workspaces_),
       model_service_(catalog_, runner_, metrics_, access_, ready_, config.max_model_bytes),
       dynamics_service_(catalog_, runner_, metrics_, memory_, access_, request_limits(config),
-                        ready_) {}
+                        ready_) {
+  std::vector<std::string> warnings;
+  store_.remove_stale_temporary_files(warnings);
+  for (const std::string& w : warnings) spdlog::warn("store: {}", w);
+}
 
 Server::~Server() = default;
 

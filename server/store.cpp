@@ -2,54 +2,111 @@
 #include "server/store.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
-#include <fstream>
-#include <sstream>
+#include <cstring>
+#include <string_view>
 #include <system_error>
 
 #include "server/model_id.hpp"
+#include "server/posix_file.hpp"
 
 namespace torqued::server {
 namespace {
 
-constexpr const char* kSuffix = ".model";
-constexpr const char* kTemporarySuffix = ".tmp";
+constexpr std::string_view kSuffix = ".model";
+constexpr std::string_view kTemporarySuffix = ".tmp";
 
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
-// Closes a file descriptor on scope exit.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
+bool all_digits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
+}
 
- private:
-  int fd_;
-};
+// Whether `name` is one that save() gives its temporary files: <id>.<pid>.<counter>.tmp.
+bool is_temporary_file_name(std::string_view name) {
+  if (!name.ends_with(kTemporarySuffix)) return false;
+  name.remove_suffix(kTemporarySuffix.size());
+  const std::size_t counter = name.rfind('.');
+  if (counter == std::string_view::npos || !all_digits(name.substr(counter + 1))) return false;
+  name = name.substr(0, counter);
+  const std::size_t pid = name.rfind('.');
+  return pid != std::string_view::npos && all_digits(name.substr(pid + 1)) &&
+         looks_like_model_id(std::string(name.substr(0, pid)));
+}
+
+// Reads the model file at `path` into `bytes`; returns why it is skipped, or "".
+std::string read_model_file(const std::filesystem::path& path, std::int64_t max_bytes,
+                            std::string& bytes) {
+  // O_NOFOLLOW: a symbolic link fails (ELOOP) rather than leading out of the directory;
+  // O_NONBLOCK: opening a FIFO does not block the start.
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat status {};
+  if (file.get() < 0 || ::fstat(file.get(), &status) != 0) {
+    const int error = errno;
+    return error == ELOOP ? std::string("a symbolic link; the store follows none")
+                          : std::string("cannot be read (") + std::strerror(error) + ")";
+  }
+  if (!S_ISREG(status.st_mode)) {
+    return std::string(file_kind(status.st_mode)) + ", not a model file";
+  }
+  const auto too_large = [&](std::int64_t size) {
+    return std::to_string(size) + " bytes, more than the largest registration (" +
+           std::to_string(max_bytes) + " bytes, --max-model-bytes)";
+  };
+  if (status.st_size > max_bytes) return too_large(status.st_size);
+  // The size is checked again on what is read: the file may have grown since fstat.
+  if (const int error = read_at_most(file.get(), static_cast<std::size_t>(max_bytes), bytes);
+      error != 0) {
+    return std::string("cannot be read (") + std::strerror(error) + ")";
+  }
+  if (static_cast<std::int64_t>(bytes.size()) > max_bytes) {
+    return too_large(static_cast<std::int64_t>(bytes.size()));
+  }
+  return "";
+}
 
 }  // namespace
 
-Store::Store(std::filesystem::path directory) : directory_(std::move(directory)) {
+Store::Store(std::filesystem::path directory, std::int64_t max_file_bytes)
+    : directory_(std::move(directory)), max_file_bytes_(max_file_bytes) {
   std::filesystem::create_directories(directory_);
+}
+
+void Store::remove_stale_temporary_files(std::vector<std::string>& warnings) {
   for (const auto& entry : std::filesystem::directory_iterator(directory_)) {
-    if (entry.path().extension() == kTemporarySuffix) std::filesystem::remove(entry.path());
+    const std::filesystem::path& path = entry.path();
+    if (path.extension() != kTemporarySuffix) continue;
+    struct stat status {};
+    if (::lstat(path.c_str(), &status) != 0) {
+      if (errno != ENOENT) warnings.push_back(path.string() + ": " + std::strerror(errno));
+      continue;
+    }
+    if (!S_ISREG(status.st_mode) || !is_temporary_file_name(path.filename().string())) {
+      warnings.push_back(path.string() + ": " + file_kind(status.st_mode) +
+                         " the store did not write; left alone");
+      continue;
+    }
+    // unlink removes neither a directory nor what a symbolic link leads to, whatever was put in
+    // the file's place since lstat.
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      warnings.push_back(path.string() +
+                         ": cannot remove this stale temporary file: " + std::strerror(errno));
+    }
   }
 }
 
 std::filesystem::path Store::path_of(const std::string& id) const {
-  return directory_ / (id + kSuffix);
+  return directory_ / (id + std::string(kSuffix));
 }
 
 void Store::sync_directory() const {
@@ -63,8 +120,8 @@ void Store::save(const std::string& id, const v1::RegisterModelRequest& request)
   const std::string bytes = request.SerializeAsString();
   const std::filesystem::path final_path = path_of(id);
   const std::filesystem::path temporary =
-      directory_ /
-      (id + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) + kTemporarySuffix);
+      directory_ / (id + "." + std::to_string(::getpid()) + "." + std::to_string(counter++) +
+                    std::string(kTemporarySuffix));
   FileDescriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (file.get() < 0) throw_errno("create " + temporary.string());
   std::size_t written = 0;
@@ -102,20 +159,27 @@ void Store::remove(const std::string& id) {
 std::vector<StoredModel> Store::load_all(std::vector<std::string>& errors) const {
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(directory_)) {
-    if (entry.is_regular_file() && entry.path().extension() == kSuffix) {
-      paths.push_back(entry.path());
-    }
+    if (entry.path().extension() == kSuffix) paths.push_back(entry.path());
   }
   std::sort(paths.begin(), paths.end());
   std::vector<StoredModel> models;
   for (const auto& path : paths) {
+    const auto skip = [&](const std::string& why) {
+      errors.push_back(path.string() + ": " + why + "; skipped");
+    };
     StoredModel m;
     m.id = path.stem().string();
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (!in || !looks_like_model_id(m.id) || !m.request.ParseFromString(bytes.str())) {
-      errors.push_back(path.string() + ": not a readable model file, skipped");
+    if (!looks_like_model_id(m.id)) {
+      skip("not named like a model file of the store (<model id>.model)");
+      continue;
+    }
+    std::string bytes;
+    if (const std::string why = read_model_file(path, max_file_bytes_, bytes); !why.empty()) {
+      skip(why);
+      continue;
+    }
+    if (!m.request.ParseFromString(bytes)) {
+      skip("not a readable model file");
       continue;
     }
     models.push_back(std::move(m));

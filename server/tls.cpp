@@ -5,7 +5,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <stdexcept>
 #include <string>
 
@@ -46,6 +48,46 @@ Certificate first_certificate(const std::string& flag, const std::string& path,
   return first;
 }
 
+// A certificate's validity date, e.g. "2031-03-01 12:00:00 UTC".
+std::string utc_date(const ASN1_TIME* time) {
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(time, &tm) != 1) return "an unreadable date";
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return text;
+}
+
+// Warns, naming --tls-cert, the file and the date, about each certificate of the chain that
+// clients refuse today (expired, or not yet valid) or will refuse within kExpiryWarningDays: gRPC
+// serves any certificate, and handshakes that every client fails say nothing on the server's side.
+void warn_about_validity(const std::string& path, const std::string& chain) {
+  constexpr int kExpiryWarningDays = 30;
+  const Bio bio = read_only_bio(chain);
+  for (int position = 1;; ++position) {
+    const Certificate certificate{PEM_read_bio_X509(bio.get(), nullptr, no_passphrase, nullptr)};
+    if (!certificate) break;
+    const std::string which =
+        "--tls-cert " + path + ": " +
+        (position == 1 ? std::string("the certificate")
+                       : "certificate " + std::to_string(position) + " of the chain");
+    const ASN1_TIME* not_before = X509_get0_notBefore(certificate.get());
+    const ASN1_TIME* not_after = X509_get0_notAfter(certificate.get());
+    int days = 0;
+    int seconds = 0;
+    if (X509_cmp_current_time(not_before) > 0) {
+      spdlog::warn("{} is not valid before {}: TLS clients refuse it until then", which,
+                   utc_date(not_before));
+    } else if (X509_cmp_current_time(not_after) < 0) {
+      spdlog::warn("{} expired on {}: TLS clients refuse it", which, utc_date(not_after));
+    } else if (ASN1_TIME_diff(&days, &seconds, nullptr, not_after) == 1 &&
+               days < kExpiryWarningDays) {
+      spdlog::warn("{} expires on {} (in {} days): TLS clients will refuse it then", which,
+                   utc_date(not_after), days);
+    }
+  }
+  ERR_clear_error();  // reading past the last certificate queued an error
+}
+
 }  // namespace
 
 std::shared_ptr<grpc::ServerCredentials> make_server_credentials(const Config& config) {
@@ -60,6 +102,7 @@ std::shared_ptr<grpc::ServerCredentials> make_server_credentials(const Config& c
     fail("tls-key", config.tls_key,
          "is not the key of the certificate in --tls-cert " + config.tls_cert);
   }
+  warn_about_validity(config.tls_cert, chain);
   grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
   options.pem_key_cert_pairs.push_back({key_pem, chain});
   if (!config.tls_client_ca.empty()) {

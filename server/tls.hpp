@@ -14,8 +14,9 @@ namespace torqued::server {
 // Plaintext without --tls-cert; TLS with the certificate chain and its key; and with
 // --tls-client-ca, mutual TLS: a client must present a certificate that one of those CA
 // certificates signed, or its handshake fails. Throws std::runtime_error naming the flag and the
-// file that cannot be read, holds no PEM certificate or key, or whose key is not the
-// certificate's.
+// file that cannot be read (or is not a regular file), holds no PEM certificate or key, or whose
+// key is not the certificate's. Logs a warning (spdlog) naming the file and the date when a
+// certificate of the --tls-cert chain has expired, is not valid yet, or expires within 30 days.
 std::shared_ptr<grpc::ServerCredentials> make_server_credentials(const Config& config);
 
 }  // namespace torqued::server

@@ -62,7 +62,7 @@ class Harness {
  public:
   Harness()
       : store_directory_(make_store_directory()),
-        store_(store_directory_),
+        store_(store_directory_, Config{}.max_model_bytes),
         memory_(std::size_t{1} << 30),
         workspaces_(64 << 20, 64 << 20, memory_),
         catalog_(store_, model_limits(Config{}), metrics_, workspaces_),

@@ -240,11 +240,13 @@ TEST(ModelRegistrationTest, CorruptStoreFilesAreSkippedNotFatal) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "data");
   std::ofstream(dir.path() / "data" / "0123456789abcdef0123456789abcdef.model") << "garbage";
-  std::ofstream(dir.path() / "data" / "left-over.tmp") << "partial";
+  // A temporary file of Store::save (<id>.<pid>.<counter>.tmp) that a crash left behind.
+  const auto left_over = dir.path() / "data" / "0123456789abcdef0123456789abcdef.4242.0.tmp";
+  std::ofstream(left_over) << "partial";
   ServerProcess server({dir.path() / "data", ""});
   EXPECT_TRUE(server.running());
   EXPECT_TRUE(listed_ids(server).empty());
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "data" / "left-over.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(left_over));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Tests server/metrics.cpp against a real Prometheus (Debian's prometheus package): Prometheus
 // scrapes torqued on loopback, and its HTTP query API must show grpc_server_handled_total
-// counting exactly the calls this test made. Skipped when /usr/bin/prometheus is absent.
+// counting exactly the calls this test made (skipped when /usr/bin/prometheus is absent). And
+// scrapes are answered within a second while clients that send their request a byte at a time
+// hold connections to the metrics port.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -10,7 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -133,6 +138,81 @@ TEST(PrometheusTest, ScrapedCountersMatchTheCallsMade) {
   EXPECT_EQ(invalid, 3);
   EXPECT_EQ(echo, 2);
   EXPECT_EQ(started, 28);
+}
+
+// A loopback connection to `port`, or -1.
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Slowloris: 16 clients each send one byte of a request head a second and never finish it (one
+// the server cuts connects again). CivetWeb, which served the port before, held a thread per
+// such client until its request timeout, and scrapes waited for a thread.
+TEST(MetricsPortTest, ScrapesAnswerWithinASecondBesideClientsThatNeverFinishTheirRequest) {
+  constexpr int kSlowClients = 16;
+  constexpr double kScrapeBoundSeconds = 1.0;
+  TempDir dir;
+  ServerProcess server({dir.path() / "data", repository_dir(), true});
+  ASSERT_TRUE(server.running());
+  const auto scrape_seconds = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string page = http_get(server.metrics_port(), "/metrics");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_NE(page.find("grpc_server_started_total"), std::string::npos);
+    return seconds;
+  };
+  std::cout << "scrape alone: " << scrape_seconds() << " s\n";
+
+  std::atomic<bool> stop = false;
+  std::thread slowloris([&] {
+    const std::string head = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    struct Client {
+      int fd = -1;
+      std::size_t sent = 0;
+    };
+    std::vector<Client> clients(kSlowClients);
+    while (!stop) {
+      for (Client& c : clients) {
+        if (c.fd < 0) c = {connect_to(server.metrics_port()), 0};
+        const char byte = c.sent < head.size() ? head[c.sent] : 'x';
+        if (c.fd >= 0 && ::send(c.fd, &byte, 1, MSG_NOSIGNAL) == 1) {
+          ++c.sent;
+        } else {
+          ::close(c.fd);
+          c.fd = -1;
+        }
+      }
+      for (int i = 0; i < 10 && !stop; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    for (const Client& c : clients) ::close(c.fd);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // Over 12 s: longer than any timeout the port's server cuts a stalled client after.
+  double slowest = 0;
+  for (int i = 0; i < 12; ++i) {
+    const double seconds = scrape_seconds();
+    slowest = std::max(slowest, seconds);
+    EXPECT_LT(seconds, kScrapeBoundSeconds) << "scrape " << i << " beside slow clients";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  std::cout << "slowest scrape beside " << kSlowClients << " slow clients: " << slowest << " s\n";
+  stop = true;
+  slowloris.join();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_LT(scrape_seconds(), kScrapeBoundSeconds) << "scrape " << i << " after the slow clients";
+  }
 }
 
 }  // namespace

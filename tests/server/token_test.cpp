@@ -311,5 +311,42 @@ TEST_F(TokenTest, BadTokenFilesStopTheStartWithoutShowingTheirContent) {
   }
 }
 
+// A call carries its token in "authorization: Bearer <token>", and gRPC receives at most 8 KiB of
+// a call's metadata by default: a token of 4096 bytes serves; one longer stops the start with a
+// message naming the flag and the limit, never the token.
+TEST_F(TokenTest, TokensLongerThan4096BytesStopTheStart) {
+  const auto token_of = [](std::size_t bytes) {
+    std::string token;
+    for (std::size_t i = 0; i < bytes; ++i)
+      token.push_back("0123456789abcdefghijklmnopqrstuv"[i % 32]);
+    return token;
+  };
+  const std::string longest = token_of(4096);
+  const std::string longest_file = (temp_.path() / "longest.token").string();
+  std::ofstream(longest_file) << longest << "\n";
+  {
+    ServerProcess server(options({"--token-file=" + longest_file}));
+    ASSERT_TRUE(server.running());
+    EXPECT_TRUE(list_models(server, "Bearer " + longest).ok());
+    EXPECT_EQ(list_models(server, kWrong).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  }
+  const std::string too_long = token_of(4097);
+  const std::string too_long_file = (temp_.path() / "too_long.token").string();
+  std::ofstream(too_long_file) << too_long;
+  for (const std::string flag : {"token-file", "admin-token-file"}) {
+    std::unique_ptr<ServerProcess> server =
+        ServerProcess::launch(options({"--" + flag + "=" + too_long_file}));
+    const int status = server->wait_exit(30);
+    ASSERT_TRUE(WIFEXITED(status)) << flag << ": status " << status;
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    const std::string log = server->log();
+    EXPECT_NE(log.find("--" + flag + " " + too_long_file +
+                       ": the token is 4097 bytes, more than the limit of 4096"),
+              std::string::npos)
+        << log;
+    EXPECT_EQ(log.find(too_long.substr(0, 64)), std::string::npos) << log;
+  }
+}
+
 }  // namespace
 }  // namespace torqued::testing
