@@ -293,8 +293,13 @@ ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& opt
 
 ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
   JointGraph joints;
-  check_xml_structure(xml, XmlLimits{kMaxUrdfDepth, "link", options.max_links},
-                      [&joints](const XmlElement& element) { joints.add(element); });
+  const XmlLimits limits{.max_depth = kMaxUrdfDepth,
+                         .counted_element = "link",
+                         .max_counted = options.max_links,
+                         .max_element_attributes = kMaxUrdfElementAttributes,
+                         .max_attributes = kMaxUrdfAttributes,
+                         .max_nodes = kMaxUrdfNodes};
+  check_xml_structure(xml, limits, [&joints](const XmlElement& element) { joints.add(element); });
   joints.check_acyclic();
   std::vector<std::string> messages;
   urdf::ModelInterfaceSharedPtr urdf_model;
