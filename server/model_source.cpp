@@ -2,8 +2,12 @@
 // and the content hash. Engine errors (ModelError) become INVALID_ARGUMENT with their message.
 #include "server/model_source.hpp"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "engine/io/dh.hpp"
 #include "engine/io/urdf.hpp"
@@ -65,6 +69,49 @@ bool to_joint_type(v1::JointType type, JointType& out) {
 
 grpc::Status invalid(const std::string& message) {
   return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+// The first number in `message` that is NaN, or infinite outside JointLimits (where an infinity
+// means unbounded, as an unset limit does), as INVALID_ARGUMENT naming its field from `path` and
+// the innermost named element it is in: "spec.joints[3].axis.x is NaN (in "elbow")". The engine
+// would refuse it too, but could name only the joint or link. Model sources hold no repeated
+// numbers, so singular doubles and messages are all there is to visit; their nesting is the
+// schema's, a few levels.
+grpc::Status check_finite(const google::protobuf::Message& message, const std::string& path,
+                          const std::string& in = "") {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection& reflection = *message.GetReflection();
+  const bool infinity_allowed = message.GetDescriptor() == v1::JointLimits::descriptor();
+  const auto refuse = [&in](const std::string& what) {
+    return invalid(in.empty() ? what : what + " (in " + quote_input(in) + ")");
+  };
+  std::vector<const FieldDescriptor*> fields;
+  reflection.ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const std::string at = path.empty() ? field->name() : path + "." + field->name();
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE && !field->is_repeated()) {
+      const double value = reflection.GetDouble(message, field);
+      if (std::isnan(value)) return refuse(at + " is NaN");
+      if (std::isinf(value) && !infinity_allowed) return refuse(at + " is infinite");
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && field->is_repeated()) {
+      for (int i = 0; i < reflection.FieldSize(message, field); ++i) {
+        const google::protobuf::Message& element = reflection.GetRepeatedMessage(message, field, i);
+        const FieldDescriptor* name = element.GetDescriptor()->FindFieldByName("name");
+        const bool named = name != nullptr && !name->is_repeated() &&
+                           name->cpp_type() == FieldDescriptor::CPPTYPE_STRING;
+        const std::string element_name =
+            named ? element.GetReflection()->GetString(element, name) : "";
+        const grpc::Status s = check_finite(element, at + "[" + std::to_string(i) + "]",
+                                            element_name.empty() ? in : element_name);
+        if (!s.ok()) return s;
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (grpc::Status s = check_finite(reflection.GetMessage(message, field), at, in); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return grpc::Status::OK;
 }
 
 // Appends `loops` (the field `field`) to the spec's loop closures; build_model() checks them.
@@ -193,8 +240,8 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       !floating) {
     return invalid("base: unknown BaseType " + std::to_string(request.base()));
   }
+  if (grpc::Status s = check_finite(request, ""); !s.ok()) return s;
   const Vec3 gravity = request.has_gravity() ? to_vec3(request.gravity()) : Vec3(0, 0, -9.81);
-  if (!gravity.allFinite()) return invalid("gravity must be finite");
 
   ModelSpec spec;
   try {
@@ -253,12 +300,23 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       return over_limit("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies,
                         "--max-bodies");
     }
-    ModelPtr model = build_model(spec, BuildOptions{.warnings_are_errors = request.strict()});
+    ModelPtr model = build_model(
+        spec, BuildOptions{.warnings_are_errors = request.strict(),
+                           .max_name_bytes = static_cast<std::size_t>(limits.max_name_bytes)});
+    // Nothing can be computed on a model that cannot move (a DH table without rows, a tree of
+    // fixed joints): refused rather than stored and listed.
+    if (model->nv == 0) {
+      return invalid(
+          "the model has no degree of freedom (nv = 0): " +
+          std::string(spec.joints.empty() ? "it has no joints" : "all its joints are fixed"));
+    }
     if (model->nv > limits.max_dof) {
       return over_limit("degrees of freedom (nv)", model->nv, limits.max_dof, "--max-dof");
     }
     out.id = model_id(*model);
     out.model = std::move(model);
+  } catch (const NameTooLongError& e) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, std::string(e.what()) + " (--max-name-bytes)"};
   } catch (const TooManyElementsError& e) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "urdf: " + std::string(e.what()) + " (--max-bodies)"};

@@ -18,6 +18,8 @@ namespace torqued::server {
 struct ModelLimits {
   std::int64_t max_urdf_bytes = 4LL << 20;
   int max_bodies = 1024;
+  // Longest name of the model, a link, a joint (so a frame) or a loop closure.
+  int max_name_bytes = 256;
   int max_dof = 1024;
   // Rows of the model's loop closures: each worker's workspace holds rows² numbers for them,
   // allocated before any other limit would see it, and ConstrainedDynamics refuses more anyway.

@@ -35,9 +35,9 @@ class ReflectionOption final : public grpc::ServerBuilderOption {
 }  // namespace
 
 ModelLimits model_limits(const Config& config) {
-  return {config.max_urdf_bytes,      config.max_bodies, config.max_dof,
-          config.max_constraint_rows, config.max_models, config.max_store_bytes,
-          config.max_workspace_bytes};
+  return {config.max_urdf_bytes,  config.max_bodies,          config.max_name_bytes,
+          config.max_dof,         config.max_constraint_rows, config.max_models,
+          config.max_store_bytes, config.max_workspace_bytes};
 }
 
 RequestLimits request_limits(const Config& config) {
