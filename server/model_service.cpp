@@ -47,6 +47,9 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
                             " bytes exceeds the server's limit of " +
                             std::to_string(max_model_bytes_) + " (--max-model-bytes)"});
   }
+  if (grpc::Status s = check_encoded_request(*request_bytes, catalog_.limits()); !s.ok()) {
+    return call.finish(s);
+  }
   auto request = std::make_shared<v1::RegisterModelRequest>();
   if (grpc::Status s = decode(*request_bytes, "request", *request); !s.ok()) {
     return call.finish(s);
