@@ -3,7 +3,7 @@
 // a registration's size is checked against --max-model-bytes, and its rows, links, joints, loop
 // closures and unknown fields are counted against the model limits (check_encoded_request()),
 // before a byte of it is decoded, since a decoded message takes many times its wire size (an
-// empty DH row a hundred times).
+// empty DH row some sixty times).
 #pragma once
 
 #include <atomic>

@@ -47,9 +47,9 @@ bool to_constraint_type(v1::ConstraintType type, ConstraintType& out);
 // or spec joints than --max-bodies allows, more loop closures than --max-constraint-rows can take
 // (3 rows each at least), or more fields unknown to this server than 8 per allowed body. Counted
 // on the wire, before decoding, since decoding makes an object of each: an empty DH row is 2
-// bytes on the wire and about 230 in memory, so 8 MB of them took 920 MB before
-// build_from_request() could count them. Bytes that are no RegisterModelRequest pass, for the
-// decoder to refuse (what the count saw until they broke off is checked all the same).
+// bytes on the wire and over a hundred in memory, so 8 MB of them grew the server by 488 MiB
+// before build_from_request() could count them. Bytes that are no RegisterModelRequest pass, for
+// the decoder to refuse (what the count saw until they broke off is checked all the same).
 grpc::Status check_encoded_request(const grpc::ByteBuffer& bytes, const ModelLimits& limits);
 
 // INVALID_ARGUMENT when the source is missing or malformed (the message names the field, joint

@@ -1179,8 +1179,9 @@ std::vector<Row> model_rows() {
          return register_model(r);
        }},
       // Regression: repeated messages decode into an object each (an empty DH row, 2 bytes on the
-      // wire, took some 230 bytes), so 8 MB of empty rows took 920 MB of the server's memory
-      // before --max-bodies refused them. They are counted on the wire, before decoding.
+      // wire, takes over a hundred), so 8 MB of empty rows grew the server by 488 MiB before
+      // --max-bodies refused them (173 MiB for these 3 MB). They are counted on the wire, before
+      // decoding.
       {"DhMillionsOfEmptyRows",
        C::RESOURCE_EXHAUSTED,
        {"dh.links: 1499996 exceeds the server's limit of 64 (--max-bodies)"},
