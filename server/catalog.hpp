@@ -30,6 +30,7 @@ class Catalog {
   // NOT_FOUND for an unknown id, FAILED_PRECONDITION for a repository model.
   grpc::Status delete_model(const std::string& id);
   RegisteredModelPtr find(const std::string& id) const { return registry_.find(id); }
+  const ModelLimits& limits() const { return limits_; }
   std::vector<RegisteredModelPtr> list() const { return registry_.list(); }
 
   // Start-up loading; both log what they load and skip (with a warning) what they cannot.

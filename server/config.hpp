@@ -55,6 +55,10 @@ struct Config {
   std::int64_t max_model_bytes = 8LL << 20;
   std::int64_t max_urdf_bytes = 4LL << 20;
   int max_bodies = 1024;
+  // Longest name of a model, link, joint, frame or loop closure. The bundled and shared robots'
+  // longest is 38 bytes (talos_reduced); 256 leaves room for generated prefixes (xacro
+  // namespaces) and bounds a ListModels summary to about 320 bytes (model.proto).
+  int max_name_bytes = 256;
   int max_dof = 1024;
   int max_models = 4096;
   std::int64_t max_store_bytes = 1LL << 30;

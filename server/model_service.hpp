@@ -1,7 +1,9 @@
 // torqued.v1.ModelService on the callback API: registration and deletion run on the executor
 // (they build models and fsync files), lookups answer inline. Methods are raw (raw_call.hpp):
-// a registration's size is checked against --max-model-bytes before a byte of it is decoded,
-// since a decoded message (a DH table of millions of rows) takes several times its wire size.
+// a registration's size is checked against --max-model-bytes, and its rows, links, joints, loop
+// closures and unknown fields are counted against the model limits (check_encoded_request()),
+// before a byte of it is decoded, since a decoded message takes many times its wire size (an
+// empty DH row some sixty times).
 #pragma once
 
 #include <atomic>

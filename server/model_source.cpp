@@ -2,8 +2,15 @@
 // and the content hash. Engine errors (ModelError) become INVALID_ARGUMENT with their message.
 #include "server/model_source.hpp"
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/message.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <cmath>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include "engine/io/dh.hpp"
 #include "engine/io/urdf.hpp"
@@ -65,6 +72,49 @@ bool to_joint_type(v1::JointType type, JointType& out) {
 
 grpc::Status invalid(const std::string& message) {
   return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+// The first number in `message` that is NaN, or infinite outside JointLimits (where an infinity
+// means unbounded, as an unset limit does), as INVALID_ARGUMENT naming its field from `path` and
+// the innermost named element it is in: "spec.joints[3].axis.x is NaN (in "elbow")". The engine
+// would refuse it too, but could name only the joint or link. Model sources hold no repeated
+// numbers, so singular doubles and messages are all there is to visit; their nesting is the
+// schema's, a few levels.
+grpc::Status check_finite(const google::protobuf::Message& message, const std::string& path,
+                          const std::string& in = "") {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection& reflection = *message.GetReflection();
+  const bool infinity_allowed = message.GetDescriptor() == v1::JointLimits::descriptor();
+  const auto refuse = [&in](const std::string& what) {
+    return invalid(in.empty() ? what : what + " (in " + quote_input(in) + ")");
+  };
+  std::vector<const FieldDescriptor*> fields;
+  reflection.ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const std::string at = path.empty() ? field->name() : path + "." + field->name();
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE && !field->is_repeated()) {
+      const double value = reflection.GetDouble(message, field);
+      if (std::isnan(value)) return refuse(at + " is NaN");
+      if (std::isinf(value) && !infinity_allowed) return refuse(at + " is infinite");
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && field->is_repeated()) {
+      for (int i = 0; i < reflection.FieldSize(message, field); ++i) {
+        const google::protobuf::Message& element = reflection.GetRepeatedMessage(message, field, i);
+        const FieldDescriptor* name = element.GetDescriptor()->FindFieldByName("name");
+        const bool named = name != nullptr && !name->is_repeated() &&
+                           name->cpp_type() == FieldDescriptor::CPPTYPE_STRING;
+        const std::string element_name =
+            named ? element.GetReflection()->GetString(element, name) : "";
+        const grpc::Status s = check_finite(element, at + "[" + std::to_string(i) + "]",
+                                            element_name.empty() ? in : element_name);
+        if (!s.ok()) return s;
+      }
+    } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (grpc::Status s = check_finite(reflection.GetMessage(message, field), at, in); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return grpc::Status::OK;
 }
 
 // Appends `loops` (the field `field`) to the spec's loop closures; build_model() checks them.
@@ -151,7 +201,140 @@ grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
   return grpc::Status::OK;
 }
 
+// What decoding a RegisterModelRequest would allocate an object for, counted on the wire.
+struct WireCounts {
+  std::map<const google::protobuf::FieldDescriptor*, std::int64_t> elements;  // repeated messages
+  std::int64_t unknown_fields = 0;  // kept by the decoder, each in an object of its own
+};
+
+// protobuf's default recursion limit: the decoder refuses messages nested deeper.
+constexpr int kMaxWireDepth = 100;
+
+// Wire types (protobuf's encoding documentation).
+enum WireType : std::uint32_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLengthDelimited = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5
+};
+
+// The wire type of a field's values. (Packed repeated fields would also come length-delimited,
+// but the model sources have none.)
+std::uint32_t wire_type_of(const google::protobuf::FieldDescriptor& field) {
+  using google::protobuf::FieldDescriptor;
+  switch (field.type()) {
+    case FieldDescriptor::TYPE_DOUBLE:
+    case FieldDescriptor::TYPE_FIXED64:
+    case FieldDescriptor::TYPE_SFIXED64:
+      return kFixed64;
+    case FieldDescriptor::TYPE_FLOAT:
+    case FieldDescriptor::TYPE_FIXED32:
+    case FieldDescriptor::TYPE_SFIXED32:
+      return kFixed32;
+    case FieldDescriptor::TYPE_STRING:
+    case FieldDescriptor::TYPE_BYTES:
+    case FieldDescriptor::TYPE_MESSAGE:
+      return kLengthDelimited;
+    case FieldDescriptor::TYPE_GROUP:
+      return kStartGroup;
+    default:
+      return kVarint;
+  }
+}
+
+// Counts the fields from `in` up to the end of its current limit or, in a group, up to the group's
+// end tag. `type` is the message's descriptor, null in an unknown group. Descends into fields of
+// message type and into groups, as the decoder does. Returns false where the bytes break off.
+bool count_fields(google::protobuf::io::CodedInputStream& in,
+                  const google::protobuf::Descriptor* type, int depth, WireCounts& counts) {
+  using google::protobuf::FieldDescriptor;
+  if (depth > kMaxWireDepth) return false;
+  for (;;) {
+    const std::uint32_t tag = in.ReadTag();
+    const std::uint32_t wire_type = tag & 7;
+    if (tag == 0 || wire_type == kEndGroup) return true;
+    const FieldDescriptor* field =
+        type == nullptr ? nullptr : type->FindFieldByNumber(static_cast<int>(tag >> 3));
+    // The decoder keeps a field it does not know, or one sent with another wire type than its
+    // own, as an unknown field.
+    if (field == nullptr || wire_type != wire_type_of(*field)) {
+      ++counts.unknown_fields;
+      field = nullptr;
+    }
+    std::uint32_t length = 0;
+    std::uint64_t varint = 0;
+    if (field != nullptr && field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (!in.ReadVarint32(&length)) return false;
+      const auto limit = in.PushLimit(static_cast<int>(length));
+      if (field->is_repeated()) ++counts.elements[field];
+      if (!count_fields(in, field->message_type(), depth + 1, counts)) return false;
+      in.PopLimit(limit);
+      continue;
+    }
+    bool read = true;
+    switch (wire_type) {
+      case kVarint:
+        read = in.ReadVarint64(&varint);
+        break;
+      case kFixed64:
+        read = in.Skip(8);
+        break;
+      case kLengthDelimited:
+        read = in.ReadVarint32(&length) && in.Skip(static_cast<int>(length));
+        break;
+      case kStartGroup:
+        read = count_fields(in, nullptr, depth + 1, counts);
+        break;
+      case kFixed32:
+        read = in.Skip(4);
+        break;
+      default:
+        read = false;
+    }
+    if (!read) return false;
+  }
+}
+
 }  // namespace
+
+grpc::Status check_encoded_request(const grpc::ByteBuffer& bytes, const ModelLimits& limits) {
+  grpc::ByteBuffer copy(bytes);  // shares the slices; the reader needs a mutable buffer
+  grpc::ProtoBufferReader reader(&copy);
+  google::protobuf::io::CodedInputStream in(&reader);
+  WireCounts counts;
+  count_fields(in, v1::RegisterModelRequest::descriptor(), 0, counts);
+  const auto elements = [&counts](const google::protobuf::Descriptor* type, const char* name) {
+    const auto it = counts.elements.find(type->FindFieldByName(name));
+    return it == counts.elements.end() ? std::int64_t{0} : it->second;
+  };
+  const std::pair<const char*, std::int64_t> bodies[] = {
+      {"dh.links", elements(v1::DhTable::descriptor(), "links")},
+      {"spec.links", elements(v1::ModelSpec::descriptor(), "links")},
+      {"spec.joints", elements(v1::ModelSpec::descriptor(), "joints")}};
+  for (const auto& [what, count] : bodies) {
+    if (count > limits.max_bodies)
+      return over_limit(what, count, limits.max_bodies, "--max-bodies");
+  }
+  // The fewest rows a loop closure adds: a point constraint's 3.
+  constexpr std::int64_t kMinRowsPerLoop = 3;
+  const std::int64_t loops = elements(v1::ModelSpec::descriptor(), "loop_closures") +
+                             elements(v1::RegisterModelRequest::descriptor(), "loop_closures");
+  if (loops * kMinRowsPerLoop > limits.max_constraint_rows) {
+    return over_limit("loop_closures: the constraint rows of " + std::to_string(loops) +
+                          " loop closures (3 each at least)",
+                      loops * kMinRowsPerLoop, limits.max_constraint_rows, "--max-constraint-rows");
+  }
+  // A newer client may send fields this server does not know; a few per row at most.
+  constexpr std::int64_t kUnknownFieldsPerBody = 8;
+  if (counts.unknown_fields > kUnknownFieldsPerBody * limits.max_bodies) {
+    return over_limit("request: fields unknown to this server (at most 8 per body)",
+                      counts.unknown_fields, kUnknownFieldsPerBody * limits.max_bodies,
+                      "--max-bodies");
+  }
+  return grpc::Status::OK;
+}
 
 // Flattened, in a file compiled without contraction into FMA (server/CMakeLists.txt): the
 // placements of specs and loop closures go into model ids, which must not depend on the build
@@ -193,8 +376,8 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       !floating) {
     return invalid("base: unknown BaseType " + std::to_string(request.base()));
   }
+  if (grpc::Status s = check_finite(request, ""); !s.ok()) return s;
   const Vec3 gravity = request.has_gravity() ? to_vec3(request.gravity()) : Vec3(0, 0, -9.81);
-  if (!gravity.allFinite()) return invalid("gravity must be finite");
 
   ModelSpec spec;
   try {
@@ -253,12 +436,23 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
       return over_limit("links", static_cast<std::int64_t>(spec.links.size()), limits.max_bodies,
                         "--max-bodies");
     }
-    ModelPtr model = build_model(spec, BuildOptions{.warnings_are_errors = request.strict()});
+    ModelPtr model = build_model(
+        spec, BuildOptions{.warnings_are_errors = request.strict(),
+                           .max_name_bytes = static_cast<std::size_t>(limits.max_name_bytes)});
+    // Nothing can be computed on a model that cannot move (a DH table without rows, a tree of
+    // fixed joints): refused rather than stored and listed.
+    if (model->nv == 0) {
+      return invalid(
+          "the model has no degree of freedom (nv = 0): " +
+          std::string(spec.joints.empty() ? "it has no joints" : "all its joints are fixed"));
+    }
     if (model->nv > limits.max_dof) {
       return over_limit("degrees of freedom (nv)", model->nv, limits.max_dof, "--max-dof");
     }
     out.id = model_id(*model);
     out.model = std::move(model);
+  } catch (const NameTooLongError& e) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, std::string(e.what()) + " (--max-name-bytes)"};
   } catch (const TooManyElementsError& e) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "urdf: " + std::string(e.what()) + " (--max-bodies)"};

@@ -3,6 +3,7 @@
 // way; and the proto-to-engine conversions that dynamics requests share.
 #pragma once
 
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
@@ -18,6 +19,8 @@ namespace torqued::server {
 struct ModelLimits {
   std::int64_t max_urdf_bytes = 4LL << 20;
   int max_bodies = 1024;
+  // Longest name of the model, a link, a joint (so a frame) or a loop closure.
+  int max_name_bytes = 256;
   int max_dof = 1024;
   // Rows of the model's loop closures: each worker's workspace holds rows² numbers for them,
   // allocated before any other limit would see it, and ConstrainedDynamics refuses more anyway.
@@ -39,6 +42,15 @@ Transform to_transform(const v1::Placement& placement);
 
 // False for CONSTRAINT_TYPE_UNSPECIFIED and unknown values.
 bool to_constraint_type(v1::ConstraintType type, ConstraintType& out);
+
+// RESOURCE_EXHAUSTED when the encoded RegisterModelRequest `bytes` hold more DH rows, spec links
+// or spec joints than --max-bodies allows, more loop closures than --max-constraint-rows can take
+// (3 rows each at least), or more fields unknown to this server than 8 per allowed body. Counted
+// on the wire, before decoding, since decoding makes an object of each: an empty DH row is 2
+// bytes on the wire and over a hundred in memory, so 8 MB of them grew the server by 488 MiB
+// before build_from_request() could count them. Bytes that are no RegisterModelRequest pass, for
+// the decoder to refuse (what the count saw until they broke off is checked all the same).
+grpc::Status check_encoded_request(const grpc::ByteBuffer& bytes, const ModelLimits& limits);
 
 // INVALID_ARGUMENT when the source is missing or malformed (the message names the field, joint
 // or link at fault), RESOURCE_EXHAUSTED when a limit is passed.

@@ -59,9 +59,9 @@ void bound_transport(const Config& config, grpc::ServerBuilder& builder) {
 }  // namespace
 
 ModelLimits model_limits(const Config& config) {
-  return {config.max_urdf_bytes,      config.max_bodies, config.max_dof,
-          config.max_constraint_rows, config.max_models, config.max_store_bytes,
-          config.max_workspace_bytes};
+  return {config.max_urdf_bytes,  config.max_bodies,          config.max_name_bytes,
+          config.max_dof,         config.max_constraint_rows, config.max_models,
+          config.max_store_bytes, config.max_workspace_bytes};
 }
 
 RequestLimits request_limits(const Config& config) {

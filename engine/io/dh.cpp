@@ -9,6 +9,7 @@
 #include "engine/io/dh.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "engine/model/quoted.hpp"
 
@@ -41,9 +42,13 @@ void check_row(const DhLink& row, const std::string& joint_name) {
     throw ModelError("joint " + quoted(joint_name) + ": a DH joint is revolute or prismatic, not " +
                      std::string(joint_type_name(row.type)));
   }
-  if (!std::isfinite(row.a) || !std::isfinite(row.alpha) || !std::isfinite(row.d) ||
-      !std::isfinite(row.theta)) {
-    throw ModelError("joint " + quoted(joint_name) + ": non-finite DH parameter");
+  const std::pair<const char*, double> parameters[] = {
+      {"a", row.a}, {"alpha", row.alpha}, {"d", row.d}, {"theta", row.theta}};
+  for (const auto& [parameter, value] : parameters) {
+    if (!std::isfinite(value)) {
+      throw ModelError("joint " + quoted(joint_name) + ": non-finite DH parameter " + parameter +
+                       " (" + std::to_string(value) + ")");
+    }
   }
 }
 

@@ -51,8 +51,9 @@ struct DhTable {
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);
 };
 
-// Throws ModelError naming the joint for a joint type other than revolute/prismatic or a
-// non-finite DH parameter. The result goes through build_model() for the rest of the checks.
+// Throws ModelError naming the joint for a joint type other than revolute/prismatic, or naming
+// the joint and the parameter (a, alpha, d or theta) for a non-finite DH parameter. The result goes
+// through build_model() for the rest of the checks.
 ModelSpec dh_to_spec(const DhTable& table);
 
 }  // namespace torqued

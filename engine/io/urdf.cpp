@@ -55,6 +55,24 @@ class CaptureUrdfdomMessages {
   CaptureUrdfdomMessages& operator=(const CaptureUrdfdomMessages&) = delete;
 };
 
+// The value of an element's attribute, as written.
+std::optional<std::string_view> attribute(const XmlElement& element, std::string_view name) {
+  for (const auto& [key, value] : element.attributes) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+
+// urdfdom reads links and joints named "" (an empty name is no name for the engine): refused
+// here, where the line is known.
+void check_named(const XmlElement& element) {
+  if (element.depth == 2 && (element.name == "link" || element.name == "joint") &&
+      attribute(element, "name") == "") {
+    throw ModelError("invalid URDF: line " + std::to_string(element.line) + ": <" +
+                     std::string(element.name) + "> with an empty name");
+  }
+}
+
 // urdfdom 3.0.1 links the tree it reads with shared pointers from each link to its child links,
 // so joints that form a cycle (a joint from a link to itself included) leave a reference cycle
 // that is never freed, whether urdfdom then rejects the document or not: tests/fuzz/urdf_fuzzer
@@ -126,14 +144,6 @@ class JointGraph {
     std::optional<std::string_view> parent;
     std::optional<std::string_view> child;
   };
-
-  static std::optional<std::string_view> attribute(const XmlElement& element,
-                                                   std::string_view name) {
-    for (const auto& [key, value] : element.attributes) {
-      if (key == name) return value;
-    }
-    return std::nullopt;
-  }
 
   std::vector<JointLinks> joints_;
   bool in_joint_ = false;  // the current element of depth 2 is a <joint>
@@ -293,8 +303,16 @@ ModelSpec to_spec(const urdf::ModelInterface& urdf_model, const UrdfOptions& opt
 
 ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
   JointGraph joints;
-  check_xml_structure(xml, XmlLimits{kMaxUrdfDepth, "link", options.max_links},
-                      [&joints](const XmlElement& element) { joints.add(element); });
+  const XmlLimits limits{.max_depth = kMaxUrdfDepth,
+                         .counted_element = "link",
+                         .max_counted = options.max_links,
+                         .max_element_attributes = kMaxUrdfElementAttributes,
+                         .max_attributes = kMaxUrdfAttributes,
+                         .max_nodes = kMaxUrdfNodes};
+  check_xml_structure(xml, limits, [&joints](const XmlElement& element) {
+    check_named(element);
+    joints.add(element);
+  });
   joints.check_acyclic();
   std::vector<std::string> messages;
   urdf::ModelInterfaceSharedPtr urdf_model;

@@ -37,10 +37,20 @@ struct UrdfOptions {
 // Elements nest at most this deep in a URDF (robot, link, visual, geometry, mesh is 5; gazebo
 // plugin blocks add a few): urdfdom's XML parser recurses once per level (xml_guard.hpp).
 inline constexpr int kMaxUrdfDepth = 64;
+// urdfdom's parse cannot be interrupted, so its input is bounded instead (xml_guard.hpp): at these
+// caps any document parses and builds in milliseconds (xml_guard_test measures the worst ones).
+// Real robots are far below them: the bundled and shared ones have at most 6 attributes on an
+// element (<inertia>) and 30 to 42 nodes and 30 to 35 attributes per link (the largest,
+// talos_reduced: 60 links, 111 KB, about 2,100 nodes), so a robot of 1,024 links (--max-bodies'
+// default) would need some 43,000 nodes and 36,000 attributes.
+inline constexpr std::size_t kMaxUrdfElementAttributes = 64;
+inline constexpr std::size_t kMaxUrdfAttributes = 200'000;
+inline constexpr std::size_t kMaxUrdfNodes = 100'000;
 
 // Throws ModelError when the XML is not a valid URDF (the message carries urdfdom's diagnostics),
-// nests deeper than kMaxUrdfDepth, has more <link> elements than options.max_links, or has
-// joints that form a cycle (refused before urdfdom parses: urdfdom would leak it).
+// nests deeper than kMaxUrdfDepth, has more attributes or nodes than the caps above, has more
+// <link> elements than options.max_links, or has joints that form a cycle (refused before urdfdom
+// parses: urdfdom would leak it).
 // The result still has to go through build_model(), which does the full validation.
 ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options = {});
 // As read_urdf_string; also throws ModelError when the file cannot be read.

@@ -30,6 +30,12 @@ bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 
 bool is_name_char(char c) {
   return is_name_start(c) || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == ':';
 }
+// An element's tag for a message: its name is cut to 64 bytes, since a name can be megabytes long.
+std::string tag(std::string_view element, std::string_view opening = "<") {
+  constexpr std::size_t kShown = 64;
+  return std::string(opening) + std::string(element.substr(0, kShown)) +
+         (element.size() > kShown ? "...>" : ">");
+}
 bool starts_with(std::string_view text, std::size_t at, std::string_view prefix) {
   return text.substr(at, prefix.size()) == prefix;
 }
@@ -62,16 +68,22 @@ class Scanner {
       }
       markup();
     }
-    if (!open_.empty()) fail("element <" + open_.back() + "> is not closed");
+    if (!open_.empty()) fail("element " + tag(open_.back()) + " is not closed");
     if (!seen_root_) fail("no root element");
   }
 
  private:
   template <typename Error = ModelError>
-  [[noreturn]] void fail(const std::string& what) const {
-    std::size_t line = 1;
-    for (std::size_t i = 0; i < at_ && i < xml_.size(); ++i) line += xml_[i] == '\n' ? 1 : 0;
-    throw Error("invalid URDF: line " + std::to_string(line) + ": " + what);
+  [[noreturn]] void fail(const std::string& what) {
+    throw Error("invalid URDF: line " + std::to_string(line_at(at_)) + ": " + what);
+  }
+
+  // The line `offset` is on, counting on from the offset asked for last (they never decrease).
+  std::size_t line_at(std::size_t offset) {
+    for (; lines_counted_to_ < offset && lines_counted_to_ < xml_.size(); ++lines_counted_to_) {
+      if (xml_[lines_counted_to_] == '\n') ++line_;
+    }
+    return line_;
   }
 
   // Moves past `terminator`, failing when the document ends first; returns where it starts.
@@ -83,6 +95,10 @@ class Scanner {
   }
 
   void markup() {
+    if (!starts_with(xml_, at_, "</") && limits_.max_nodes > 0 && ++nodes_ > limits_.max_nodes) {
+      fail("more than " + std::to_string(limits_.max_nodes) +
+           " elements, comments, CDATA sections, declarations and processing instructions");
+    }
     if (starts_with(xml_, at_, "<!--")) {
       at_ += 4;
       skip_to("-->", "a comment");
@@ -160,26 +176,26 @@ class Scanner {
   }
 
   void start_tag() {
-    ++at_;
+    const std::size_t line = line_at(at_++);
     const std::string_view element = name("element name");
     attributes_.clear();
     for (;;) {
       const std::size_t before = at_;
       skip_spaces();
-      if (at_ >= xml_.size()) fail("element <" + std::string(element) + "> is not closed");
+      if (at_ >= xml_.size()) fail("element " + tag(element) + " is not closed");
       const char c = xml_[at_];
       if (c == '/') {
         if (at_ + 1 >= xml_.size() || xml_[at_ + 1] != '>') fail("'/' not followed by '>'");
         at_ += 2;
-        opened(element, false);
+        opened(element, line, false);
         return;
       }
       if (c == '>') {
         ++at_;
-        opened(element, true);
+        opened(element, line, true);
         return;
       }
-      if (at_ == before) fail("attributes of <" + std::string(element) + "> are not separated");
+      if (at_ == before) fail("attributes of " + tag(element) + " are not separated");
       attribute(element);
     }
   }
@@ -188,25 +204,34 @@ class Scanner {
     const std::string_view attribute_name = name("attribute name");
     skip_spaces();
     if (at_ >= xml_.size() || xml_[at_] != '=') {
-      fail("an attribute of <" + std::string(element) + "> has no '='");
+      fail("an attribute of " + tag(element) + " has no '='");
     }
     ++at_;
     skip_spaces();
     if (at_ >= xml_.size() || (xml_[at_] != '"' && xml_[at_] != '\'')) {
-      fail("an attribute value of <" + std::string(element) + "> is not quoted");
+      fail("an attribute value of " + tag(element) + " is not quoted");
     }
     const char quote = xml_[at_++];
     const std::size_t end = xml_.find(quote, at_);
     if (end == std::string_view::npos) fail("an attribute value is not closed");
     const std::string_view value = xml_.substr(at_, end - at_);
     if (value.find('<') != std::string_view::npos) {
-      fail("'<' inside an attribute value of <" + std::string(element) + ">");
+      fail("'<' inside an attribute value of " + tag(element));
+    }
+    if (limits_.max_element_attributes > 0 &&
+        attributes_.size() == limits_.max_element_attributes) {
+      fail("element " + tag(element) + " has more than " +
+           std::to_string(limits_.max_element_attributes) + " attributes");
+    }
+    if (limits_.max_attributes > 0 && ++attributes_in_document_ > limits_.max_attributes) {
+      fail("more than " + std::to_string(limits_.max_attributes) +
+           " attributes in the document, at element " + tag(element));
     }
     attributes_.emplace_back(attribute_name, value);
     at_ = end + 1;
   }
 
-  void opened(std::string_view element, bool has_content) {
+  void opened(std::string_view element, std::size_t line, bool has_content) {
     if (open_.empty()) seen_root_ = true;
     const int depth = static_cast<int>(open_.size()) + 1;
     if (depth > limits_.max_depth) {
@@ -214,10 +239,10 @@ class Scanner {
     }
     if (depth == 2 && limits_.max_counted > 0 && element == limits_.counted_element &&
         ++counted_ > limits_.max_counted) {
-      fail<TooManyElementsError>("more than " + std::to_string(limits_.max_counted) + " <" +
-                                 std::string(limits_.counted_element) + "> elements");
+      fail<TooManyElementsError>("more than " + std::to_string(limits_.max_counted) + " " +
+                                 tag(limits_.counted_element) + " elements");
     }
-    if (on_element_) on_element_(XmlElement{depth, element, attributes_});
+    if (on_element_) on_element_(XmlElement{depth, line, element, attributes_});
     if (has_content) open_.emplace_back(element);
   }
 
@@ -225,11 +250,12 @@ class Scanner {
     at_ += 2;
     const std::string_view element = name("end tag");
     skip_spaces();
-    if (at_ >= xml_.size() || xml_[at_] != '>') fail("end tag </" + std::string(element) + " >");
+    if (at_ >= xml_.size() || xml_[at_] != '>')
+      fail("end tag " + tag(element, "</") + ": only spaces may follow the name");
     ++at_;
-    if (open_.empty()) fail("end tag </" + std::string(element) + "> without a start tag");
+    if (open_.empty()) fail("end tag " + tag(element, "</") + " without a start tag");
     if (open_.back() != element) {
-      fail("end tag </" + std::string(element) + "> closes <" + open_.back() + ">");
+      fail("end tag " + tag(element, "</") + " closes " + tag(open_.back()));
     }
     open_.pop_back();
   }
@@ -242,6 +268,10 @@ class Scanner {
   std::vector<std::string> open_;  // names of the open elements, outermost first
   bool seen_root_ = false;
   std::size_t counted_ = 0;
+  std::size_t nodes_ = 0;
+  std::size_t attributes_in_document_ = 0;
+  std::size_t line_ = 1;  // of offset lines_counted_to_
+  std::size_t lines_counted_to_ = 0;
 };
 
 }  // namespace

@@ -9,6 +9,12 @@
 // element TinyXML will see is an element this check has counted, so the parser's recursion is
 // bounded by `max_depth`. Anything ambiguous is refused rather than guessed at: URDF files are
 // written by tools (xacro, exporters) and are well-formed.
+//
+// TinyXML also takes time quadratic in the attributes of one element (each new attribute is
+// compared with every earlier one, to refuse duplicates: 200,000 attributes on one element take
+// it minutes), and its time and memory grow with every node it builds. A parse cannot be
+// interrupted, so the check also bounds attributes per element, attributes in the document and
+// nodes in the document: a document it accepts is parsed in a bounded time.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +33,12 @@ struct XmlLimits {
   // more bodies than the caller accepts is refused before it is parsed at all.
   std::string_view counted_element;
   std::size_t max_counted = 0;
+  // Most attributes on one element, and in the whole document (0: no limit).
+  std::size_t max_element_attributes = 0;
+  std::size_t max_attributes = 0;
+  // Most nodes TinyXML builds (0: no limit): elements, comments, CDATA sections, <! declarations
+  // and processing instructions. Text runs lie between them, so there are no more of those.
+  std::size_t max_nodes = 0;
 };
 
 // The document has more elements named XmlLimits::counted_element than allowed.
@@ -38,7 +50,8 @@ class TooManyElementsError : public ModelError {
 // A start tag the check accepted, for a caller that needs a few attribute values before the
 // parser runs. Values are as written between the quotes (no entity is decoded).
 struct XmlElement {
-  int depth;  // 1 for the root element
+  int depth;         // 1 for the root element
+  std::size_t line;  // where its start tag begins, from 1
   std::string_view name;
   std::span<const std::pair<std::string_view, std::string_view>> attributes;  // name, value
 };

@@ -199,6 +199,42 @@ std::string cycle_message(const ModelSpec& spec, const Tree& tree, int start) {
          joints + ")";
 }
 
+// Names are how frames are found and how errors and layouts speak of the model, so none is empty
+// (a loop closure's is checked with the closure) and, with a limit, none is longer than it.
+void check_names(const ModelSpec& spec, std::size_t max_name_bytes) {
+  const auto check_length = [max_name_bytes](const char* kind, const std::string& name) {
+    if (max_name_bytes > 0 && name.size() > max_name_bytes) {
+      throw NameTooLongError(std::string(kind) + " name " + quoted(name) + ": " +
+                             std::to_string(name.size()) + " bytes exceed the limit of " +
+                             std::to_string(max_name_bytes));
+    }
+  };
+  check_length("model", spec.name);
+  for (std::size_t i = 0; i < spec.links.size(); ++i) {
+    const std::string& name = spec.links[i].name;
+    check_length("link", name);
+    if (!name.empty()) continue;
+    std::string where = "links[" + std::to_string(i) + "]";
+    for (const JointSpec& joint : spec.joints) {
+      if (joint.parent_link.empty() || joint.child_link.empty()) {
+        where += std::string(", the ") + (joint.child_link.empty() ? "child" : "parent") +
+                 " of joint " + quoted(joint.name);
+        break;
+      }
+    }
+    fail("a link has an empty name (" + where + ")");
+  }
+  for (std::size_t j = 0; j < spec.joints.size(); ++j) {
+    const JointSpec& joint = spec.joints[j];
+    check_length("joint", joint.name);
+    if (joint.name.empty()) {
+      fail("a joint has an empty name (joints[" + std::to_string(j) + "], from link " +
+           quoted(joint.parent_link) + " to link " + quoted(joint.child_link) + ")");
+    }
+  }
+  for (const LoopClosureSpec& loop : spec.loop_closures) check_length("loop closure", loop.name);
+}
+
 Tree make_tree(const ModelSpec& spec) {
   if (spec.links.empty()) fail("model " + quoted(spec.name) + " has no links");
   std::map<std::string_view, int> link_index;
@@ -418,6 +454,7 @@ void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& 
 }  // namespace
 
 ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options) {
+  check_names(spec, options.max_name_bytes);
   if (!spec.gravity.allFinite()) fail("model " + quoted(spec.name) + ": non-finite gravity");
   const Tree tree = make_tree(spec);
 

@@ -6,6 +6,7 @@
 // or non-finite mass, a rotational inertia with a negative principal moment that is not
 // negligible against the inertia the link joins (build.cpp: kNegligibleInertiaDefect), a zero
 // axis, a cycle, several roots, a link used by two parents, an unknown link, duplicate names,
+// empty link or joint names, names longer than BuildOptions::max_name_bytes (NameTooLongError),
 // non-finite numbers. Warnings (the model loads, its inertias exactly as given): negligibly
 // indefinite inertias (point masses with off-diagonal noise, tiny sensor links rounded by an
 // exporter), inertias that violate the triangle inequality, massless moving bodies, and moving
@@ -13,6 +14,7 @@
 // time, where a joint that drives no inertia is a SingularSystemError naming it.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 
 #include "engine/model/spec.hpp"
@@ -24,10 +26,19 @@ class ModelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A name is longer than BuildOptions::max_name_bytes.
+class NameTooLongError : public ModelError {
+ public:
+  using ModelError::ModelError;
+};
+
 struct BuildOptions {
   // Every warning (the reader's included) is a ModelError instead: for users who want a model
   // only when nothing about it is suspicious.
   bool warnings_are_errors = false;
+  // Longest name of the model, a link, a joint (so a frame) or a loop closure, in bytes (0: no
+  // limit). Names travel in every layout, error message and listing of the model.
+  std::size_t max_name_bytes = 0;
 };
 
 ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options = {});

@@ -2,8 +2,8 @@
 // the engine's in-process results bit for bit (the server runs the same engine code on the same
 // doubles, and the wire carries doubles exactly), a model deleted on the server is re-registered
 // transparently (also under threads sharing the client), UNAVAILABLE is retried until a late or
-// restarted server answers, round_robin spreads calls over two servers, and deadlines surface as
-// DEADLINE_EXCEEDED.
+// restarted server answers, round_robin spreads calls over two servers, deadlines surface as
+// DEADLINE_EXCEEDED, and list_models() walks every page of ListModels.
 #include "torqued/client.hpp"
 
 #include <gtest/gtest.h>
@@ -311,6 +311,30 @@ TEST_F(ClientTest, RoundRobinSpreadsCallsOverServers) {
                   return server->models()->GetModel(c, get, &held);
                 }).ok());
   }
+}
+
+// Models with 16 KiB names (the largest --max-name-bytes) fill a ListModels page each (a page
+// stays under 64 KiB, its token included): the client lists them all, in order.
+TEST_F(ClientTest, ListModelsWalksEveryPage) {
+  ServerProcess::Options options = server_options("a");
+  options.extra_args = {"--max-name-bytes=16384"};
+  ServerProcess server(options);
+  Client client(options_for(server));
+  std::vector<std::string> names;
+  for (int i = 0; i < 5; ++i) {
+    v1::RegisterModelRequest request = quadruped_request();
+    request.set_name(std::string(16380, 'q') + std::to_string(1000 + i));
+    client.register_model(request);
+    names.push_back(request.name());
+  }
+  v1::ListModelsResponse first_page;
+  ASSERT_TRUE(with_deadline(10, [&](grpc::ClientContext* c) {
+                return server.models()->ListModels(c, {}, &first_page);
+              }).ok());
+  EXPECT_LT(first_page.models_size(), 5);
+  std::vector<std::string> listed;
+  for (const v1::ModelSummary& model : client.list_models()) listed.push_back(model.name());
+  EXPECT_EQ(listed, names);
 }
 
 TEST_F(ClientTest, DeadlineSurfacesAsDeadlineExceeded) {

@@ -18,10 +18,13 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <iostream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/server/bitwise.hpp"
@@ -576,6 +579,89 @@ const std::string kOverEchoed(65, 'n');
 // Control characters a name could use to forge log lines or drive a terminal.
 constexpr char kControlBytes[] = "evil\nname\0with\x1b[2Jescapes\r";
 const std::string kControlName(kControlBytes, sizeof(kControlBytes) - 1);
+// A name one byte over the server's --max-name-bytes (its default, 256).
+const std::string kLongName(257, 'n');
+
+// ---- Wire bytes and what the server spends on them ----
+
+std::string varint(std::uint64_t value) {
+  std::string bytes;
+  for (; value >= 0x80; value >>= 7) bytes += static_cast<char>((value & 0x7f) | 0x80);
+  return bytes + static_cast<char>(value);
+}
+
+// Field `number` of a message, length-delimited, holding `payload`.
+std::string length_delimited(int number, const std::string& payload) {
+  return varint(static_cast<std::uint64_t>(number) << 3 | 2) + varint(payload.size()) + payload;
+}
+
+// `count` copies of `bytes`.
+std::string repeated(const std::string& bytes, std::size_t count) {
+  std::string out;
+  out.reserve(bytes.size() * count);
+  for (std::size_t i = 0; i < count; ++i) out += bytes;
+  return out;
+}
+
+// As many empty messages of field `number` as fit in `bytes` bytes: each is 2 bytes on the wire
+// and a whole message object once decoded.
+std::string empty_messages(int number, std::size_t bytes) {
+  return repeated(length_delimited(number, ""), bytes / 2);
+}
+
+// A RegisterModel request just under the server's --max-model-bytes (3 MiB above).
+constexpr std::size_t kModelBytes = 3000000;
+const std::string kRegisterModel = "/torqued.v1.ModelService/RegisterModel";
+
+// Runs `act` while sampling the server's resident memory; `growth` is its largest rise over
+// the RSS before the call.
+grpc::Status with_peak_rss(const std::function<grpc::Status()>& act, std::int64_t& growth) {
+  const pid_t pid = shared().server->pid();
+  const std::int64_t before = rss_bytes(pid);
+  std::atomic<bool> done{false};
+  std::atomic<std::int64_t> peak{before};
+  std::thread sampler([&] {
+    while (!done.load()) {
+      peak = std::max(peak.load(), rss_bytes(pid));
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  const grpc::Status status = act();
+  done = true;
+  sampler.join();
+  growth = peak.load() - before;
+  return status;
+}
+
+// A registration decoded by the server must not cost it much more than its own bytes: a few MB
+// for kModelBytes (gRPC holds the request's bytes, and the count of its rows reads them).
+constexpr std::int64_t kDecodeGrowthBound = 12 << 20;
+
+// `bytes` sent as a RegisterModelRequest, with the server's memory growth checked.
+grpc::Status register_bytes_within_memory(const std::string& bytes) {
+  std::int64_t growth = 0;
+  const grpc::Status status =
+      with_peak_rss([&] { return raw_unary(kRegisterModel, bytes); }, growth);
+  std::cout << "    server RSS grew by at most " << growth / 1024 << " kB for "
+            << bytes.size() / 1024 << " kB\n";
+  if (kRssIsTheServers) {
+    EXPECT_LE(growth, kDecodeGrowthBound);
+  }
+  return status;
+}
+
+// CPU time the server has used, seconds (utime + stime of /proc/PID/stat).
+double cpu_seconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after the command name
+  std::string field;
+  for (int i = 3; i < 14; ++i) fields >> field;  // fields 3 to 13
+  long long user = 0;
+  long long system = 0;
+  fields >> user >> system;
+  return static_cast<double>(user + system) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
 
 // ---- The rows: model sources and ModelService ----
 
@@ -691,13 +777,54 @@ std::vector<Row> model_rows() {
          return register_model(urdf_request(text));
        }},
       {"UrdfHugeLinkName",
-       C::INVALID_ARGUMENT,
-       {"link", "negative mass"},
+       C::RESOURCE_EXHAUSTED,
+       {"link name", "1048576 bytes", "--max-name-bytes"},
        [] { return register_model(urdf_request(urdf(kHugeName, "-1"))); }},
       {"UrdfHugeJointName",
-       C::INVALID_ARGUMENT,
-       {"joint", "zero axis"},
+       C::RESOURCE_EXHAUSTED,
+       {"joint name", "1048576 bytes", "--max-name-bytes"},
        [] { return register_model(urdf_request(urdf("b", "1", "0 0 0", kHugeName))); }},
+      {"UrdfRobotNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"model name", "257 bytes exceed the limit of 256", "--max-name-bytes"},
+       [] {
+         std::string text = urdf();
+         text.replace(text.find("hostile"), 7, kLongName);
+         return register_model(urdf_request(text));
+       }},
+      {"UrdfEmptyLinkName",
+       C::INVALID_ARGUMENT,
+       {"URDF", "line 1", "<link> with an empty name"},
+       [] { return register_model(urdf_request(urdf(""))); }},
+      {"UrdfEmptyJointName",
+       C::INVALID_ARGUMENT,
+       {"URDF", "line 1", "<joint> with an empty name"},
+       [] { return register_model(urdf_request(urdf("b", "1", "0 0 1", ""))); }},
+      {"UrdfWithoutMovingJoint",
+       C::INVALID_ARGUMENT,
+       {"no degree of freedom", "no joints"},
+       [] {
+         return register_model(urdf_request("<robot name='statue'><link name='base'/></robot>"));
+       }},
+      // Regression: TinyXML compares each attribute of an element with every earlier one; these
+      // 200,000 kept a worker busy for two minutes after the call's deadline. Now the document is
+      // refused at once, and nothing goes on once it is.
+      {"UrdfTwoHundredThousandAttributesOnOneElement",
+       C::INVALID_ARGUMENT,
+       {"URDF", "line 2", "element <link> has more than 64 attributes"},
+       [] {
+         std::string text = "<robot name='wide'><link name='base'/>\n<link";
+         for (int i = 0; i < 200000; ++i) text += " a" + std::to_string(i) + "=''";
+         text += "/></robot>";
+         const auto start = std::chrono::steady_clock::now();
+         const grpc::Status status = register_model(urdf_request(text));
+         EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+         const pid_t pid = shared().server->pid();
+         const double cpu = cpu_seconds(pid);
+         std::this_thread::sleep_for(std::chrono::seconds(1));
+         EXPECT_LT(cpu_seconds(pid) - cpu, 0.5) << "the server is still busy";
+         return status;
+       }},
       {"SpecUnspecifiedJointType",
        C::INVALID_ARGUMENT,
        {"spec.joints[0]", "type"},
@@ -724,7 +851,7 @@ std::vector<Row> model_rows() {
        }},
       {"SpecNanInertia",
        C::INVALID_ARGUMENT,
-       {"'l2'", "inertia"},
+       {"spec.links[2].inertial.inertia.iyy is NaN"},
        [] {
          auto r = chain(2);
          r.mutable_spec()->mutable_links(2)->mutable_inertial()->mutable_inertia()->set_iyy(kNaN);
@@ -740,7 +867,7 @@ std::vector<Row> model_rows() {
        }},
       {"SpecInfiniteJointOrigin",
        C::INVALID_ARGUMENT,
-       {"'j1'", "origin"},
+       {"spec.joints[0].origin.rpy.y is infinite"},
        [] {
          auto r = chain(2);
          r.mutable_spec()->mutable_joints(0)->mutable_origin()->mutable_rpy()->set_y(kInf);
@@ -811,8 +938,8 @@ std::vector<Row> model_rows() {
          return register_model(r);
        }},
       {"SpecHugeLinkNameDuplicated",
-       C::INVALID_ARGUMENT,
-       {"duplicate link name"},
+       C::RESOURCE_EXHAUSTED,
+       {"link name", "--max-name-bytes"},
        [] {
          auto r = chain(1);
          r.mutable_spec()->mutable_links(0)->set_name(kHugeName);
@@ -837,7 +964,7 @@ std::vector<Row> model_rows() {
        }},
       {"DhNanParameter",
        C::INVALID_ARGUMENT,
-       {"'dj0'", "non-finite DH parameter"},
+       {"dh.links[0].alpha is NaN"},
        [] {
          auto r = dh();
          r.mutable_dh()->mutable_links(0)->set_alpha(kNaN);
@@ -889,6 +1016,239 @@ std::vector<Row> model_rows() {
          *r.mutable_spec()->add_loop_closures() =
              loop(kHugeName, "l3", "l0", v1::CONSTRAINT_TYPE_UNSPECIFIED);
          return register_model(r);
+       }},
+      // Names: at most --max-name-bytes from every source, none empty (DH rows take their
+      // documented defaults when unset).
+      {"ModelNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"model name", "--max-name-bytes"},
+       [] {
+         auto r = chain(1);
+         r.set_name(kLongName);
+         return register_model(r);
+       }},
+      {"SpecLinkNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"link name", "257 bytes", "--max-name-bytes"},
+       [] {
+         auto r = chain(1);
+         r.mutable_spec()->mutable_links(1)->set_name(kLongName);
+         r.mutable_spec()->mutable_joints(0)->set_child_link(kLongName);
+         return register_model(r);
+       }},
+      {"SpecJointNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"joint name", "--max-name-bytes"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_joints(1)->set_name(kLongName);
+         return register_model(r);
+       }},
+      {"DhLinkNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"link name", "--max-name-bytes"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(1)->set_name(kLongName);
+         return register_model(r);
+       }},
+      {"DhJointNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"joint name", "--max-name-bytes"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(0)->set_joint_name(kLongName);
+         return register_model(r);
+       }},
+      {"DhBaseLinkNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"link name", "--max-name-bytes"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->set_base_link(kLongName);
+         return register_model(r);
+       }},
+      {"LoopNameOverMaxNameBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"loop closure name", "--max-name-bytes"},
+       [] { return register_model(chain_with_loops({loop(kLongName, "l3", "l0")})); }},
+      {"SpecEmptyLinkName",
+       C::INVALID_ARGUMENT,
+       {"a link has an empty name", "links[1]", "the child of joint 'j1'"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(1)->set_name("");
+         r.mutable_spec()->mutable_joints(0)->set_child_link("");
+         r.mutable_spec()->mutable_joints(1)->set_parent_link("");
+         return register_model(r);
+       }},
+      {"SpecEmptyJointName",
+       C::INVALID_ARGUMENT,
+       {"a joint has an empty name", "joints[1]", "from link 'l1' to link 'l2'"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_joints(1)->set_name("");
+         return register_model(r);
+       }},
+      {"DhUnsetNamesTakeTheirDefaults",
+       C::OK,
+       {},
+       [] {
+         auto r = dh();
+         for (v1::DhLink& row : *r.mutable_dh()->mutable_links()) {
+           row.clear_name();
+           row.clear_joint_name();
+         }
+         v1::RegisterModelResponse registered;
+         const grpc::Status status = call(&Models::RegisterModel, r, &registered);
+         EXPECT_EQ(registered.model().joints(0).name(), "joint1");
+         EXPECT_EQ(registered.model().bodies(2).name(), "link2");
+         EXPECT_EQ(delete_model(registered.model().id()), "");
+         return status;
+       }},
+      // Models that cannot move are refused, from every source.
+      {"DhEmptyTable",
+       C::INVALID_ARGUMENT,
+       {"no degree of freedom (nv = 0)", "no joints"},
+       [] { return register_model(dh(0)); }},
+      {"SpecOnlyFixedJoints",
+       C::INVALID_ARGUMENT,
+       {"no degree of freedom (nv = 0)", "all its joints are fixed"},
+       [] {
+         auto r = chain(2);
+         for (v1::JointSpec& joint : *r.mutable_spec()->mutable_joints()) {
+           joint.set_type(v1::JOINT_TYPE_FIXED);
+         }
+         return register_model(r);
+       }},
+      // Every non-finite number is named by its field.
+      {"DhInfiniteMass",
+       C::INVALID_ARGUMENT,
+       {"dh.links[1].mass is infinite"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(1)->set_mass(kInf);
+         return register_model(r);
+       }},
+      {"DhNanCentreOfMass",
+       C::INVALID_ARGUMENT,
+       {"dh.links[0].com.y is NaN"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(0)->mutable_com()->set_y(kNaN);
+         return register_model(r);
+       }},
+      {"DhNanLimit",
+       C::INVALID_ARGUMENT,
+       {"dh.links[1].limits.upper is NaN"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(1)->mutable_limits()->set_upper(kNaN);
+         return register_model(r);
+       }},
+      {"SpecInfiniteLimitMeansUnbounded",
+       C::OK,
+       {},
+       [] {
+         auto r = chain(1);
+         r.mutable_spec()->mutable_joints(0)->mutable_limits()->set_upper(kInf);
+         return register_model(r);
+       }},
+      {"SpecNanAxis",
+       C::INVALID_ARGUMENT,
+       {"spec.joints[1].axis.x is NaN"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_joints(1)->mutable_axis()->set_x(kNaN);
+         return register_model(r);
+       }},
+      {"SpecInfinitePitch",
+       C::INVALID_ARGUMENT,
+       {"spec.joints[0].pitch is infinite"},
+       [] {
+         auto r = chain(1);
+         r.mutable_spec()->mutable_joints(0)->set_pitch(-kInf);
+         return register_model(r);
+       }},
+      {"LoopNanOrigin",
+       C::INVALID_ARGUMENT,
+       {"loop_closures[1].origin2.xyz.z is NaN"},
+       [] {
+         auto r = chain_with_loops({loop("a", "l3", "l0"), loop("b", "l2", "l0")});
+         r.mutable_loop_closures(1)->mutable_origin2()->mutable_xyz()->set_z(kNaN);
+         return register_model(r);
+       }},
+      {"SpecLoopInfiniteOrigin",
+       C::INVALID_ARGUMENT,
+       {"spec.loop_closures[0].origin1.rpy.x is infinite"},
+       [] {
+         auto r = chain(3);
+         *r.mutable_spec()->add_loop_closures() = loop("a", "l3", "l0");
+         r.mutable_spec()->mutable_loop_closures(0)->mutable_origin1()->mutable_rpy()->set_x(kInf);
+         return register_model(r);
+       }},
+      // Regression: repeated messages decode into an object each (an empty DH row, 2 bytes on the
+      // wire, takes over a hundred), so 8 MB of empty rows grew the server by 488 MiB before
+      // --max-bodies refused them (173 MiB for these 3 MB). They are counted on the wire, before
+      // decoding.
+      {"DhMillionsOfEmptyRows",
+       C::RESOURCE_EXHAUSTED,
+       {"dh.links: 1499996 exceeds the server's limit of 64 (--max-bodies)"},
+       [] {
+         return register_bytes_within_memory(
+             length_delimited(3, "\x08\x01" + empty_messages(2, kModelBytes - 8)));
+       }},
+      {"SpecMillionsOfEmptyJoints",
+       C::RESOURCE_EXHAUSTED,
+       {"spec.joints", "--max-bodies"},
+       [] {
+         return register_bytes_within_memory(
+             length_delimited(4, empty_messages(2, kModelBytes - 8)));
+       }},
+      {"SpecMillionsOfEmptyLinks",
+       C::RESOURCE_EXHAUSTED,
+       {"spec.links", "--max-bodies"},
+       [] {
+         return register_bytes_within_memory(
+             length_delimited(4, empty_messages(1, kModelBytes - 8)));
+       }},
+      {"MillionsOfEmptyLoopClosures",
+       C::RESOURCE_EXHAUSTED,
+       {"loop_closures", "--max-constraint-rows"},
+       [] {
+         return register_bytes_within_memory(chain(1).SerializeAsString() +
+                                             empty_messages(7, kModelBytes - 1000));
+       }},
+      {"SpecMillionsOfEmptyLoopClosures",
+       C::RESOURCE_EXHAUSTED,
+       {"loop_closures", "--max-constraint-rows"},
+       [] {
+         return register_bytes_within_memory(
+             length_delimited(4, empty_messages(3, kModelBytes - 8)));
+       }},
+      {"MillionsOfUnknownFields",
+       C::RESOURCE_EXHAUSTED,
+       {"unknown", "--max-bodies"},
+       [] {
+         // Field 100, a varint 0: 3 bytes each.
+         return register_bytes_within_memory(chain(1).SerializeAsString() +
+                                             repeated(varint(100 << 3) + varint(0), 999000));
+       }},
+      {"MillionsOfUnknownFieldsInAGroup",
+       C::RESOURCE_EXHAUSTED,
+       {"unknown", "--max-bodies"},
+       [] {
+         // Field 101, a group holding field 100, varints 0; then the group's end.
+         return register_bytes_within_memory(chain(1).SerializeAsString() + varint(101 << 3 | 3) +
+                                             repeated(varint(100 << 3) + varint(0), 999000) +
+                                             varint(101 << 3 | 4));
+       }},
+      {"EmptyRowsThenUndecodableBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"dh.links", "--max-bodies"},
+       [] {
+         return register_bytes_within_memory(
+             length_delimited(3, empty_messages(2, kModelBytes - 100)) + kUndecodable);
        }},
       {"GetModelUnknownId",
        C::NOT_FOUND,
@@ -990,7 +1350,7 @@ std::vector<Row> model_rows() {
        {"frames[0]", "see Model.frames"},
        [] {
          auto r = chain(2);
-         r.set_name(kHugeName);
+         r.set_name(std::string(256, 'n'));  // the longest --max-name-bytes allows
          v1::RegisterModelResponse registered;
          EXPECT_TRUE(call(&Models::RegisterModel, r, &registered).ok());
          v1::KinematicsRequest k;

@@ -1,12 +1,18 @@
 // Tests server/model_service.cpp, catalog.cpp and store.cpp over loopback: registration from
 // URDF, DH and spec is idempotent (same id on any server), every acknowledged model survives a
-// graceful restart and kill -9, and deletion is durable.
+// graceful restart and kill -9, deletion is durable, ListModels pages through the models within
+// the message limit, and a stored model whose name is over --max-name-bytes is skipped at start
+// with a warning.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/server/server_process.hpp"
 
@@ -86,13 +92,34 @@ grpc::Status register_model(const ServerProcess& server, const v1::RegisterModel
   return server.models()->RegisterModel(&context, request, &response);
 }
 
-std::vector<std::string> listed_ids(const ServerProcess& server) {
+grpc::Status list_page(const ServerProcess& server, const v1::ListModelsRequest& request,
+                       v1::ListModelsResponse& response) {
   grpc::ClientContext context;
   context.set_deadline(deadline_in(60));
-  v1::ListModelsResponse response;
-  EXPECT_TRUE(server.models()->ListModels(&context, {}, &response).ok());
+  return server.models()->ListModels(&context, request, &response);
+}
+
+// Every model, page by page; `pages` gets each page's size in bytes.
+std::vector<v1::ModelSummary> list_all(const ServerProcess& server, int page_size,
+                                       std::vector<std::size_t>* pages = nullptr) {
+  std::vector<v1::ModelSummary> models;
+  v1::ListModelsRequest request;
+  request.set_page_size(page_size);
+  do {
+    v1::ListModelsResponse response;
+    const grpc::Status status = list_page(server, request, response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    if (!status.ok()) break;
+    models.insert(models.end(), response.models().begin(), response.models().end());
+    if (pages != nullptr) pages->push_back(response.ByteSizeLong());
+    request.set_page_token(response.next_page_token());
+  } while (!request.page_token().empty());
+  return models;
+}
+
+std::vector<std::string> listed_ids(const ServerProcess& server) {
   std::vector<std::string> ids;
-  for (const auto& m : response.models()) ids.push_back(m.id());
+  for (const auto& m : list_all(server, 0)) ids.push_back(m.id());
   return ids;
 }
 
@@ -247,6 +274,112 @@ TEST(ModelRegistrationTest, CorruptStoreFilesAreSkippedNotFatal) {
   EXPECT_TRUE(server.running());
   EXPECT_TRUE(listed_ids(server).empty());
   EXPECT_FALSE(std::filesystem::exists(left_over));
+}
+
+// A DH arm named `name`, its registration at most a few hundred bytes besides the name.
+v1::RegisterModelRequest named_arm(const std::string& name) {
+  v1::RegisterModelRequest request = dh_arm();
+  request.set_name(name);
+  return request;
+}
+
+TEST(ModelRegistrationTest, ListModelsPagesInNameOrderAndTokensSurviveDeletion) {
+  TempDir dir;
+  ServerProcess server({dir.path() / "data", ""});
+  std::vector<std::pair<std::string, std::string>> expected;  // name, id
+  for (int i = 0; i < 25; ++i) {
+    v1::RegisterModelResponse response;
+    const std::string name = "arm_" + std::to_string((i * 7) % 25);  // out of order
+    ASSERT_TRUE(register_model(server, named_arm(name), response).ok());
+    expected.emplace_back(name, response.model().id());
+  }
+  std::sort(expected.begin(), expected.end());
+  for (const int page_size : {0, 1, 7, 25, 1000}) {
+    std::vector<std::size_t> pages;
+    const std::vector<v1::ModelSummary> listed = list_all(server, page_size, &pages);
+    ASSERT_EQ(listed.size(), expected.size()) << "page_size " << page_size;
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      EXPECT_EQ(listed[i].name(), expected[i].first);
+      EXPECT_EQ(listed[i].id(), expected[i].second);
+    }
+    const std::size_t per_page = page_size == 0 ? 100 : static_cast<std::size_t>(page_size);
+    EXPECT_EQ(pages.size(), (expected.size() + per_page - 1) / per_page) << page_size;
+  }
+
+  // A token goes on after the model it names, even once that model is deleted.
+  v1::ListModelsRequest request;
+  request.set_page_size(3);
+  v1::ListModelsResponse first;
+  ASSERT_TRUE(list_page(server, request, first).ok());
+  ASSERT_EQ(first.models_size(), 3);
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(60));
+  v1::DeleteModelRequest remove;
+  remove.set_model_id(first.models(2).id());
+  v1::DeleteModelResponse removed;
+  ASSERT_TRUE(server.models()->DeleteModel(&context, remove, &removed).ok());
+  request.set_page_token(first.next_page_token());
+  v1::ListModelsResponse second;
+  ASSERT_TRUE(list_page(server, request, second).ok());
+  ASSERT_EQ(second.models_size(), 3);
+  EXPECT_EQ(second.models(0).id(), expected[3].second);
+
+  // Tokens the server did not make, and negative sizes, are refused.
+  for (const std::string& token :
+       {std::string("garbage"), std::string(33, 'a'), first.next_page_token() + "g"}) {
+    request.set_page_token(token);
+    v1::ListModelsResponse response;
+    const grpc::Status status = list_page(server, request, response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << token;
+    EXPECT_NE(status.error_message().find("page_token"), std::string::npos);
+  }
+  request.clear_page_token();
+  request.set_page_size(-1);
+  v1::ListModelsResponse response;
+  const grpc::Status negative = list_page(server, request, response);
+  EXPECT_EQ(negative.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(negative.error_message().find("page_size: -1"), std::string::npos);
+}
+
+// Regression: 70 models with 4 MB names made every ListModels fail ("Sent message larger than
+// max"). Names are bounded now, and a page stays under 64 KiB, the smallest --max-message-bytes:
+// here at the largest --max-name-bytes, 16 KiB, and that smallest message limit.
+TEST(ModelRegistrationTest, ListModelsPagesFitTheSmallestMessageLimit) {
+  TempDir dir;
+  ServerProcess server(
+      {dir.path() / "data", "", false, {"--max-name-bytes=16384", "--max-message-bytes=65536"}});
+  constexpr int kModels = 12;
+  for (int i = 0; i < kModels; ++i) {
+    v1::RegisterModelResponse response;
+    const grpc::Status status = register_model(
+        server, named_arm(std::string(16384 - 2, 'n') + std::to_string(10 + i)), response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  std::vector<std::size_t> pages;
+  EXPECT_EQ(list_all(server, 1000, &pages).size(), static_cast<std::size_t>(kModels));
+  EXPECT_GT(pages.size(), 1u);
+  for (const std::size_t bytes : pages) EXPECT_LE(bytes, 65536u);
+}
+
+// A model stored by a server with a larger --max-name-bytes no longer builds under a smaller one:
+// the next server skips it with a warning (its file stays) and lists the others.
+TEST(ModelRegistrationTest, StoredModelsWithNamesOverTheLimitAreSkippedWithAWarning) {
+  TempDir dir;
+  std::string kept;
+  {
+    ServerProcess server({dir.path() / "data", "", false, {"--max-name-bytes=4096"}});
+    v1::RegisterModelResponse response;
+    ASSERT_TRUE(register_model(server, named_arm(std::string(4000, 'n')), response).ok());
+    ASSERT_TRUE(register_model(server, named_arm("short"), response).ok());
+    kept = response.model().id();
+    server.signal(SIGTERM);
+    ASSERT_NE(server.wait_exit(60), -1);
+  }
+  ServerProcess restarted({dir.path() / "data", ""});
+  EXPECT_EQ(listed_ids(restarted), std::vector<std::string>{kept});
+  const std::string log = restarted.log();
+  EXPECT_NE(log.find("no longer builds, skipped"), std::string::npos) << log;
+  EXPECT_NE(log.find("--max-name-bytes"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -239,18 +239,24 @@ v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const Mod
   v1::Model model = get_model(*stub, choice.model, status);
   if (status.ok()) return model;
   if (status.error_code() != grpc::StatusCode::NOT_FOUND) fail("GetModel", status);
-  grpc::ClientContext context;
-  context.set_deadline(in_seconds(30));
-  v1::ListModelsResponse list;
-  status = stub->ListModels(&context, {}, &list);
-  if (!status.ok()) fail("ListModels", status);
-  for (const v1::ModelSummary& summary : list.models()) {
-    if (summary.name() == choice.model) {
-      model = get_model(*stub, summary.id(), status);
-      if (!status.ok()) fail("GetModel", status);
-      return model;
+  // The name, looked up page by page (the largest pages, model.proto).
+  v1::ListModelsRequest list_request;
+  list_request.set_page_size(1000);
+  do {
+    grpc::ClientContext context;
+    context.set_deadline(in_seconds(30));
+    v1::ListModelsResponse list;
+    status = stub->ListModels(&context, list_request, &list);
+    if (!status.ok()) fail("ListModels", status);
+    for (const v1::ModelSummary& summary : list.models()) {
+      if (summary.name() == choice.model) {
+        model = get_model(*stub, summary.id(), status);
+        if (!status.ok()) fail("GetModel", status);
+        return model;
+      }
     }
-  }
+    list_request.set_page_token(list.next_page_token());
+  } while (!list_request.page_token().empty());
   throw std::runtime_error("no model with id or name \"" + choice.model + "\" on the server");
 }
 

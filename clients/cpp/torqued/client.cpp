@@ -23,6 +23,9 @@ namespace {
 using DoubleArray = google::protobuf::RepeatedField<double>;
 using Clock = std::chrono::system_clock;
 
+// The largest page ListModels returns (model.proto): the fewest calls.
+constexpr int kListModelsPageSize = 1000;
+
 // Copies a batch into a packed repeated field, row-major.
 void put(const MatrixRef& m, DoubleArray* field) {
   field->Resize(static_cast<int>(m.size()), 0.0);
@@ -342,9 +345,20 @@ v1::Model Client::get_model(const std::string& model_id, const CallOptions& call
 }
 
 std::vector<v1::ModelSummary> Client::list_models(const CallOptions& call) {
-  v1::ListModelsResponse response;
-  this->call(call, [&](grpc::ClientContext* c) { return models_->ListModels(c, {}, &response); });
-  return {response.models().begin(), response.models().end()};
+  const Clock::time_point deadline = deadline_of(call);
+  std::vector<v1::ModelSummary> models;
+  v1::ListModelsRequest request;
+  request.set_page_size(kListModelsPageSize);
+  do {
+    v1::ListModelsResponse response;
+    const grpc::Status status = call_with_retries(deadline, [&](grpc::ClientContext* c) {
+      return models_->ListModels(c, request, &response);
+    });
+    if (!status.ok()) throw Error(status.error_code(), status.error_message());
+    models.insert(models.end(), response.models().begin(), response.models().end());
+    request.set_page_token(response.next_page_token());
+  } while (!request.page_token().empty());
+  return models;
 }
 
 void Client::delete_model(const std::string& model_id, const CallOptions& call) {

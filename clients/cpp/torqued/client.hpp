@@ -291,6 +291,8 @@ class Client {
   // re-registration; delete_model forgets it (a model this client deleted stays deleted).
   v1::Model register_model(const v1::RegisterModelRequest& request, const CallOptions& call = {});
   v1::Model get_model(const std::string& model_id, const CallOptions& call = {});
+  // Every model, sorted by name then id: ListModels pages are fetched until the last, all within
+  // the call's deadline.
   std::vector<v1::ModelSummary> list_models(const CallOptions& call = {});
   void delete_model(const std::string& model_id, const CallOptions& call = {});
 

@@ -9,6 +9,7 @@ import pytest
 from google.protobuf import json_format
 
 import torqued
+from conftest import TorquedProcess
 from support import PLANAR_ARM_DH, PLANAR_ARM_SPEC, PLANAR_GRAVITY, REPOSITORY
 from torqued.v1 import model_pb2
 
@@ -22,6 +23,20 @@ def test_list_models_holds_the_bundled_repository(client: torqued.Client) -> Non
     assert models["quadruped"].base == model_pb2.BASE_TYPE_FLOATING
     for name in ("double_pendulum", "puma560", "quadruped", "stanford_arm"):
         assert models[name].origin == model_pb2.MODEL_ORIGIN_REPOSITORY
+
+
+def test_list_models_walks_every_page(launch: type[TorquedProcess]) -> None:
+    # Names of 16 KiB (the largest --max-name-bytes) fill a page each: pages stay under 64 KiB.
+    server = launch(args=["--max-name-bytes=16384"])
+    server.start_serving()
+    with torqued.Client(server.address, timeout=60.0) as client:
+        bundled = len(client.list_models())
+        names = [f"{'p' * 16380}{1000 + i}" for i in range(4)]
+        for name in names:
+            client.register(dh=PLANAR_ARM_DH, name=name)
+        listed = [m.name for m in client.list_models()]
+    assert len(listed) == bundled + len(names)
+    assert [name for name in listed if name.startswith("p" * 16380)] == names
 
 
 def test_register_get_delete_a_spec(client: torqued.Client) -> None:

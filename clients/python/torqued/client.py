@@ -63,6 +63,8 @@ ContactCandidate = Union[dynamics_pb2.ContactCandidate, Mapping[str, Any]]
 
 # Rounds of re-registration after a NOT_FOUND (see Client._on_model).
 _REREGISTER_ROUNDS = 3
+# The largest page ListModels returns (model.proto): the fewest calls.
+_LIST_MODELS_PAGE_SIZE = 1000
 
 
 class Error(Exception):
@@ -687,14 +689,21 @@ class Client:
         )
 
     def list_models(self, *, timeout: Optional[float] = None) -> list[model_pb2.ModelSummary]:
-        """Every model the server holds (id, name, base, nq, nv, origin), by name then id."""
-        response = self._invoke(
-            "ModelService/ListModels",
-            self._models.ListModels,
-            model_pb2.ListModelsRequest(),
-            self._deadline(timeout),
-        )
-        return list(response.models)
+        """Every model the server holds (id, name, base, nq, nv, origin), by name then id.
+
+        ListModels answers a page at a time; every page is fetched, all within `timeout`.
+        """
+        deadline = self._deadline(timeout)
+        request = model_pb2.ListModelsRequest(page_size=_LIST_MODELS_PAGE_SIZE)
+        models: list[model_pb2.ModelSummary] = []
+        while True:
+            response = self._invoke(
+                "ModelService/ListModels", self._models.ListModels, request, deadline
+            )
+            models.extend(response.models)
+            if not response.next_page_token:
+                return models
+            request.page_token = response.next_page_token
 
     def delete_model(self, model_id: str, *, timeout: Optional[float] = None) -> None:
         """Deletes a registered model; this client forgets it (no re-registration).

@@ -233,7 +233,7 @@ TEST(DhErrors, NonFiniteParameter) {
     dh_to_spec(table);
     FAIL() << "accepted a NaN alpha";
   } catch (const ModelError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("joint 'elbow': non-finite DH parameter"));
+    EXPECT_THAT(e.what(), HasSubstr("joint 'elbow': non-finite DH parameter alpha (nan)"));
   }
 }
 

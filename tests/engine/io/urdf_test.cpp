@@ -115,6 +115,15 @@ TEST(UrdfErrors, TwoRootsAreNamed) {
   EXPECT_THAT(message, HasSubstr("right_root"));
 }
 
+// urdfdom reads a link or a joint named ""; the reader refuses it, naming the line.
+TEST(UrdfErrors, EmptyNamesAreRefusedWithTheirLine) {
+  // robot() puts the <robot> tag on line 2, and each link and joint on a line of its own.
+  EXPECT_THAT(load_error(robot(link("a") + link(""))),
+              HasSubstr("invalid URDF: line 4: <link> with an empty name"));
+  EXPECT_THAT(load_error(robot(link("a") + link("b") + joint("", "revolute", "a", "b"))),
+              HasSubstr("invalid URDF: line 5: <joint> with an empty name"));
+}
+
 TEST(UrdfErrors, LinkWithTwoParents) {
   // urdfdom silently keeps one of the two parents; build_model sees both joints.
   const std::string message =

@@ -1,14 +1,18 @@
 // The XML structure check in front of urdfdom: every real robot description passes, nesting is
 // bounded (a 40,000-level document, which overflowed TinyXML's stack and killed the server, is
-// refused with a message), and every construct on which TinyXML's reading could differ from the
-// check's is refused rather than counted differently.
+// refused with a message), so are attributes and nodes (200,000 attributes on one element kept
+// TinyXML busy for two minutes), documents at those caps parse in milliseconds, and every
+// construct on which TinyXML's reading could differ from the check's is refused rather than
+// counted differently.
 #include "engine/io/xml_guard.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -52,13 +56,30 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
+// The limits read_urdf_string() checks.
+XmlLimits urdf_limits() {
+  XmlLimits limits;
+  limits.max_depth = kMaxUrdfDepth;
+  limits.max_element_attributes = kMaxUrdfElementAttributes;
+  limits.max_attributes = kMaxUrdfAttributes;
+  limits.max_nodes = kMaxUrdfNodes;
+  return limits;
+}
+
+// <e a0="1" a1="1" ...> with `count` attributes, self-closing.
+std::string element_with_attributes(std::size_t count, const std::string& name = "e") {
+  std::string xml = "<" + name;
+  for (std::size_t i = 0; i < count; ++i) xml += " a" + std::to_string(i) + "=\"1\"";
+  return xml + "/>";
+}
+
 TEST(XmlGuardTest, AcceptsTheBundledAndSharedRobots) {
   int checked = 0;
   for (const auto& dir : {kRepository, kSharedDir / "models"}) {
     if (!std::filesystem::exists(dir)) continue;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
       if (entry.path().extension() != ".urdf") continue;
-      EXPECT_EQ(refusal(read_file(entry.path()), depth_limit(kMaxUrdfDepth)), "") << entry.path();
+      EXPECT_EQ(refusal(read_file(entry.path()), urdf_limits()), "") << entry.path();
       ++checked;
     }
   }
@@ -133,6 +154,169 @@ TEST(XmlGuardTest, RefusesWhatTinyXmlMightReadDifferently) {
     EXPECT_THAT(refusal(xml), HasSubstr(message)) << xml;
   }
   EXPECT_THAT(refusal(std::string("<robot>\0</robot>", 16)), HasSubstr("NUL byte"));
+}
+
+TEST(XmlGuardTest, BoundsAttributesPerElement) {
+  XmlLimits limits;
+  limits.max_element_attributes = 3;
+  EXPECT_EQ(refusal("<robot>" + element_with_attributes(3) + "</robot>", limits), "");
+  EXPECT_THAT(refusal("<robot>\n" + element_with_attributes(4) + "</robot>", limits),
+              HasSubstr("line 2: element <e> has more than 3 attributes"));
+}
+
+TEST(XmlGuardTest, BoundsAttributesInTheDocument) {
+  XmlLimits limits;
+  limits.max_attributes = 6;
+  const std::string three = element_with_attributes(3);
+  EXPECT_EQ(refusal("<robot>" + three + three + "</robot>", limits), "");
+  EXPECT_THAT(refusal("<robot>" + three + three + "\n<last a='1'/></robot>", limits),
+              HasSubstr("line 2: more than 6 attributes in the document, at element <last>"));
+}
+
+TEST(XmlGuardTest, BoundsNodesCommentsAndDeclarationsIncluded) {
+  XmlLimits limits;
+  limits.max_nodes = 5;
+  // The root, two elements, a comment and the declaration; end tags and text are no nodes.
+  const std::string five = "<?xml version='1.0'?><robot> <a></a> <!-- c --> <b/> </robot>";
+  EXPECT_EQ(refusal(five, limits), "");
+  EXPECT_THAT(refusal("<!DOCTYPE robot>" + five, limits),
+              HasSubstr("more than 5 elements, comments, CDATA sections, declarations and "
+                        "processing instructions"));
+  EXPECT_THAT(refusal("<robot><a/><a/><a/><a/><![CDATA[x]]></robot>", limits),
+              HasSubstr("more than 5"));
+}
+
+TEST(XmlGuardTest, MessagesShowAtMost64BytesOfAnElementName) {
+  const std::string long_name(100000, 'e');
+  XmlLimits limits;
+  limits.max_element_attributes = 1;
+  const std::string message =
+      refusal("<robot>" + element_with_attributes(2, long_name) + "</robot>", limits);
+  EXPECT_THAT(message, HasSubstr("element <" + long_name.substr(0, 64) + "...> has more than 1"));
+  EXPECT_LT(message.size(), 200u);
+}
+
+// Regression: a 2.2 MB URDF with 200,000 attributes on one element kept TinyXML busy for about
+// two minutes (it compares each attribute with every earlier one), past any deadline. It is
+// refused before urdfdom sees it.
+TEST(XmlGuardTest, TwoHundredThousandAttributesAreRefusedBeforeParsing) {
+  const std::string xml = "<robot name=\"r\"><link name=\"l\"/>\n" +
+                          element_with_attributes(200'000, "link") + "</robot>";
+  ASSERT_GT(xml.size(), 2'000'000u);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    read_urdf_string(xml);
+    FAIL() << "accepted";
+  } catch (const ModelError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("line 2: element <link> has more than 64 attributes"));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.0);
+}
+
+// A URDF of one link "base" and `body` (links hanging from it through joints, and anything else).
+std::string robot(const std::string& body) {
+  return "<robot name=\"worst\"><link name=\"base\"/>\n" + body + "</robot>\n";
+}
+
+std::string moving_link(int i) {
+  const std::string name = "l" + std::to_string(i);
+  return "<link name=\"" + name +
+         "\"><inertial><origin xyz=\"0 0 0.1\" rpy=\"0 0 0\"/><mass value=\"1\"/><inertia "
+         "ixx=\"0.1\" ixy=\"0\" ixz=\"0\" iyy=\"0.1\" iyz=\"0\" izz=\"0.1\"/></inertial>"
+         "<visual><origin xyz=\"0 0 0\"/><geometry><box size=\"0.1 0.1 0.1\"/></geometry>"
+         "<material name=\"m\"><color rgba=\"1 1 1 1\"/></material></visual><collision><origin "
+         "xyz=\"0 0 0\"/><geometry><cylinder radius=\"0.1\" length=\"0.2\"/></geometry>"
+         "</collision></link>\n<joint name=\"j" +
+         std::to_string(i) + "\" type=\"revolute\"><parent link=\"" +
+         (i == 1 ? std::string("base") : "l" + std::to_string(i - 1)) + "\"/><child link=\"" +
+         name +
+         "\"/><origin xyz=\"0 0 0.2\" rpy=\"0 0 0\"/><axis xyz=\"0 0 1\"/><limit lower=\"-1\" "
+         "upper=\"1\" effort=\"10\" velocity=\"1\"/><dynamics damping=\"0\"/></joint>\n";
+}
+
+// Parses and builds `xml` (which must pass the caps) as the server does, the best time of three
+// in milliseconds; `built` tells whether it is a model (or a ModelError, found after the parse).
+double milliseconds_to_load(const std::string& xml, bool& built) {
+  UrdfOptions options;
+  options.max_links = 1024;  // the server's default --max-bodies
+  double best = 1e9;
+  for (int run = 0; run < 3; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      built = build_model(read_urdf_string(xml, options))->nv > 0;
+    } catch (const ModelError&) {
+      built = false;
+    }
+    best = std::min(
+        best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+  }
+  return best;
+}
+
+// The caps bound urdfdom's work (urdf.hpp): the documents that make it work hardest within them
+// and within the server's default --max-urdf-bytes (4 MiB) all load in milliseconds. The bound
+// checked is loose (a loaded machine, sanitizers); the times are printed.
+TEST(XmlGuardTest, DocumentsAtTheCapsLoadInMilliseconds) {
+  constexpr std::size_t kMaxUrdfBytes = 4 << 20;
+  struct Document {
+    std::string what;
+    std::string xml;
+    bool is_model;
+  };
+  std::vector<Document> documents;
+
+  // Every attribute the document may hold, the most on each element.
+  std::string attributes;
+  for (std::size_t i = 0; i + 1 < kMaxUrdfAttributes / kMaxUrdfElementAttributes; ++i) {
+    attributes += element_with_attributes(kMaxUrdfElementAttributes) + "\n";
+  }
+  documents.push_back({"attributes at both caps", robot(moving_link(1) + attributes), true});
+
+  // Every node the document may hold, in the constructs urdfdom spends most on per node:
+  // materials, and joints with every child element urdfdom reads (their child links do not
+  // exist, which urdfdom finds once it has read them all).
+  std::string materials;
+  for (std::size_t i = 0; i < (kMaxUrdfNodes - 100) / 2; ++i) {
+    materials += "<material name=\"material_number_" + std::to_string(i) +
+                 "\"><color rgba=\"0.5 0.5 0.5 1\"/></material>\n";
+  }
+  documents.push_back({"nodes at the cap, materials", robot(moving_link(1) + materials), true});
+  std::string joints;
+  for (std::size_t i = 0; i < (kMaxUrdfNodes - 100) / 9; ++i) {
+    const std::string n = std::to_string(i);
+    joints += "<joint name=\"j" + n +
+              "\" type=\"revolute\"><parent link=\"base\"/><child link=\"c" + n +
+              "\"/><origin xyz=\"0.1 0.2 0.3\" rpy=\"0.1 0.2 0.3\"/><axis xyz=\"0 0 1\"/><limit "
+              "lower=\"-1\" upper=\"1\" effort=\"1\" velocity=\"1\"/><safety_controller "
+              "soft_lower_limit=\"-1\" soft_upper_limit=\"1\" k_position=\"1\" k_velocity=\"1\"/>"
+              "<calibration rising=\"0.1\" falling=\"0.2\"/><dynamics damping=\"0\"/></joint>\n";
+  }
+  documents.push_back({"nodes at the cap, joints", robot(joints), false});
+
+  // The most links --max-bodies allows by default, each with an inertial, a visual, a collision.
+  std::string chain;
+  for (int i = 1; i < 1024; ++i) chain += moving_link(i);
+  documents.push_back({"1,024 links", robot(chain), true});
+
+  // --max-urdf-bytes of one comment, then of one attribute value.
+  const std::string filler(kMaxUrdfBytes - 2000, 'x');
+  documents.push_back({"4 MiB comment", robot(moving_link(1) + "<!--" + filler + "-->"), true});
+  documents.push_back(
+      {"4 MiB attribute", robot(moving_link(1) + "<gazebo value=\"" + filler + "\"/>"), true});
+
+  for (const Document& document : documents) {
+    ASSERT_EQ(refusal(document.xml, urdf_limits()), "") << document.what;
+    ASSERT_LE(document.xml.size(), kMaxUrdfBytes) << document.what;
+    bool built = false;
+    const double ms = milliseconds_to_load(document.xml, built);
+    std::cout << document.what << ": " << document.xml.size() << " bytes, "
+              << (built ? "parsed and built" : "parsed and refused") << " in " << ms << " ms\n";
+    EXPECT_EQ(built, document.is_model) << document.what;
+    EXPECT_LT(ms, 2000.0) << document.what;
+  }
 }
 
 TEST(XmlGuardTest, NamesTheLine) {

@@ -186,6 +186,63 @@ TEST(BuildModelErrors, NoLinks) {
   EXPECT_THAT(build_error(spec), HasSubstr("'empty' has no links"));
 }
 
+TEST(BuildModelErrors, EmptyLinkNameSaysWhereItIs) {
+  ModelSpec spec = two_link_chain();
+  spec.links[1].name = "";
+  spec.joints[0].child_link = "";
+  spec.joints[1].parent_link = "";
+  EXPECT_THAT(build_error(spec),
+              HasSubstr("a link has an empty name (links[1], the child of joint 'j1')"));
+  spec = two_link_chain();
+  spec.links.push_back(make_link(""));
+  EXPECT_THAT(build_error(spec), HasSubstr("a link has an empty name (links[3])"));
+}
+
+TEST(BuildModelErrors, EmptyJointNameSaysWhereItIs) {
+  ModelSpec spec = two_link_chain();
+  spec.joints[1].name = "";
+  EXPECT_THAT(build_error(spec),
+              HasSubstr("a joint has an empty name (joints[1], from link 'l1' to link 'l2')"));
+}
+
+// Every name the model's frames, layout and errors carry is bounded, when the caller says so;
+// the message quotes 64 bytes of it at most.
+TEST(BuildModelErrors, NamesOverTheLimitAreNameTooLongErrors) {
+  const std::string long_name(1000, 'n');
+  const auto error = [](const ModelSpec& spec) -> std::string {
+    try {
+      build_model(spec, BuildOptions{.max_name_bytes = 999});
+    } catch (const NameTooLongError& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return {};
+  };
+  const std::string quoted_name = "'" + long_name.substr(0, 64) + "...' (1000 bytes)";
+  ModelSpec spec = two_link_chain();
+  spec.name = long_name;
+  EXPECT_EQ(error(spec), "model name " + quoted_name + ": 1000 bytes exceed the limit of 999");
+  spec = two_link_chain();
+  spec.links[2].name = spec.joints[1].child_link = long_name;
+  EXPECT_EQ(error(spec), "link name " + quoted_name + ": 1000 bytes exceed the limit of 999");
+  spec = two_link_chain();
+  spec.joints[0].name = long_name;
+  EXPECT_EQ(error(spec), "joint name " + quoted_name + ": 1000 bytes exceed the limit of 999");
+  spec = two_link_chain();
+  LoopClosureSpec loop;
+  loop.name = long_name;
+  loop.link1 = "l2";
+  spec.loop_closures.push_back(loop);
+  EXPECT_EQ(error(spec),
+            "loop closure name " + quoted_name + ": 1000 bytes exceed the limit of 999");
+
+  spec = two_link_chain();
+  spec.name = spec.links[2].name = spec.joints[1].child_link = std::string(999, 'n');
+  EXPECT_NO_THROW(build_model(spec, BuildOptions{.max_name_bytes = 999}));
+  spec.links[2].name = spec.joints[1].child_link = long_name;
+  EXPECT_NO_THROW(build_model(spec));  // no limit by default
+}
+
 // ---------------------------------------------------------------------------------------------
 // Inertia errors
 
