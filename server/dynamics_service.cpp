@@ -701,7 +701,10 @@ grpc::ServerUnaryReactor* DynamicsService::Echo(grpc::CallbackServerContext* con
   const Call call(context, Method::kEcho, metrics_, &budget_);
   v1::EchoRequest request;
   grpc::Status status = access_.check(*context, Method::kEcho);
-  if (status.ok()) status = call.reserve(request_bytes->Length(), "the decoded request");
+  if (status.ok()) {
+    status = call.reserve(decoded_bytes(*request_bytes, v1::EchoRequest::descriptor()),
+                          "the decoded request");
+  }
   if (status.ok()) status = decode(*request_bytes, "request", request);
   if (!status.ok()) return call.finish(status);
   v1::EchoResponse response;

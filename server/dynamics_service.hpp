@@ -15,6 +15,7 @@
 #include "server/memory_budget.hpp"
 #include "server/raw_call.hpp"
 #include "server/validation.hpp"
+#include "server/wire_counts.hpp"
 #include "torqued/v1/dynamics.grpc.pb.h"
 
 namespace torqued::server {
@@ -231,8 +232,10 @@ class DynamicsService final : public RawDynamicsService {
     };
     auto exchange = std::make_shared<Exchange>();
     grpc::Status status = access_.check(*context, method);
-    // The decoded request takes about as many bytes as its encoding.
-    if (status.ok()) status = call.reserve(request_bytes->Length(), "the decoded request");
+    if (status.ok()) {
+      status =
+          call.reserve(decoded_bytes(*request_bytes, Request::descriptor()), "the decoded request");
+    }
     if (status.ok()) status = decode(*request_bytes, "request", exchange->request);
     int states = 0;
     BatchJob job;

@@ -18,6 +18,7 @@
 #include "engine/model/build.hpp"
 #include "server/model_id.hpp"
 #include "server/validation.hpp"
+#include "server/wire_counts.hpp"
 
 namespace torqued::server {
 namespace {
@@ -201,110 +202,10 @@ grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
   return grpc::Status::OK;
 }
 
-// What decoding a RegisterModelRequest would allocate an object for, counted on the wire.
-struct WireCounts {
-  std::map<const google::protobuf::FieldDescriptor*, std::int64_t> elements;  // repeated messages
-  std::int64_t unknown_fields = 0;  // kept by the decoder, each in an object of its own
-};
-
-// protobuf's default recursion limit: the decoder refuses messages nested deeper.
-constexpr int kMaxWireDepth = 100;
-
-// Wire types (protobuf's encoding documentation).
-enum WireType : std::uint32_t {
-  kVarint = 0,
-  kFixed64 = 1,
-  kLengthDelimited = 2,
-  kStartGroup = 3,
-  kEndGroup = 4,
-  kFixed32 = 5
-};
-
-// The wire type of a field's values. (Packed repeated fields would also come length-delimited,
-// but the model sources have none.)
-std::uint32_t wire_type_of(const google::protobuf::FieldDescriptor& field) {
-  using google::protobuf::FieldDescriptor;
-  switch (field.type()) {
-    case FieldDescriptor::TYPE_DOUBLE:
-    case FieldDescriptor::TYPE_FIXED64:
-    case FieldDescriptor::TYPE_SFIXED64:
-      return kFixed64;
-    case FieldDescriptor::TYPE_FLOAT:
-    case FieldDescriptor::TYPE_FIXED32:
-    case FieldDescriptor::TYPE_SFIXED32:
-      return kFixed32;
-    case FieldDescriptor::TYPE_STRING:
-    case FieldDescriptor::TYPE_BYTES:
-    case FieldDescriptor::TYPE_MESSAGE:
-      return kLengthDelimited;
-    case FieldDescriptor::TYPE_GROUP:
-      return kStartGroup;
-    default:
-      return kVarint;
-  }
-}
-
-// Counts the fields from `in` up to the end of its current limit or, in a group, up to the group's
-// end tag. `type` is the message's descriptor, null in an unknown group. Descends into fields of
-// message type and into groups, as the decoder does. Returns false where the bytes break off.
-bool count_fields(google::protobuf::io::CodedInputStream& in,
-                  const google::protobuf::Descriptor* type, int depth, WireCounts& counts) {
-  using google::protobuf::FieldDescriptor;
-  if (depth > kMaxWireDepth) return false;
-  for (;;) {
-    const std::uint32_t tag = in.ReadTag();
-    const std::uint32_t wire_type = tag & 7;
-    if (tag == 0 || wire_type == kEndGroup) return true;
-    const FieldDescriptor* field =
-        type == nullptr ? nullptr : type->FindFieldByNumber(static_cast<int>(tag >> 3));
-    // The decoder keeps a field it does not know, or one sent with another wire type than its
-    // own, as an unknown field.
-    if (field == nullptr || wire_type != wire_type_of(*field)) {
-      ++counts.unknown_fields;
-      field = nullptr;
-    }
-    std::uint32_t length = 0;
-    std::uint64_t varint = 0;
-    if (field != nullptr && field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
-      if (!in.ReadVarint32(&length)) return false;
-      const auto limit = in.PushLimit(static_cast<int>(length));
-      if (field->is_repeated()) ++counts.elements[field];
-      if (!count_fields(in, field->message_type(), depth + 1, counts)) return false;
-      in.PopLimit(limit);
-      continue;
-    }
-    bool read = true;
-    switch (wire_type) {
-      case kVarint:
-        read = in.ReadVarint64(&varint);
-        break;
-      case kFixed64:
-        read = in.Skip(8);
-        break;
-      case kLengthDelimited:
-        read = in.ReadVarint32(&length) && in.Skip(static_cast<int>(length));
-        break;
-      case kStartGroup:
-        read = count_fields(in, nullptr, depth + 1, counts);
-        break;
-      case kFixed32:
-        read = in.Skip(4);
-        break;
-      default:
-        read = false;
-    }
-    if (!read) return false;
-  }
-}
-
 }  // namespace
 
 grpc::Status check_encoded_request(const grpc::ByteBuffer& bytes, const ModelLimits& limits) {
-  grpc::ByteBuffer copy(bytes);  // shares the slices; the reader needs a mutable buffer
-  grpc::ProtoBufferReader reader(&copy);
-  google::protobuf::io::CodedInputStream in(&reader);
-  WireCounts counts;
-  count_fields(in, v1::RegisterModelRequest::descriptor(), 0, counts);
+  const WireCounts counts = count_wire_fields(bytes, v1::RegisterModelRequest::descriptor());
   const auto elements = [&counts](const google::protobuf::Descriptor* type, const char* name) {
     const auto it = counts.elements.find(type->FindFieldByName(name));
     return it == counts.elements.end() ? std::int64_t{0} : it->second;

@@ -101,12 +101,11 @@ std::unique_ptr<v1::SessionResponse> SessionReactor::take_spare() {
 
 void SessionReactor::process(std::unique_ptr<v1::SessionResponse> response) {
   ++messages_read_;
-  // The decoded message takes about as many bytes as its encoding.
-  if (!message_memory_.add(service_.budget(), read_buffer_.Length())) {
-    return complete(std::move(response),
-                    {grpc::StatusCode::RESOURCE_EXHAUSTED,
-                     service_.budget().refusal("message " + std::to_string(messages_read_),
-                                               read_buffer_.Length())});
+  if (const std::size_t bytes = decoded_bytes(read_buffer_, v1::SessionRequest::descriptor());
+      !message_memory_.add(service_.budget(), bytes)) {
+    return complete(std::move(response), {grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                          service_.budget().refusal(
+                                              "message " + std::to_string(messages_read_), bytes)});
   }
   if (grpc::Status decoded =
           decode(read_buffer_, "message " + std::to_string(messages_read_), request_);
