@@ -306,6 +306,41 @@ ParseResult parse_config(const std::vector<std::string>& args) {
   return {config, "", 0};
 }
 
+std::vector<std::string> contradictions(const Config& c) {
+  std::vector<std::string> found;
+  const auto larger = [&](const char* flag, std::int64_t value, const char* bound_flag,
+                          std::int64_t bound, const char* consequence) {
+    if (value <= bound) return;
+    found.push_back("--" + std::string(flag) + " (" + std::to_string(value) + ") is larger than " +
+                    bound_flag + " (" + std::to_string(bound) + "): " + consequence);
+  };
+  // What calls and workspaces may hold: half of the budget (memory_budget.hpp).
+  const std::int64_t calls = c.memory_budget_bytes / 2;
+  larger("max-urdf-bytes", c.max_urdf_bytes, "--max-model-bytes", c.max_model_bytes,
+         "a URDF that large cannot be registered");
+  larger("max-model-bytes", c.max_model_bytes, "--max-message-bytes", c.max_message_bytes,
+         "a registration that large is refused as a message first");
+  larger("max-model-bytes", c.max_model_bytes, "--max-store-bytes", c.max_store_bytes,
+         "a registration that large cannot be stored");
+  if (3 * c.max_message_bytes > calls) {
+    found.push_back("3 times --max-message-bytes (" + std::to_string(3 * c.max_message_bytes) +
+                    ") is larger than half of --memory-budget-bytes (" + std::to_string(calls) +
+                    "): a call with the largest request and response (the request, the response "
+                    "and its encoding) would not fit the memory budget");
+  }
+  larger("max-workspace-bytes", c.max_workspace_bytes, "half of --memory-budget-bytes", calls,
+         "a workspace that large would not fit the memory budget");
+  larger("workspace-cache-bytes", c.workspace_cache_bytes, "half of --memory-budget-bytes", calls,
+         "idle workspaces are evicted before the cache is full whenever calls need the memory");
+  larger("max-connections-per-peer", c.max_connections_per_peer, "--max-connections",
+         c.max_connections, "one client can hold every connection");
+  larger("max-calls-per-peer", c.max_calls_per_peer, "--workers", c.workers,
+         "one client's calls can hold every worker");
+  larger("inline-max-states", c.inline_max_states, "--max-batch-states", c.max_batch_states,
+         "every batch runs on the gRPC thread that received it");
+  return found;
+}
+
 std::string read_flag_file(const std::string& flag, const std::string& path) {
   // Certificates, keys and tokens are a few kilobytes; the bound stops a huge file named by
   // mistake from filling the memory.

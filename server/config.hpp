@@ -64,7 +64,7 @@ struct Config {
   std::int64_t max_store_bytes = 1LL << 30;
   // One model's workspace (the engine's buffers for one thread), and what the pool keeps idle.
   std::int64_t max_workspace_bytes = 256LL << 20;
-  std::int64_t workspace_cache_bytes = 512LL << 20;
+  std::int64_t workspace_cache_bytes = 256LL << 20;
   int max_constraint_rows = 512;
   int max_contacts = 256;
   int max_kinematics_frames = 4096;
@@ -100,6 +100,11 @@ struct ParseResult {
 };
 
 ParseResult parse_config(const std::vector<std::string>& args);
+
+// Limits that contradict each other: one that can never be reached because another is smaller
+// (a registration larger than the largest message, a workspace larger than what calls may hold).
+// The server starts with them and logs each as a warning.
+std::vector<std::string> contradictions(const Config& config);
 
 // The --help text: every flag, its environment variable and its default.
 std::string config_help();

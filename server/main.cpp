@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   }
   const Config& config = *parsed.config;
   setup_logging(config.log_format, config.log_level);
+  for (const std::string& contradiction : contradictions(config)) spdlog::warn("{}", contradiction);
 
   // Batched requests and responses are hundreds of kilobytes: with glibc's defaults each one is
   // an mmap or a heap top that free() hands back with madvise, and the page faults and TLB

@@ -1,5 +1,5 @@
-// Tests server/config.cpp: what --help tells an operator about where the two ports listen, and
-// that the defaults are what it says.
+// Tests server/config.cpp: what --help tells an operator about where the two ports listen, that
+// the defaults are what it says, and that limits contradicting each other are named.
 #include "server/config.hpp"
 
 #include <gtest/gtest.h>
@@ -41,6 +41,7 @@ TEST(ConfigTest, LimitDefaultsAreTheFlagDefaults) {
   EXPECT_EQ(model.max_models, model_defaults.max_models);
   EXPECT_EQ(model.max_store_bytes, model_defaults.max_store_bytes);
   EXPECT_EQ(model.max_workspace_bytes, model_defaults.max_workspace_bytes);
+  EXPECT_EQ(model.max_name_bytes, model_defaults.max_name_bytes);
 
   const RequestLimits request = request_limits(Config{});
   const RequestLimits request_defaults;
@@ -53,6 +54,35 @@ TEST(ConfigTest, LimitDefaultsAreTheFlagDefaults) {
   EXPECT_EQ(request.max_solver_iterations, request_defaults.max_solver_iterations);
   EXPECT_EQ(request.max_simulation_steps, request_defaults.max_simulation_steps);
   EXPECT_EQ(request.max_session_queued, request_defaults.max_session_queued);
+}
+
+TEST(ConfigTest, TheDefaultsContradictNothing) {
+  Config defaults;
+  defaults.workers = 2;
+  EXPECT_TRUE(contradictions(defaults).empty());
+}
+
+// Each limit that another makes unreachable is named with both flags.
+TEST(ConfigTest, LimitsThatContradictEachOtherAreNamed) {
+  const ParseResult parsed = parse_config(
+      {"--workers=2", "--max-model-bytes=16777216", "--max-message-bytes=8388608",
+       "--memory-budget-bytes=134217728", "--max-connections=4", "--max-calls-per-peer=3"});
+  ASSERT_TRUE(parsed.config) << parsed.message;
+  const std::vector<std::string> found = contradictions(*parsed.config);
+  const auto named = [&](const std::string& first, const std::string& second) {
+    for (const std::string& line : found) {
+      if (line.find(first) != std::string::npos && line.find(second) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(named("--max-model-bytes (16777216)", "--max-message-bytes (8388608)"));
+  EXPECT_TRUE(named("--max-workspace-bytes", "half of --memory-budget-bytes (67108864)"));
+  EXPECT_TRUE(named("--workspace-cache-bytes", "half of --memory-budget-bytes"));
+  EXPECT_TRUE(named("--max-connections-per-peer (32)", "--max-connections (4)"));
+  EXPECT_TRUE(named("--max-calls-per-peer (3)", "--workers (2)"));
+  EXPECT_EQ(found.size(), 5u) << ::testing::PrintToString(found);
 }
 
 }  // namespace
