@@ -105,8 +105,9 @@ class Listener {
 };
 
 // Reports each call its client cancelled to the listener, from the end of every call of every
-// service (torqued's, health, reflection): an interceptor is the one place they all pass. A call
-// whose deadline passed is not counted: the client did not cancel it.
+// service: an interceptor is the one place they all pass. A call whose deadline passed is not
+// counted: the client did not cancel it. A call of a synchronous service (gRPC's reflection)
+// counts whether cancelled or not (listener.cpp says why).
 class CancellationReporter final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   explicit CancellationReporter(Listener& listener) : listener_(listener) {}
