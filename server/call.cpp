@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdint>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "engine/model/quoted.hpp"
 
@@ -37,18 +39,27 @@ std::chrono::system_clock::time_point deadline_of(const grpc::ServerContextBase&
       std::chrono::seconds(deadline.tv_sec) + std::chrono::nanoseconds(deadline.tv_nsec)));
 }
 
-std::string client_address(const grpc::ServerContextBase& context) {
-  const std::string peer = context.peer();
-  // "ipv4:10.0.0.1:5000", "ipv6:[::1]:5000" (brackets percent-encoded by some versions).
-  for (const std::string scheme : {"ipv4:", "ipv6:"}) {
-    if (peer.rfind(scheme, 0) != 0) continue;
-    const std::size_t colon = peer.rfind(':');
-    std::string host = peer.substr(scheme.size(), colon - scheme.size());
-    for (const char* bracket : {"[", "]", "%5B", "%5D"}) {
-      for (std::size_t at; (at = host.find(bracket)) != std::string::npos;) {
-        host.erase(at, std::char_traits<char>::length(bracket));
-      }
+std::string canonical_peer(std::string_view uri) {
+  std::string peer(uri);
+  for (const auto& [encoded, plain] : {std::pair{"%5B", "["}, std::pair{"%5D", "]"}}) {
+    if (const auto at = peer.find(encoded); at != std::string::npos) peer.replace(at, 3, plain);
+  }
+  constexpr std::string_view kMapped = "ipv6:[::ffff:";
+  if (peer.rfind(kMapped, 0) == 0 && peer.find('.') != std::string::npos) {
+    const std::size_t close = peer.find(']');
+    if (close != std::string::npos) {
+      return "ipv4:" + peer.substr(kMapped.size(), close - kMapped.size()) + peer.substr(close + 1);
     }
+  }
+  return peer;
+}
+
+std::string client_address(const grpc::ServerContextBase& context) {
+  const std::string peer = canonical_peer(context.peer());
+  for (const std::string_view scheme : {"ipv4:", "ipv6:"}) {
+    if (peer.rfind(scheme, 0) != 0) continue;
+    std::string host = peer.substr(scheme.size(), peer.rfind(':') - scheme.size());
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     return host;
   }
   return peer;

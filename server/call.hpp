@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "server/memory_budget.hpp"
 #include "server/metrics.hpp"
@@ -20,6 +21,11 @@ namespace torqued::server {
 // duration) and returns a time in the past; this one saturates, so a far-future deadline is a long
 // one.
 std::chrono::system_clock::time_point deadline_of(const grpc::ServerContextBase& context);
+
+// gRPC's URI of a call's client ("ipv4:10.0.0.1:5000", "ipv6:[::1]:5000") in one spelling: an
+// IPv6 address's brackets plain (gRPC percent-encodes them) and an IPv4-mapped IPv6 address (a
+// client of a dual-stack socket) as the IPv4 address it is.
+std::string canonical_peer(std::string_view peer);
 
 // The address of a call's client without its port ("10.0.0.1", "::1"; gRPC's peer URI
 // otherwise): the calls of one address share its limits.

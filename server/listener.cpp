@@ -45,6 +45,14 @@ bool describe(const sockaddr_storage& address, std::string& uri, std::string& ho
   }
   if (address.ss_family == AF_INET6) {
     const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+    if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {  // an IPv4 client of a dual-stack socket
+      sockaddr_storage v4{};
+      auto& in = reinterpret_cast<sockaddr_in&>(v4);
+      in.sin_family = AF_INET;
+      in.sin_port = in6.sin6_port;
+      std::memcpy(&in.sin_addr, &in6.sin6_addr.s6_addr[12], 4);
+      return describe(v4, uri, host);
+    }
     if (inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text)) == nullptr) return false;
     port = ntohs(in6.sin6_port);
     host = text;
@@ -73,6 +81,21 @@ std::string dashed(std::string flag) {
   return flag;
 }
 
+// The wildcard address of `family`, port 0.
+sockaddr_storage wildcard(int family) {
+  sockaddr_storage address{};
+  if (family == AF_INET6) {
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_addr = in6addr_any;
+  } else {
+    auto& in = reinterpret_cast<sockaddr_in&>(address);
+    in.sin_family = AF_INET;
+    in.sin_addr.s_addr = htonl(INADDR_ANY);
+  }
+  return address;
+}
+
 // "[::1]" and "::1" alike.
 std::string unbracketed(const std::string& host) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
@@ -85,59 +108,71 @@ std::string unbracketed(const std::string& host) {
 
 Listener::Listener(const std::string& host, int port, ConnectionLimits limits, Metrics& metrics)
     : limits_(limits), metrics_(metrics), port_(port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
   const std::string name = unbracketed(host);
   const std::string where = host + ":" + std::to_string(port);
-  if (const int error = getaddrinfo(name.empty() ? nullptr : name.c_str(),
-                                    std::to_string(port).c_str(), &hints, &found);
-      error != 0) {
-    throw std::runtime_error("cannot listen on " + where + ": " + gai_strerror(error));
-  }
   std::string failure;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      failure = errno_text();
-      continue;
+  if (name.empty() || name == "0.0.0.0" || name == "::") {
+    // Every interface, of both families where the machine has IPv6 (as gRPC binds them): one
+    // dual-stack socket, IPv4 clients arriving as IPv4-mapped addresses.
+    if (!bind_one(wildcard(AF_INET6), false, failure)) bind_one(wildcard(AF_INET), false, failure);
+  } else {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    if (const int error = getaddrinfo(name.c_str(), "0", &hints, &found); error != 0) {
+      throw std::runtime_error("cannot listen on " + where + ": " + gai_strerror(error));
     }
-    const int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    // Both families are bound separately when the host resolves to both.
-    if (a->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-    sockaddr_storage address{};
-    std::memcpy(&address, a->ai_addr, a->ai_addrlen);
-    if (port_ != 0) {  // every address on the port the first one got
-      if (address.ss_family == AF_INET) {
-        reinterpret_cast<sockaddr_in&>(address).sin_port = htons(static_cast<uint16_t>(port_));
-      } else if (address.ss_family == AF_INET6) {
-        reinterpret_cast<sockaddr_in6&>(address).sin6_port = htons(static_cast<uint16_t>(port_));
-      }
+    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      sockaddr_storage address{};
+      std::memcpy(&address, a->ai_addr, a->ai_addrlen);
+      // Both families are bound separately when the name resolves to both.
+      bind_one(address, true, failure);
     }
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), a->ai_addrlen) != 0 ||
-        ::listen(fd, kBacklog) != 0) {
-      failure = errno_text();
-      ::close(fd);
-      continue;
-    }
-    if (port_ == 0) {
-      socklen_t length = sizeof(address);
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-      port_ =
-          ntohs(address.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(address).sin_port
-                                             : reinterpret_cast<sockaddr_in6&>(address).sin6_port);
-    }
-    listener_fds_.push_back(fd);
+    freeaddrinfo(found);
   }
-  freeaddrinfo(found);
   if (listener_fds_.empty()) {
     throw std::runtime_error("cannot listen on " + where + ": " + failure);
   }
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) throw std::runtime_error("cannot make an eventfd: " + errno_text());
+}
+
+bool Listener::bind_one(sockaddr_storage address, bool v6_only, std::string& failure) {
+  const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    failure = errno_text();
+    return false;
+  }
+  const int one = 1;
+  const int only = v6_only ? 1 : 0;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (address.ss_family == AF_INET6) {
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof(only));
+  }
+  // Every address on the same port: the configured one, or the one the first address got.
+  if (address.ss_family == AF_INET) {
+    reinterpret_cast<sockaddr_in&>(address).sin_port = htons(static_cast<uint16_t>(port_));
+  } else {
+    reinterpret_cast<sockaddr_in6&>(address).sin6_port = htons(static_cast<uint16_t>(port_));
+  }
+  const socklen_t size = address.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), size) != 0 ||
+      ::listen(fd, kBacklog) != 0) {
+    failure = errno_text();
+    ::close(fd);
+    return false;
+  }
+  if (port_ == 0) {
+    socklen_t length = sizeof(address);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ =
+        ntohs(address.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(address).sin_port
+                                           : reinterpret_cast<sockaddr_in6&>(address).sin6_port);
+  }
+  listener_fds_.push_back(fd);
+  return true;
 }
 
 Listener::~Listener() {
@@ -278,11 +313,7 @@ void Listener::forget_ended_locked() {
 }
 
 void Listener::call_cancelled_by_client(std::string_view peer_uri) {
-  // gRPC writes an IPv6 peer's brackets percent-encoded.
-  std::string peer(peer_uri);
-  for (const auto& [encoded, plain] : {std::pair{"%5B", "["}, std::pair{"%5D", "]"}}) {
-    if (const auto at = peer.find(encoded); at != std::string::npos) peer.replace(at, 3, plain);
-  }
+  const std::string peer = canonical_peer(peer_uri);
   std::lock_guard lock(mutex_);
   const auto it = by_peer_.find(peer);
   if (it == by_peer_.end() || it->second.closing) return;

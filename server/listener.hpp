@@ -20,6 +20,7 @@
 
 #include <grpcpp/server_builder.h>
 #include <grpcpp/support/server_interceptor.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -77,6 +78,9 @@ class Listener {
     bool closing = false;
   };
 
+  // Binds and listens on `address` (on port_ once it is known); false, with the reason in
+  // `failure`, when it cannot.
+  bool bind_one(sockaddr_storage address, bool v6_only, std::string& failure);
   void accept_loop();
   void accept_one(int listener_fd);
   // Drops the connections whose descriptor no longer is theirs (gRPC closed them).
