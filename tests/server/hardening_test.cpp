@@ -14,8 +14,10 @@
 #include <fcntl.h>
 #include <grpcpp/impl/client_unary_call.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,6 +53,18 @@ double cpu_seconds(pid_t pid) {
     if (i == 14 || i == 15) ticks += std::stoll(field);
   }
   return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Whether this machine has IPv6's loopback address, ::1.
+bool ipv6_loopback() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_addr = in6addr_loopback;
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return bound;
 }
 
 grpc::ByteBuffer bytes(const std::string& data) {
@@ -138,9 +152,12 @@ v1::DerivativesRequest forward_derivatives_request(const v1::Model& model, int s
 
 class HardeningTest : public ::testing::Test {
  protected:
-  void start(std::vector<std::string> args, bool metrics = false) {
-    server_ = std::make_unique<ServerProcess>(
-        ServerProcess::Options{dir_.path() / "data", repository_dir(), metrics, std::move(args)});
+  void start(std::vector<std::string> args, bool metrics = false,
+             const std::string& address = "127.0.0.1") {
+    ServerProcess::Options options{dir_.path() / "data", repository_dir(), metrics,
+                                   std::move(args)};
+    options.address = address;
+    server_ = std::make_unique<ServerProcess>(std::move(options));
     ASSERT_TRUE(server_->running());
     dynamics_ = server_->dynamics();
     models_ = server_->models();
@@ -448,6 +465,48 @@ TEST_F(HardeningTest, TheServerBoundsTheWorkOfCallsWithoutDeadlines) {
   EXPECT_EQ(answer.sequence(), 8u);
   EXPECT_EQ(answer.status().code(), 0);
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Second pass, finding 9: two calls of one client without deadlines held both workers until
+// --max-call-seconds, and another client's calls waited as long. A client's calls beyond
+// --max-calls-per-peer (workers - 1) now wait while other clients' calls run. The clients are
+// two addresses of this machine: 127.0.0.1, and ::1 where it has IPv6.
+TEST_F(HardeningTest, OneClientsLongCallsLeaveAWorkerForAnotherClient) {
+  if (!ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback (::1) for a second client address";
+  start({"--workers=2", "--max-call-seconds=60"}, false, "0.0.0.0");
+  const v1::Model quadruped = bundled("quadruped");
+  // Client one: two calls that would each compute for a minute.
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::thread> long_calls;
+  for (int k = 0; k < 2; ++k) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    long_calls.emplace_back([&, context = contexts.back().get()] {
+      v1::ContactDynamicsResponse response;
+      dynamics_->ContactDynamics(context, pathological_contacts(quadruped, 1), &response);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Client two: a batch large enough for the workers (not run inline).
+  const auto other = v1::DynamicsService::NewStub(grpc::CreateChannel(
+      "[::1]:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
+  v1::InverseDynamicsRequest request = inverse_dynamics_request(bundled("stanford_arm"));
+  const int states = 200;
+  request.set_batch_size(states);
+  for (auto* field : {request.mutable_q(), request.mutable_v(), request.mutable_a()}) {
+    const std::vector<double> one(field->begin(), field->end());
+    for (int s = 1; s < states; ++s) field->Add(one.begin(), one.end());
+  }
+  v1::InverseDynamicsResponse response;
+  const auto asked = Clock::now();
+  const grpc::Status status = with_deadline(
+      50, [&](grpc::ClientContext* c) { return other->InverseDynamics(c, request, &response); });
+  const double waited = seconds_since(asked);
+  for (auto& context : contexts) context->TryCancel();
+  for (auto& call : long_calls) call.join();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  // Milliseconds of work: 10 s leaves room for sanitizers and a loaded machine, against the
+  // minute it waited before.
+  EXPECT_LT(waited, 10.0) << "the other client's call waited for the first client's calls";
 }
 
 // Finding 3. Solver iterations have a server-side cap, named in the refusal.
