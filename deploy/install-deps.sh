@@ -25,8 +25,9 @@ packages=(
   libbenchmark-dev
 )
 if ((with_test)); then
-  # openssl: the TLS tests make their certificates with it at run time.
-  packages+=(libgtest-dev libgmock-dev prometheus openssl)
+  # openssl: the TLS tests make their certificates with it at run time; python3-h2 (hyperframe,
+  # hpack): the hostile HTTP/2 client of tests/server/transport.
+  packages+=(libgtest-dev libgmock-dev prometheus openssl python3-h2)
   # The Python client's tests: a venv over Debian's python3 with its gRPC, numpy and pytest.
   packages+=(python3-venv python3-pip python3-setuptools python3-wheel python3-grpcio
     python3-numpy python3-pytest)
@@ -37,8 +38,9 @@ fi
 if ((with_containers)); then
   # mmdebstrap makes the base image locally (no registry needs to be reachable); netavark and
   # aardvark-dns let containers of one compose network find each other by service name.
+  # netavark sets up the networks' firewall rules with iptables, which it does not depend on.
   packages+=(podman buildah uidmap fuse-overlayfs slirp4netns catatonit runc netavark
-    aardvark-dns mmdebstrap podman-compose python3-yaml)
+    aardvark-dns iptables mmdebstrap podman-compose python3-yaml)
   # npm runs the offline Kubernetes schema validation (kubernetes-models, from the npm
   # registry); a Node.js that brings its own npm is used as it is.
   if ! command -v npm >/dev/null; then packages+=(nodejs npm); fi

@@ -1,0 +1,174 @@
+"""Fixtures of the hostile-transport suite: the real torqued binary on loopback, and a monitor that
+watches it (peak resident memory, health answers) while a test attacks it.
+
+$TORQUED_BINARY is the binary (CTest passes the one it built); $TORQUED_SANITIZED=1 says it runs
+under a sanitizer, whose allocator keeps freed memory in quarantine: memory bounds are then not
+checked (the calls and the health answers still are).
+"""
+
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from raw_http2 import health
+
+REPOSITORY = Path(__file__).resolve().parents[3] / "deploy" / "models"
+SANITIZED = os.environ.get("TORQUED_SANITIZED") == "1"
+PR_SET_PDEATHSIG = 1
+# PR_SET_PDEATHSIG signals the child when the thread that forked it ends: fork every server on
+# this one thread, which lasts as long as pytest.
+SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torqued-spawner")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent(parent):
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def set_up():
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0 or os.getppid() != parent:
+            os._exit(127)
+
+    return set_up
+
+
+def status_field(pid, name):
+    """A field of /proc/PID/status in bytes (VmRSS, VmHWM), or 0 once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class Torqued:
+    """torqued on 127.0.0.1 with its own data directory; `args` are more flags."""
+
+    def __init__(self, args=(), env=None):
+        binary = os.environ.get("TORQUED_BINARY")
+        if not binary:
+            pytest.skip("TORQUED_BINARY is not set: no torqued binary to test")
+        self.directory = Path(tempfile.mkdtemp(prefix="torqued-transport-"))
+        self.port = free_port()
+        self.log_path = self.directory / "torqued.log"
+        command = [
+            binary,
+            "--address", "127.0.0.1",
+            "--port", str(self.port),
+            "--metrics-port", os.environ.get("METRICS_PORT","0"),
+            "--data-dir", str(self.directory / "data"),
+            "--model-repository", str(REPOSITORY),
+            *args,
+        ]
+        log = open(self.log_path, "wb")
+        self.process = SPAWNER.submit(
+            subprocess.Popen,
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            preexec_fn=_die_with_parent(os.getpid()),
+        ).result()
+        log.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"torqued exited at start:\n{self.log()}")
+            if health(self.port, timeout=1.0)[1]:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"torqued did not become SERVING:\n{self.log()}")
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def rss(self):
+        return status_field(self.pid, "VmRSS")
+
+    def peak_rss(self):
+        return status_field(self.pid, "VmHWM")
+
+    def log(self):
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.alive():
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class Monitor:
+    """Asks the health service on a new connection every `period` seconds, from its own thread,
+    and records how long each answer took (a missing answer counts as the probe's timeout)."""
+
+    def __init__(self, server, period=0.2, timeout=2.0):
+        self.server = server
+        self.period = period
+        self.timeout = timeout
+        self.latencies = []
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            seconds, serving = health(self.server.port, timeout=self.timeout)
+            self.latencies.append(seconds)
+            if not serving:
+                self.failures += 1
+            self._stop.wait(self.period)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def worst(self):
+        return max(self.latencies, default=0.0)
+
+
+@pytest.fixture
+def start_server():
+    servers = []
+
+    def start(*args, env=None):
+        server = Torqued(args, env)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

@@ -1,0 +1,262 @@
+"""What a hostile client does below the RPCs, against the real torqued: compression bombs, open
+streams without end, HTTP/2 rapid reset (CVE-2023-44487), answers that can never be delivered and
+large uploads, with and without the token the server asks for.
+
+For each attack: the server's peak resident memory stays within its default budget, health
+answers within 1 s throughout, another client's call succeeds afterwards and the server is alive.
+"""
+
+import time
+import zlib
+
+import pytest
+from hyperframe.frame import SettingsFrame
+
+from conftest import SANITIZED, Monitor
+from raw_http2 import (
+    ECHO,
+    INVERSE_DYNAMICS,
+    LIST_MODELS,
+    RawConnection,
+    grpc_message,
+    model_ids,
+    packed_doubles,
+    proto_field,
+)
+
+MiB = 1 << 20
+GiB = 1 << 30
+# The server's default memory budget (--memory-budget-bytes).
+BUDGET = 1 * GiB
+# A sanitizer's server runs several times slower.
+HEALTH_BOUND = 5.0 if SANITIZED else 1.0
+WATCH = "/grpc.health.v1.Health/Watch"
+
+
+TOKEN = "a-caller-token-of-the-server"
+
+
+def token_args(tmp_path):
+    token_file = tmp_path / "caller.token"
+    token_file.write_text(TOKEN)
+    return ["--token-file", str(token_file)]
+
+
+def check_survived(server, monitor, baseline):
+    assert server.alive(), server.log()[-4000:]
+    assert monitor.failures == 0, f"{monitor.failures} health probes failed"
+    assert monitor.worst <= HEALTH_BOUND, f"health took {monitor.worst:.2f} s"
+    peak = server.peak_rss()
+    print(f"peak RSS {peak / MiB:.0f} MiB (start {baseline / MiB:.0f} MiB), "
+          f"worst health answer {monitor.worst * 1000:.0f} ms")
+    if not SANITIZED:
+        assert peak <= BUDGET, f"peak RSS {peak / MiB:.0f} MiB passed the budget"
+    other = RawConnection(server.port)
+    try:
+        status, _ = other.unary(LIST_MODELS, b"", timeout=5.0,
+                                metadata=[("authorization", f"Bearer {TOKEN}")])
+        assert status == 0, "another client's ListModels failed after the attack"
+    finally:
+        other.close()
+
+
+@pytest.fixture(scope="module")
+def gzip_bomb():
+    """A gzip member inflating to 2 GiB of zeros, about 2 MB: a 1 MiB deflate block of zeros
+    ending in a full flush does not depend on what came before it, so it is repeated."""
+    block_size = MiB
+    count = 2 * 1024
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = deflate.compress(bytes(block_size)) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    zeros = bytes(block_size)
+    for _ in range(count):
+        crc = zlib.crc32(zeros, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    trailer = (crc & 0xFFFFFFFF).to_bytes(4, "little") + ((block_size * count) & 0xFFFFFFFF).to_bytes(4, "little")
+    body = header + block * count + deflate.flush(zlib.Z_FINISH) + trailer
+    assert len(zlib.decompressobj(31).decompress(body[: 64 * 1024], 4 * MiB)) == 4 * MiB
+    return body
+
+
+@pytest.mark.parametrize("token", [False, True], ids=["open", "token-file"])
+def test_compression_bomb(start_server, gzip_bomb, tmp_path, token):
+    server = start_server(*(token_args(tmp_path) if token else []))
+    baseline = server.rss()
+    with Monitor(server) as monitor:
+        attacker = RawConnection(server.port)
+        streams = []
+        for _ in range(4):
+            stream = attacker.new_stream_id()
+            attacker.send_headers(stream, ECHO, extra=[("grpc-encoding", "gzip")])
+            attacker.send_data(stream, grpc_message(gzip_bomb, compressed=True))
+            streams.append(stream)
+        for stream in streams:
+            assert attacker.streams[stream].closed.wait(30), "the bomb was never answered"
+        statuses = [dict(attacker.streams[s].trailers or attacker.streams[s].headers).get("grpc-status")
+                    for s in streams]
+        attacker.close()
+    print("statuses", statuses)
+    assert all(status not in (None, "0") for status in statuses)
+    check_survived(server, monitor, baseline)
+
+
+def test_streams_without_end(start_server):
+    """100,000 streams opened (HEADERS only) on one connection, whatever the server advertises."""
+    server = start_server()
+    baseline = server.rss()
+    with Monitor(server) as monitor:
+        attacker = RawConnection(server.port, keep_data=False)
+        attacker.settings_received.wait(5)
+        batch = []
+        for _ in range(100_000):
+            batch.append(attacker.headers_frame(attacker.new_stream_id(), ECHO))
+            if len(batch) == 500:
+                try:
+                    attacker.send(b"".join(batch))
+                except OSError:
+                    break
+                batch = []
+        time.sleep(2)
+        advertised = attacker.peer_settings.get(SettingsFrame.MAX_CONCURRENT_STREAMS)
+        attacker.close()
+    print("advertised max concurrent streams", advertised)
+    assert advertised is not None and advertised <= 1000
+    check_survived(server, monitor, baseline)
+
+
+def test_health_watch_streams(start_server, tmp_path):
+    """20,000 Health.Watch streams, which need no token, held open."""
+    server = start_server(*token_args(tmp_path))
+    baseline = server.rss()
+    with Monitor(server) as monitor:
+        attackers = []
+        for _ in range(20):
+            attacker = RawConnection(server.port, keep_data=False)
+            attacker.settings_received.wait(5)
+            frames = []
+            for _ in range(1000):
+                stream = attacker.new_stream_id()
+                frames.append(attacker.headers_frame(stream, WATCH))
+            try:
+                attacker.send(b"".join(frames))
+                for stream in list(attacker.streams):
+                    attacker.send_data(stream, grpc_message(b""), end_stream=True, timeout=1.0)
+            except OSError:
+                pass
+            attackers.append(attacker)
+        time.sleep(2)
+        for attacker in attackers:
+            attacker.close()
+    check_survived(server, monitor, baseline)
+
+
+def test_rapid_reset(start_server):
+    """HEADERS + DATA + RST_STREAM, as fast as one client can write them, for 8 s, on a new
+    connection whenever the server closes the last one."""
+    server = start_server()
+    baseline = server.rss()
+    request = grpc_message(proto_field(1, 2, b"x" * 64))
+    sent = connections = 0
+    with Monitor(server) as monitor:
+        end = time.monotonic() + 8
+        while time.monotonic() < end:
+            attacker = RawConnection(server.port, keep_data=False)
+            connections += 1
+            attacker.settings_received.wait(5)
+            while time.monotonic() < end and not attacker.closed.is_set():
+                frames = []
+                for _ in range(100):
+                    stream = attacker.new_stream_id()
+                    frames.append(attacker.headers_frame(stream, ECHO))
+                    frames.append(attacker.data_frame(stream, request))
+                    frames.append(attacker.rst_frame(stream))
+                try:
+                    attacker.send(b"".join(frames))
+                except OSError:
+                    break
+                sent += 100
+                with attacker.lock:
+                    attacker.streams.clear()
+            attacker.close()
+        time.sleep(1)
+    print(f"{sent} resets sent on {connections} connections")
+    assert connections > 1, "the server never closed the attacker's connection"
+    check_survived(server, monitor, baseline)
+
+
+def test_answers_that_cannot_be_delivered(start_server):
+    """Echo asking for the largest answer the message limit allows (64 MiB), on 16 connections
+    whose receive window is 0, held open: the answers can never be sent."""
+    server = start_server()
+    baseline = server.rss()
+    request = grpc_message(proto_field(3, 0, (64 * MiB - 64) // 8))
+    with Monitor(server) as monitor:
+        attackers = []
+        for _ in range(16):
+            attacker = RawConnection(
+                server.port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0},
+                keep_data=False, open_window=False)
+            stream = attacker.new_stream_id()
+            attacker.send_headers(stream, ECHO)
+            attacker.send_data(stream, request)
+            attackers.append(attacker)
+        time.sleep(6)
+        rss_while_held = server.rss()
+        refused = sum(1 for a in attackers for s in a.streams.values()
+                      if dict(s.trailers or s.headers).get("grpc-status") == "8")
+        for attacker in attackers:
+            attacker.close()
+    print(f"RSS while held {rss_while_held / MiB:.0f} MiB; {refused} of 16 refused")
+    assert refused > 0
+    check_survived(server, monitor, baseline)
+
+
+def test_large_uploads(start_server, tmp_path):
+    """Six 240 MB requests at once, without the token the server asks for."""
+    server = start_server(*token_args(tmp_path))
+    baseline = server.rss()
+    payload = grpc_message(proto_field(1, 2, bytes(240 * MiB)))
+    with Monitor(server) as monitor:
+        attackers = [RawConnection(server.port, keep_data=False) for _ in range(6)]
+        streams = []
+        for attacker in attackers:
+            stream = attacker.new_stream_id()
+            attacker.send_headers(stream, ECHO)
+            streams.append(stream)
+        import threading
+
+        threads = [threading.Thread(target=a.send_data, args=(s, payload), kwargs={"timeout": 60})
+                   for a, s in zip(attackers, streams)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for attacker in attackers:
+            attacker.close()
+    check_survived(server, monitor, baseline)
+
+
+@pytest.mark.parametrize("timeout", ["2562047H", "99999999H", "99999999M", "99999999S",
+                                     "99999999m", "99999999u"])
+def test_far_future_deadlines_are_long_ones(start_server, timeout):
+    """The largest grpc-timeout of each unit (8 digits; nanoseconds' is 0.1 s, no far future), and
+    grpc-go's longest duration: a deadline past what a 64-bit nanosecond clock holds was read as
+    passed."""
+    server = start_server()
+    pendulum = model_ids(server.port)["double_pendulum"]
+    request = (proto_field(1, 2, pendulum.encode()) + proto_field(2, 0, 1)
+               + proto_field(3, 2, packed_doubles([0.1, 0.2]))
+               + proto_field(4, 2, packed_doubles([0.0, 0.0]))
+               + proto_field(5, 2, packed_doubles([0.0, 0.0])))
+    connection = RawConnection(server.port)
+    try:
+        stream = connection.new_stream_id()
+        connection.send_headers(stream, INVERSE_DYNAMICS, extra=[("grpc-timeout", timeout)])
+        connection.send_data(stream, grpc_message(request))
+        assert connection.streams[stream].closed.wait(10)
+        answer = connection.streams[stream]
+        trailers = dict(answer.trailers or answer.headers)
+    finally:
+        connection.close()
+    assert trailers.get("grpc-status") == "0", trailers
