@@ -38,6 +38,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
 
+// Bounds of time. The test command must pass beside two CPU-bound processes (a thread then gets a
+// third of a core) and under the sanitizers (several times slower): a wall-clock bound is what a
+// step takes on an idle machine times kSlowdown, and "the server stopped computing" is measured
+// in the server's CPU seconds, which a shared machine does not stretch. Each failure these tests
+// catch took seconds to minutes more.
+constexpr double kSanitizerSlowdown = kSanitizedBuild ? 5.0 : 1.0;
+constexpr double kSlowdown = 3.0 * kSanitizerSlowdown;
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -257,14 +265,16 @@ class HardeningTest : public ::testing::Test {
            response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
   }
 
-  // Until the server's CPU time stops growing (under 5% of a core over 200 ms); the seconds it
-  // took, or a large number after `limit` seconds.
-  double seconds_until_idle(double limit) {
+  // The server's CPU seconds until its CPU time stops growing (under 5% of a core over 200 ms),
+  // or a large number when it has not after `limit` seconds.
+  double cpu_seconds_until_idle(double limit) {
     const auto start = Clock::now();
+    const double first = cpu_seconds(server_->pid());
     while (seconds_since(start) < limit) {
       const double before = cpu_seconds(server_->pid());
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      if (cpu_seconds(server_->pid()) - before < 0.01) return seconds_since(start);
+      const double after = cpu_seconds(server_->pid());
+      if (after - before < 0.01) return before - first;
     }
     return 1e9;
   }
@@ -354,15 +364,17 @@ TEST_F(HardeningTest, PathologicalCallsStopAtTheirDeadlineAndHealthStillAnswers)
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto asked = Clock::now();
-  EXPECT_TRUE(health_serving(1.0)) << "health did not answer while the calls ran";
-  EXPECT_LT(seconds_since(asked), 1.0);
+  EXPECT_TRUE(health_serving(kSlowdown)) << "health did not answer while the calls ran";
+  EXPECT_LT(seconds_since(asked), kSlowdown);
   for (auto& c : calls) c.join();
   for (int k = 0; k < 4; ++k) {
     EXPECT_EQ(statuses[k].error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
         << k << ": " << statuses[k].error_message();
-    EXPECT_LT(ended[k], 1.5) << k;
+    EXPECT_LT(ended[k], 1.0 + 0.5 * kSlowdown) << k;
   }
-  EXPECT_LT(seconds_until_idle(3.0), 1.0) << "the server kept computing after the deadlines";
+  // The solvers poll every few iterations: a few milliseconds of work each.
+  EXPECT_LT(cpu_seconds_until_idle(30.0), 0.3 * kSanitizerSlowdown)
+      << "the server kept computing after the deadlines";
   EXPECT_EQ(busy_workers(), 0);
 }
 
@@ -379,9 +391,10 @@ TEST_F(HardeningTest, OneLongStateOfDerivativesStopsAtItsDeadline) {
   context.set_deadline(deadline_in(0.2));
   const grpc::Status status = dynamics_->Derivatives(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
-  // Idle in the first or second 200 ms window after the deadline; before the engine polled, the
-  // state went on for most of its second (longer under the sanitizers).
-  EXPECT_LT(seconds_until_idle(5.0), 0.5) << "the server kept computing after the deadline";
+  // Before the engine polled, the state went on for most of its second of CPU (longer under the
+  // sanitizers); it polls every column of the derivatives, milliseconds apart.
+  EXPECT_LT(cpu_seconds_until_idle(30.0), 0.3 * kSanitizerSlowdown)
+      << "the server kept computing after the deadline";
 }
 
 // Finding 3. The client goes away (cancels) instead of a deadline passing.
@@ -398,7 +411,8 @@ TEST_F(HardeningTest, CancelledPathologicalCallStopsComputing) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   context.TryCancel();
   call.join();
-  EXPECT_LT(seconds_until_idle(3.0), 1.0) << "the server kept computing for a cancelled call";
+  EXPECT_LT(cpu_seconds_until_idle(30.0), 0.3 * kSanitizerSlowdown)
+      << "the server kept computing for a cancelled call";
 }
 
 // Finding 3. SIGTERM while pathological calls run (their own deadlines far away): the drain
@@ -420,15 +434,14 @@ TEST_F(HardeningTest, SigtermDuringPathologicalCallsExitsZeroWithinTheDrainTime)
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const auto signalled = Clock::now();
   server_->signal(SIGTERM);
-  const int status = server_->wait_exit(10.0);
+  const int status = server_->wait_exit(30.0);
   const double took = seconds_since(signalled);
   for (auto& c : calls) c.join();
-  ASSERT_NE(status, -1) << "still running 10 s after SIGTERM";
+  ASSERT_NE(status, -1) << "still running 30 s after SIGTERM";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << server_->log();
-  // After the drain, the process exits: 1 s for that, 5 s for a sanitizer's server (TSan's exit
-  // took 1.2 s on a loaded 2-core machine). The finding was a server alive a minute later.
-  const double exit_seconds = kSanitizedBuild ? 5.0 : 1.0;
-  EXPECT_LT(took, 2.0 + exit_seconds) << "the drain time is 2 s";
+  // After the drain, the process exits: within a second on an idle machine (TSan's exit took
+  // 1.2 s on a loaded one). The finding was a server alive a minute later.
+  EXPECT_LT(took, 2.0 + kSlowdown) << "the drain time is 2 s";
 }
 
 // Finding 3. A client that sets no deadline cannot pin a worker either: the server bounds each
@@ -441,7 +454,7 @@ TEST_F(HardeningTest, TheServerBoundsTheWorkOfCallsWithoutDeadlines) {
   const auto started = Clock::now();
   const grpc::Status status =
       dynamics_->ContactDynamics(&context, pathological_contacts(quadruped, 2), &response);
-  EXPECT_LT(seconds_since(started), 1.5);
+  EXPECT_LT(seconds_since(started), 0.5 + 0.5 * kSlowdown);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_NE(status.error_message().find("limit of 0.5 s of work per call (--max-call-seconds)"),
             std::string::npos)
@@ -555,14 +568,16 @@ TEST_F(HardeningTest, OversizedRegistrationIsRefusedBeforeDecodingAndMemoryRetur
 // computed it, and glibc gives the memory back: the server keeps at most 64 MB of freed heap
 // (server/heap_trimmer.hpp) out of the >100 MB this call took.
 TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
-  // The answer, 4 states' three 1000 x 1000 matrices, is 96 MB.
+  // The answer, 4 states' three 1000 x 1000 matrices, is 96 MB. A sanitizer's server, whose
+  // memory is not measured, computes a 300-link chain: the 1000-link one took it 85 to 120 s on
+  // a loaded machine.
   start({"--workers=2", "--max-message-bytes=134217728"});
   const std::int64_t before = rss_bytes(server_->pid());
   v1::Model chain;
-  ASSERT_TRUE(register_urdf(chain_urdf(1000, 1.0), &chain).ok());
+  ASSERT_TRUE(register_urdf(chain_urdf(kRssIsTheServers ? 1000 : 300, 1.0), &chain).ok());
   const v1::DerivativesRequest request = forward_derivatives_request(chain, 4);  // both workers
   v1::DerivativesResponse response;
-  ASSERT_TRUE(with_deadline(120, [&](grpc::ClientContext* c) {
+  ASSERT_TRUE(with_deadline(300, [&](grpc::ClientContext* c) {
                 return dynamics_->Derivatives(c, request, &response);
               }).ok());
   const std::int64_t peak = rss_bytes(server_->pid());
