@@ -148,6 +148,17 @@ def test_labels_selectors_and_ports_agree_with_each_other_and_with_the_image() -
     )
 
 
+def test_the_memory_budget_is_within_the_memory_limit() -> None:
+    """The server holds its resident memory within --memory-budget-bytes (docs/security.md); the
+    container's limit must leave room above it."""
+    spec = container()
+    limit = spec["resources"]["limits"]["memory"]
+    units = {"Mi": 1 << 20, "Gi": 1 << 30}
+    limit_bytes = int(limit[:-2]) * units[limit[-2:]]
+    budget = int(env_of(spec)["TORQUED_MEMORY_BUDGET_BYTES"])
+    assert budget <= limit_bytes // 2
+
+
 def test_podman_kube_play_runs_the_deployments_pod(made: Made, tmp_path: Path) -> None:
     """The Deployment and its ConfigMap as they are, but for three things podman needs on one
     machine: this run's names (podman keeps the ConfigMap as a volume of its name), one replica
