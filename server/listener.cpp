@@ -3,9 +3,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/tcp.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -24,9 +25,32 @@ namespace {
 
 // A connection may spend 10 s of resets at once, then max_resets_per_second.
 constexpr double kResetWindowSeconds = 10.0;
-// How long the address of a connection closed for its resets is refused.
-constexpr auto kResetPenalty = std::chrono::seconds(10);
+// How long the address of a connection closed for its resets or its flood stays suspect.
+constexpr auto kSuspicion = std::chrono::seconds(10);
 constexpr int kBacklog = 1024;
+// The memory guard: how often it looks, and what a connection may receive meanwhile once the
+// transport holds too much (80 MB/s: far more than any header block, less than a loopback client
+// can upload).
+constexpr int kGuardMilliseconds = 100;
+constexpr std::uint64_t kFloodBytes = 8 << 20;
+
+// The process's resident bytes (/proc/self/statm), 0 if unreadable.
+std::int64_t resident_bytes() {
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) return 0;
+  long long pages = 0, resident = 0;
+  const int read = std::fscanf(statm, "%lld %lld", &pages, &resident);
+  std::fclose(statm);
+  return read == 2 ? resident * ::sysconf(_SC_PAGESIZE) : 0;
+}
+
+// TCP's count of the bytes a connection received.
+std::uint64_t bytes_received(int fd) {
+  tcp_info info{};
+  socklen_t length = sizeof(info);
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return 0;
+  return info.tcpi_bytes_received;
+}
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -106,8 +130,9 @@ std::string unbracketed(const std::string& host) {
 
 }  // namespace
 
-Listener::Listener(const std::string& host, int port, ConnectionLimits limits, Metrics& metrics)
-    : limits_(limits), metrics_(metrics), port_(port) {
+Listener::Listener(const std::string& host, int port, ConnectionLimits limits,
+                   const MemoryBudget& calls, Metrics& metrics)
+    : limits_(limits), calls_(calls), metrics_(metrics), port_(port) {
   const std::string name = unbracketed(host);
   const std::string where = host + ":" + std::to_string(port);
   std::string failure;
@@ -202,7 +227,7 @@ void Listener::accept_loop() {
   auto next_sweep = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (true) {
     for (pollfd& p : polled) p.revents = 0;
-    const int ready = ::poll(polled.data(), polled.size(), 1000);
+    const int ready = ::poll(polled.data(), polled.size(), kGuardMilliseconds);
     if (ready < 0 && errno != EINTR) {
       spdlog::error("the gRPC port's accept loop stopped: poll: {}", errno_text());
       return;
@@ -211,6 +236,7 @@ void Listener::accept_loop() {
     for (std::size_t i = 0; i + 1 < polled.size(); ++i) {
       if (polled[i].revents != 0) accept_one(polled[i].fd);
     }
+    guard_memory();
     if (std::chrono::steady_clock::now() >= next_sweep) {
       forget_ended_connections();
       next_sweep = std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -244,13 +270,14 @@ void Listener::accept_one(int listener_fd) {
     {
       std::lock_guard lock(mutex_);
       if (static_cast<int>(by_peer_.size()) >= limits_.max_connections) forget_ended_locked();
-      const auto penalty = penalized_until_.find(connection.host);
-      if (penalty != penalized_until_.end() && penalty->second <= connection.refilled) {
-        penalized_until_.erase(penalty);
+      if (const auto suspect = suspects_.find(connection.host); suspect != suspects_.end()) {
+        if (suspect->second <= connection.refilled) {
+          suspects_.erase(suspect);
+        } else {
+          connection.reset_allowance = limits_.max_resets_per_second;
+        }
       }
-      if (penalized_until_.count(connection.host) != 0) {
-        refusal = "max_resets_per_second";
-      } else if (static_cast<int>(by_peer_.size()) >= limits_.max_connections) {
+      if (static_cast<int>(by_peer_.size()) >= limits_.max_connections) {
         refusal = "max_connections";
       } else if (per_host_[connection.host] >= limits_.max_connections_per_peer) {
         refusal = "max_connections_per_peer";
@@ -280,9 +307,8 @@ void Listener::log_refusal(const std::string& peer, const std::string& flag) {
   const auto now = std::chrono::steady_clock::now();
   ++refusals_unlogged_;
   if (now - last_refusal_logged_ < std::chrono::seconds(1)) return;
-  const char* why = flag == "max_connections"            ? "too many connections are open"
-                    : flag == "max_connections_per_peer" ? "its address has too many connections"
-                                                         : "its address reset too many calls";
+  const char* why = flag == "max_connections" ? "too many connections are open"
+                                              : "its address has too many connections";
   spdlog::warn("refused a connection from {}: {} (--{}); {} refused since the last such line", peer,
                why, dashed(flag), refusals_unlogged_);
   refusals_unlogged_ = 0;
@@ -328,12 +354,48 @@ void Listener::call_cancelled_by_client(std::string_view peer_uri) {
   if (connection.reset_allowance >= 0.0 || !still_open(connection)) return;
   connection.closing = true;
   ::shutdown(connection.fd, SHUT_RDWR);
-  penalized_until_[connection.host] = now + kResetPenalty;
+  suspects_[connection.host] = now + kSuspicion;
   metrics_.connection_closed("max_resets_per_second");
   spdlog::warn(
       "closed the connection of {}: its client cancelled calls faster than {} per second "
       "(--max-resets-per-second; HTTP/2 rapid reset)",
       connection.peer, limits_.max_resets_per_second);
+}
+
+void Listener::guard_memory() {
+  // What the process holds beyond the calls' reservations: gRPC's transport, whose quota is a
+  // quarter of the budget, and the process itself.
+  const std::int64_t unreserved = resident_bytes() - static_cast<std::int64_t>(calls_.reserved());
+  const std::int64_t bound = limits_.memory_budget_bytes / 4;
+  if (unreserved < bound / 2) {
+    guard_watching_ = false;
+    return;
+  }
+  const bool over = unreserved > bound;
+  std::vector<std::string> flooding;
+  {
+    std::lock_guard lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& [peer, connection] : by_peer_) {
+      if (connection.closing || !still_open(connection)) continue;
+      const std::uint64_t received = bytes_received(connection.fd);
+      const std::uint64_t delta = received - std::min(received, connection.bytes_received);
+      connection.bytes_received = received;
+      if (!guard_watching_ || !over || delta <= kFloodBytes) continue;
+      connection.closing = true;
+      ::shutdown(connection.fd, SHUT_RDWR);
+      suspects_[connection.host] = now + kSuspicion;
+      flooding.push_back(peer);
+    }
+    guard_watching_ = true;
+  }
+  for (const std::string& peer : flooding) {
+    metrics_.connection_closed("memory_budget_bytes");
+    spdlog::warn(
+        "closed the connection of {}: it sent more than {} bytes in {} ms while the transport held "
+        "{} bytes, more than its quarter of the memory budget (--memory-budget-bytes)",
+        peer, kFloodBytes, kGuardMilliseconds, unreserved);
+  }
 }
 
 int Listener::open_connections() const {

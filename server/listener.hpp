@@ -9,8 +9,16 @@
 //   can write them makes gRPC create a call for each, faster than they can be run, and their
 //   backlog grew by 230 MB/s here. The server counts the calls each connection's client cancels
 //   (call_cancelled_by_client(), from every call's end) and closes a connection that cancels more
-//   than --max-resets-per-second on average over 10 s: its backlog goes with it, and its address
-//   may not connect again for 10 s (an attacker reconnects at once).
+//   than --max-resets-per-second on average over 10 s: its backlog goes with it. For 10 s, the
+//   address's new connections get one second's worth of resets at once, not ten (an attacker
+//   reconnects at once).
+// - gRPC 1.51 bounds a call's metadata per frame, not per header block: a client that sends one
+//   HEADERS frame and then CONTINUATION frames without end makes it keep every header (a
+//   "CONTINUATION flood"; two such connections took the server to 3.4 GB in 8 s). No call exists
+//   yet to count anything against, so the listener guards the process's memory itself. Every
+//   100 ms it compares the resident size with what calls and workspaces reserved (memory_budget
+//   .hpp): past a quarter of the budget (gRPC's quota for the transport), the listener closes
+//   each connection that received more than 8 MB in the last 100 ms (whatever it sent).
 // Closing is a shutdown(2) of the socket, which gRPC sees as the peer's end of the connection. The
 // socket belongs to gRPC once handed over, and gRPC closes it when the connection ends, after which
 // the descriptor's number may be reused; the listener therefore identifies each connection by its
@@ -24,6 +32,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "server/memory_budget.hpp"
 #include "server/metrics.hpp"
 
 namespace torqued::server {
@@ -40,6 +50,8 @@ struct ConnectionLimits {
   int max_connections = 512;
   int max_connections_per_peer = 32;
   double max_resets_per_second = 100.0;
+  // The process's memory budget (--memory-budget-bytes), for the guard below.
+  std::int64_t memory_budget_bytes = 1LL << 30;
 };
 
 class Listener {
@@ -47,7 +59,8 @@ class Listener {
   // Binds every address `host` resolves to (":: " or "0.0.0.0": every interface) on `port` (0: a
   // free one, the same for every address). Throws std::runtime_error naming the address when it
   // cannot.
-  Listener(const std::string& host, int port, ConnectionLimits limits, Metrics& metrics);
+  Listener(const std::string& host, int port, ConnectionLimits limits, const MemoryBudget& calls,
+           Metrics& metrics);
   ~Listener();
 
   Listener(const Listener&) = delete;
@@ -76,6 +89,8 @@ class Listener {
     double reset_allowance;
     std::chrono::steady_clock::time_point refilled;
     bool closing = false;
+    // TCP's count of the bytes received, at the memory guard's last look.
+    std::uint64_t bytes_received = 0;
   };
 
   // Binds and listens on `address` (on port_ once it is known); false, with the reason in
@@ -86,11 +101,14 @@ class Listener {
   // Drops the connections whose descriptor no longer is theirs (gRPC closed them).
   void forget_ended_connections();
   void forget_ended_locked();
+  // The memory guard (above), every 100 ms.
+  void guard_memory();
   bool still_open(const Connection& connection) const;
   // Logs a refused connection, at most once a second.
   void log_refusal(const std::string& peer, const std::string& flag);
 
   const ConnectionLimits limits_;
+  const MemoryBudget& calls_;
   Metrics& metrics_;
   int port_ = 0;
   std::vector<int> listener_fds_;
@@ -104,8 +122,12 @@ class Listener {
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Connection> by_peer_;
   std::unordered_map<std::string, int> per_host_;
-  // Addresses whose connection was closed for its resets, and until when they are refused.
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> penalized_until_;
+  // Whether the memory guard looked at the connections' bytes last time.
+  bool guard_watching_ = false;
+  // Addresses a connection of which was closed for its resets or its flood, and until when their
+  // new connections may reset only a second's worth of calls at once (not refused: an address
+  // may be shared by honest clients, a NAT's or a health checker's).
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> suspects_;
 };
 
 // Reports each call its client cancelled to the listener, from the end of every call of every

@@ -103,8 +103,8 @@ void Server::start(bool listen) {
     listener_ = std::make_unique<Listener>(
         config_.address, config_.port,
         ConnectionLimits{config_.max_connections, config_.max_connections_per_peer,
-                         config_.max_resets_per_second},
-        metrics_);
+                         config_.max_resets_per_second, config_.memory_budget_bytes},
+        memory_, metrics_);
     port_ = listener_->port();
     acceptor = builder.experimental().AddExternalConnectionAcceptor(
         grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials_);

@@ -158,7 +158,7 @@ class RawConnection:
             self.streams[stream_id].send_window = self.peer_initial_window
             return stream_id
 
-    def headers_frame(self, stream_id, path, end_stream=False, extra=()):
+    def headers_frame(self, stream_id, path, end_stream=False, extra=(), end_headers=True):
         block = self.encoder.encode(
             [
                 (":method", "POST"),
@@ -170,7 +170,7 @@ class RawConnection:
                 *extra,
             ]
         )
-        flags = ["END_HEADERS"] + (["END_STREAM"] if end_stream else [])
+        flags = (["END_HEADERS"] if end_headers else []) + (["END_STREAM"] if end_stream else [])
         return HeadersFrame(stream_id, data=block, flags=flags).serialize()
 
     def send_headers(self, stream_id, path, end_stream=False, extra=()):
@@ -370,5 +370,7 @@ def health(port, timeout=1.0):
     try:
         status, body = connection.unary(HEALTH_CHECK, b"", timeout=timeout)
         return time.monotonic() - start, status == 0 and body == SERVING
+    except OSError:  # the server closed the connection
+        return time.monotonic() - start, False
     finally:
         connection.close()

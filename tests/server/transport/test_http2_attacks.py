@@ -6,11 +6,12 @@ For each attack: the server's peak resident memory stays within its default budg
 answers within 1 s throughout, another client's call succeeds afterwards and the server is alive.
 """
 
+import threading
 import time
 import zlib
 
 import pytest
-from hyperframe.frame import SettingsFrame
+from hyperframe.frame import ContinuationFrame, PingFrame, SettingsFrame
 
 from conftest import SANITIZED, Monitor
 from raw_http2 import (
@@ -185,6 +186,67 @@ def test_rapid_reset(start_server):
     check_survived(server, monitor, baseline)
 
 
+def test_continuation_flood(start_server):
+    """One HEADERS frame without END_HEADERS, then CONTINUATION frames of new headers without end,
+    on four connections reconnecting for 8 s: gRPC 1.51 bounds metadata per frame, not per header
+    block, and kept every header (3.4 GB in 8 s from two connections)."""
+    server = start_server()
+    baseline = server.rss()
+    frames_sent = []
+
+    def flood():
+        end = time.monotonic() + 8
+        sent = 0
+        while time.monotonic() < end:
+            try:
+                attacker = RawConnection(server.port, keep_data=False)
+                attacker.settings_received.wait(5)
+                stream = attacker.new_stream_id()
+                attacker.send(attacker.headers_frame(stream, ECHO, end_headers=False))
+                while time.monotonic() < end and not attacker.closed.is_set():
+                    batch = []
+                    for _ in range(100):
+                        name = b"x-flood-%02d" % (sent % 100)
+                        header = b"\x00" + bytes([len(name)]) + name + bytes([100]) + b"v" * 100
+                        batch.append(ContinuationFrame(stream, data=header * 100).serialize())
+                        sent += 1
+                    attacker.send(b"".join(batch))
+            except OSError:
+                pass
+            finally:
+                attacker.close()
+        frames_sent.append(sent)
+
+    with Monitor(server) as monitor:
+        floods = [threading.Thread(target=flood) for _ in range(4)]
+        for thread in floods:
+            thread.start()
+        for thread in floods:
+            thread.join()
+        time.sleep(1)
+    print(f"{sum(frames_sent)} CONTINUATION frames of 100 headers sent")
+    check_survived(server, monitor, baseline)
+
+
+def test_settings_and_ping_floods(start_server):
+    """SETTINGS frames as fast as one client can write them (each owes an ACK), then PINGs."""
+    server = start_server()
+    baseline = server.rss()
+    with Monitor(server) as monitor:
+        for frame in (SettingsFrame(0, settings={SettingsFrame.HEADER_TABLE_SIZE: 4096}),
+                      PingFrame(0, opaque_data=b"12345678")):
+            attacker = RawConnection(server.port, keep_data=False)
+            attacker.settings_received.wait(5)
+            end = time.monotonic() + 4
+            try:
+                while time.monotonic() < end and not attacker.closed.is_set():
+                    attacker.send(frame.serialize() * 1000)
+            except OSError:
+                pass
+            attacker.close()
+    check_survived(server, monitor, baseline)
+
+
 def test_answers_that_cannot_be_delivered(start_server):
     """Echo asking for the largest answer the message limit allows (64 MiB), on 16 connections
     whose receive window is 0, held open: the answers can never be sent."""
@@ -224,8 +286,6 @@ def test_large_uploads(start_server, tmp_path):
             stream = attacker.new_stream_id()
             attacker.send_headers(stream, ECHO)
             streams.append(stream)
-        import threading
-
         threads = [threading.Thread(target=a.send_data, args=(s, payload), kwargs={"timeout": 60})
                    for a, s in zip(attackers, streams)]
         for thread in threads:
