@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -405,26 +406,32 @@ int Listener::open_connections() const {
 
 namespace {
 
+// Made on the thread that starts the call and run on the one that ends it, which gRPC orders in
+// its own (uninstrumented) code: the fields are atomics so that ThreadSanitizer sees the order
+// too.
 class CancellationInterceptor final : public grpc::experimental::Interceptor {
  public:
-  CancellationInterceptor(grpc::experimental::ServerRpcInfo* info, Listener& listener)
-      : info_(info), listener_(listener) {}
+  CancellationInterceptor(grpc::experimental::ServerRpcInfo* info, Listener& listener) {
+    info_.store(info, std::memory_order_release);
+    listener_.store(&listener, std::memory_order_release);
+  }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     // POST_RECV_CLOSE: the call has ended, and whether it was cancelled is known.
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::POST_RECV_CLOSE)) {
-      const grpc::ServerContextBase& context = *info_->server_context();
+      const grpc::ServerContextBase& context =
+          *info_.load(std::memory_order_acquire)->server_context();
       if (context.IsCancelled() && std::chrono::system_clock::now() < deadline_of(context)) {
-        listener_.call_cancelled_by_client(context.peer());
+        listener_.load(std::memory_order_acquire)->call_cancelled_by_client(context.peer());
       }
     }
     methods->Proceed();
   }
 
  private:
-  grpc::experimental::ServerRpcInfo* const info_;
-  Listener& listener_;
+  std::atomic<grpc::experimental::ServerRpcInfo*> info_;
+  std::atomic<Listener*> listener_;
 };
 
 }  // namespace
