@@ -2,16 +2,15 @@
 // ("authorization: Bearer <token>") before any of its work.
 //
 // With --admin-token-file, ModelService.RegisterModel and DeleteModel (which change what every
-// client sees) need that token. With --token-file every RPC of torqued's own services needs that
-// token or the admin token (and without an admin token, registration and deletion need this
-// one). grpc.health.v1.Health is never checked: load balancers and Kubernetes' gRPC probes send
-// no metadata. Server reflection is gRPC's own service, where no check can be placed: the server
-// turns it off with --token-file (reflection_allowed()).
+// client sees) need that token. With --token-file every RPC needs that token or the admin token
+// (and without an admin token, registration and deletion need this one), server reflection
+// included: it describes the whole API. grpc.health.v1.Health is never checked: load balancers
+// and Kubernetes' gRPC probes send no metadata.
 //
-// The check runs inside each service's handlers (Call, Session) rather than in gRPC's
-// AuthMetadataProcessor, which runs only on TLS ports, or an interceptor, which in gRPC 1.51
-// cannot fail a call: so plaintext and TLS ports behave alike, and a refusal is counted in
-// grpc_server_handled_total with its status code like any other failure.
+// The check runs inside each service's handlers (Call, Session, the reflection streams) rather
+// than in gRPC's AuthMetadataProcessor, which runs only on TLS ports, or an interceptor, which in
+// gRPC 1.51 cannot fail a call: so plaintext and TLS ports behave alike, and a refusal is counted
+// in grpc_server_handled_total with its status code like any other failure.
 //
 // Tokens are read once, at start, and kept only as SHA-256 digests; a presented token is hashed
 // and compared with CRYPTO_memcmp, whose time does not depend on where the digests differ, and
@@ -48,7 +47,6 @@ class AccessControl {
 
   // Whether any token is needed, and whether every call but health needs one.
   bool any_token() const { return admin_.has_value() || caller_.has_value(); }
-  bool reflection_allowed() const { return !caller_.has_value(); }
 
   // OK when `method` may run for a call with `context`'s metadata; UNAUTHENTICATED when it needs
   // a token and carries none (or not as "Bearer <token>"); PERMISSION_DENIED when the token it

@@ -438,15 +438,7 @@ class CancellationInterceptor final : public grpc::experimental::Interceptor {
 
 grpc::experimental::Interceptor* CancellationReporter::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
-  if (dynamic_cast<grpc::CallbackServerContext*>(info->server_context()) != nullptr) {
-    return new CancellationInterceptor(info, listener_);
-  }
-  // A synchronous call (gRPC's reflection service; every service of torqued's is on the
-  // callback API): its IsCancelled() would complete the call's pending operations and run the
-  // interceptor again, without end. Each such call holds a thread of gRPC's, and a client needs
-  // a few of them per session: each counts as a reset.
-  listener_.call_cancelled_by_client(info->server_context()->peer());
-  return nullptr;
+  return new CancellationInterceptor(info, listener_);
 }
 
 }  // namespace torqued::server

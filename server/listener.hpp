@@ -132,8 +132,9 @@ class Listener {
 
 // Reports each call its client cancelled to the listener, from the end of every call of every
 // service: an interceptor is the one place they all pass. A call whose deadline passed is not
-// counted: the client did not cancel it. A call of a synchronous service (gRPC's reflection)
-// counts whether cancelled or not (listener.cpp says why).
+// counted: the client did not cancel it. Every service is on the callback API (Server::start
+// refuses any other): a synchronous call's IsCancelled(), asked from its interceptor, would run
+// the interceptor again, without end.
 class CancellationReporter final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   explicit CancellationReporter(Listener& listener) : listener_(listener) {}

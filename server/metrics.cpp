@@ -28,6 +28,13 @@ const char* const kCodeNames[] = {
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
 
+// The grpc_type label.
+const char* method_type(Method method) {
+  const bool bidi_stream = method == Method::kSession || method == Method::kReflectionV1alpha ||
+                           method == Method::kReflectionV1;
+  return bidi_stream ? "bidi_stream" : "unary";
+}
+
 // Exponential buckets: start, start·factor, ... (count of them).
 prometheus::Histogram::BucketBoundaries exponential(double start, double factor, int count) {
   prometheus::Histogram::BucketBoundaries b;
@@ -356,6 +363,9 @@ const char* method_name(Method method) {
       return "Simulate";
     case Method::kSession:
       return "Session";
+    case Method::kReflectionV1alpha:
+    case Method::kReflectionV1:
+      return "ServerReflectionInfo";
     case Method::kCount:
       break;
   }
@@ -368,6 +378,8 @@ const char* status_code_name(grpc::StatusCode code) {
 }
 
 const char* method_service(Method method) {
+  if (method == Method::kReflectionV1alpha) return "grpc.reflection.v1alpha.ServerReflection";
+  if (method == Method::kReflectionV1) return "grpc.reflection.v1.ServerReflection";
   return static_cast<int>(method) <= static_cast<int>(Method::kDeleteModel)
              ? "torqued.v1.ModelService"
              : "torqued.v1.DynamicsService";
@@ -392,10 +404,9 @@ Metrics::Metrics(const std::string& address, int port)
   // 10 µs to ~42 s in steps of 2x: unary calls on a LAN take tens of microseconds.
   const auto rpc_buckets = exponential(10e-6, 2.0, 23);
   for (int m = 0; m < static_cast<int>(Method::kCount); ++m) {
-    const prometheus::Labels labels = {
-        {"grpc_service", method_service(Method(m))},
-        {"grpc_method", method_name(Method(m))},
-        {"grpc_type", Method(m) == Method::kSession ? "bidi_stream" : "unary"}};
+    const prometheus::Labels labels = {{"grpc_service", method_service(Method(m))},
+                                       {"grpc_method", method_name(Method(m))},
+                                       {"grpc_type", method_type(Method(m))}};
     methods_[m].started = &started.Add(labels);
     methods_[m].seconds = &handling.Add(labels, rpc_buckets);
     for (int c = 0; c < kCodes; ++c) {

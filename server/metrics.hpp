@@ -40,6 +40,9 @@ enum class Method : int {
   kImpact,
   kSimulate,
   kSession,
+  // grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo and its v1 twin.
+  kReflectionV1alpha,
+  kReflectionV1,
   kCount,
 };
 
@@ -71,11 +74,14 @@ enum class Algorithm : int {
   kCount,
 };
 
+// "InverseDynamics", "ServerReflectionInfo", ... (the grpc_method label).
 const char* method_name(Method method);
 // "rnea", "aba", ... (the algorithm label).
 const char* algorithm_name(Algorithm algorithm);
 // "OK", "INVALID_ARGUMENT", ... (the grpc_code label).
 const char* status_code_name(grpc::StatusCode code);
+// "torqued.v1.DynamicsService", "grpc.reflection.v1.ServerReflection", ... (the grpc_service
+// label).
 const char* method_service(Method method);
 
 using Clock = std::chrono::steady_clock;

@@ -1,8 +1,6 @@
 // Server assembly and life cycle (see server.hpp).
 #include "server/server.hpp"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/impl/server_builder_option.h>
 #include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 
@@ -10,30 +8,13 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <stdexcept>
 
 #include "server/tls.hpp"
 
 namespace torqued::server {
 namespace {
-
-// Server reflection on or off for one builder. gRPC's reflection library adds its plugin to every
-// builder of the process (a static initializer calls InitProtoReflectionServerBuilderPlugin):
-// this option takes it out, and puts one back when reflection is wanted.
-class ReflectionOption final : public grpc::ServerBuilderOption {
- public:
-  explicit ReflectionOption(bool enabled) : enabled_(enabled) {}
-  void UpdateArguments(grpc::ChannelArguments*) override {}
-  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
-    auto reflection = std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>();
-    std::erase_if(*plugins,
-                  [&](const auto& plugin) { return plugin->name() == reflection->name(); });
-    if (enabled_) plugins->push_back(std::move(reflection));
-  }
-
- private:
-  const bool enabled_;
-};
 
 // gRPC's transport bounded as Config says (docs/security.md): its memory (a ResourceQuota of a
 // quarter of the budget: connections, streams, the bytes of messages being received; under
@@ -87,7 +68,10 @@ Server::Server(const Config& config)
       catalog_(store_, model_limits(config), metrics_, workspaces_),
       model_service_(catalog_, runner_, metrics_, access_, ready_, config.max_model_bytes),
       dynamics_service_(catalog_, runner_, metrics_, memory_, access_, request_limits(config),
-                        ready_) {
+                        ready_),
+      reflection_({grpc::health::v1::Health::service_full_name(),
+                   v1::ModelService::service_full_name(), v1::DynamicsService::service_full_name()},
+                  metrics_, memory_, access_) {
   std::vector<std::string> warnings;
   store_.remove_stale_temporary_files(warnings);
   for (const std::string& w : warnings) spdlog::warn("store: {}", w);
@@ -97,7 +81,6 @@ Server::~Server() = default;
 
 void Server::start(bool listen) {
   grpc::ServerBuilder builder;
-  builder.SetOption(std::make_unique<ReflectionOption>(access_.reflection_allowed()));
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor;
   if (listen) {
     listener_ = std::make_unique<Listener>(
@@ -115,9 +98,18 @@ void Server::start(bool listen) {
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
   bound_transport(config_, builder);
-  builder.RegisterService(&health_);
-  builder.RegisterService(&model_service_);
-  builder.RegisterService(&dynamics_service_);
+  for (grpc::Service* service :
+       std::initializer_list<grpc::Service*>{&health_, &model_service_, &dynamics_service_,
+                                             &reflection_.v1(), &reflection_.v1alpha()}) {
+    // The listener counts the calls clients cancel from an interceptor that asks each call
+    // whether it was (listener.hpp): a synchronous call cannot be asked there (its IsCancelled()
+    // runs the interceptor again, without end), so every service must be on the callback API.
+    if (service->has_synchronous_methods()) {
+      throw std::logic_error(
+          "a service has synchronous methods: every service must be on gRPC's callback API");
+    }
+    builder.RegisterService(service);
+  }
   server_ = builder.BuildAndStart();
   if (!server_) throw std::runtime_error("cannot start the gRPC server");
   if (listener_) listener_->start(std::move(acceptor));
@@ -150,8 +142,8 @@ void Server::log_security() const {
     spdlog::info("every call but health needs the token of {} (or the admin token)",
                  config_.token_file);
   }
-  spdlog::info("server reflection {}",
-               access_.reflection_allowed() ? "on" : "off: it cannot check tokens (--token-file)");
+  spdlog::info("server reflection on (grpc.reflection.v1 and v1alpha){}",
+               config_.token_file.empty() ? "" : ": it needs the token too");
   if (access_.any_token() && !tls) {
     spdlog::warn(
         "bearer tokens travel in plaintext: anyone on the network path can read and replay them; "
@@ -193,6 +185,7 @@ void Server::shut_down() {
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
                             std::chrono::duration<double>(config_.drain_seconds));
   dynamics_service_.drain();
+  reflection_.drain();
   if (listener_) listener_->stop();
   if (server_) server_->Shutdown(deadline);
   executor_.stop();

@@ -19,6 +19,7 @@
 #include "server/listener.hpp"
 #include "server/metrics.hpp"
 #include "server/model_service.hpp"
+#include "server/reflection_service.hpp"
 #include "server/store.hpp"
 #include "server/workspace.hpp"
 
@@ -71,6 +72,7 @@ class Server {
   HealthService health_;
   ModelService model_service_;
   DynamicsService dynamics_service_;
+  ReflectionService reflection_;
   // The gRPC port's accept loop, when the server listens.
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,15 +1,15 @@
 // Tests bearer tokens (--admin-token-file, --token-file) against the real torqued binary: each
 // guarded call answers UNAUTHENTICATED without a token and PERMISSION_DENIED with a wrong one and
-// runs with the right one, on unary methods and on the Session stream; health stays open;
-// reflection is off when every call needs a token; refusals are counted in
-// grpc_server_handled_total; tokens never reach the log; bad token files stop the start.
+// runs with the right one, on unary methods and on the Session and reflection streams; health
+// stays open; refusals are counted in grpc_server_handled_total; tokens never reach the log; bad
+// token files stop the start.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "clients/cpp/load/workload.hpp"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "server/repository.hpp"
 #include "tests/server/pki.hpp"
 #include "tests/server/server_process.hpp"
@@ -124,15 +124,19 @@ class TokenTest : public ::testing::Test {
   }
 
   // grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo asked to list the services:
-  // one request and one answer on its bidirectional stream.
-  static grpc::Status reflection(const ServerProcess& server) {
-    const std::string list_services("\x3a\x01*", 3);  // field 7 (list_services) = "*"
-    grpc::Slice slice(list_services);
-    const grpc::ByteBuffer request(&slice, 1);
-    grpc::ByteBuffer answer;
-    return load::call_raw(server.channel(),
-                          "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", request,
-                          &answer, deadline_in(30));
+  // one request on its bidirectional stream, then the stream's end.
+  static grpc::Status reflection(const ServerProcess& server, const std::string& authorization) {
+    grpc::ClientContext context;
+    authorize(&context, authorization);
+    const auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(server.channel());
+    const auto stream = stub->ServerReflectionInfo(&context);
+    grpc::reflection::v1alpha::ServerReflectionRequest request;
+    request.set_list_services("*");
+    stream->Write(request);
+    stream->WritesDone();
+    for (grpc::reflection::v1alpha::ServerReflectionResponse response; stream->Read(&response);) {
+    }
+    return stream->Finish();
   }
 
   // The count of grpc_server_handled_total for `method` and `code`, from the metrics page.
@@ -202,7 +206,7 @@ TEST_F(TokenTest, AdminTokenGuardsRegistrationAndDeletionOnly) {
   bool answered = false;
   EXPECT_TRUE(session(server, kNone, answered).ok());
   EXPECT_TRUE(answered);
-  EXPECT_TRUE(reflection(server).ok());
+  EXPECT_TRUE(reflection(server, kNone).ok());
 
   EXPECT_EQ(delete_model(server, id, kNone).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(delete_model(server, id, kWrong).error_code(), grpc::StatusCode::PERMISSION_DENIED);
@@ -249,8 +253,11 @@ TEST_F(TokenTest, TokenGuardsEveryCallButHealth) {
   EXPECT_EQ(caller_registers.error_message().find(kCallerToken), std::string::npos);
   EXPECT_TRUE(register_model(server, kAdmin).ok());
 
-  // Reflection cannot check a token, so it is off.
-  EXPECT_EQ(reflection(server).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  // Reflection describes the whole API: it needs the token too, checked when the stream opens.
+  EXPECT_EQ(reflection(server, kNone).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(reflection(server, kWrong).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(reflection(server, kCaller).ok());
+  EXPECT_TRUE(reflection(server, kAdmin).ok());
   expect_no_token_in(server.log());
 }
 
