@@ -237,8 +237,8 @@ const std::vector<Option>& options() {
                     "file holding the bearer token RegisterModel and DeleteModel need",
                     &Config::admin_token_file),
       string_option("token-file", "TORQUED_TOKEN_FILE",
-                    "file holding the bearer token every other call needs (the admin token "
-                    "serves too; health stays open, reflection is off)",
+                    "file holding the bearer token every other call needs, reflection's too (the "
+                    "admin token serves too; health stays open)",
                     &Config::token_file),
   };
   return table;
