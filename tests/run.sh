@@ -33,7 +33,7 @@ heading() {
 configure() {  # BUILD_DIR, CMake options...
   local dir=$1
   shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTORQUED_WERROR=ON "$@"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
 }
 
 # Runs ctest in BUILD_DIR with sanitizer reports going to files, then fails when there are any.

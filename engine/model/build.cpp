@@ -1,7 +1,7 @@
 // build_model(): validates a ModelSpec and turns its link/joint tree into Featherstone's
 // parent-array form (Featherstone 1987, §7.2), merging fixed joints into the body they weld to.
 //
-// The traversal order is the API's promise (design.md §4): depth-first from the root link, each
+// The traversal order is the API's promise (docs/api.md): depth-first from the root link, each
 // link's child joints sorted by joint name with std::string's operator< — urdfdom keeps joints
 // in a std::map and Pinocchio walks that map, so q vectors line up with Pinocchio's and with
 // ../shared/golden. Fixed joints are walked in place (a moving joint below a fixed one gets its

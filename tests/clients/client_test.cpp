@@ -16,8 +16,8 @@
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
-#include "server/model_source.hpp"
-#include "server/repository.hpp"
+#include "server/models/model_from_request.hpp"
+#include "server/models/bundled_models.hpp"
 #include "tests/server/server_process.hpp"
 
 namespace torqued::testing {
@@ -101,7 +101,7 @@ TEST_F(ClientTest, ResultsEqualTheEngineBitForBit) {
   ASSERT_EQ(mm.inverse.size(), static_cast<std::size_t>(kStates));
 
   server::BuiltModel built;
-  ASSERT_TRUE(server::build_from_request(request, {}, built).ok());
+  ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
   ASSERT_EQ(built.id, layout.id());
   const Model& model = *built.model;
   Data data(model);
@@ -158,7 +158,7 @@ TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
   EXPECT_EQ(r.rows[1].offset(), 3);
 
   server::BuiltModel built;
-  ASSERT_TRUE(server::build_from_request(request, {}, built).ok());
+  ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
   const Model& model = *built.model;
   Data data(model);
   std::vector<BilateralConstraint> feet;

@@ -19,7 +19,7 @@
 #include <mutex>
 #include <thread>
 
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
 #include "tests/server/server_process.hpp"
 #include "torqued/client.hpp"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
 #include "tests/server/pki.hpp"
 #include "tests/server/server_process.hpp"
 #include "torqued/client.hpp"

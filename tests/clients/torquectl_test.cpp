@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "engine/algorithms/rnea.hpp"
-#include "server/model_source.hpp"
-#include "server/repository.hpp"
+#include "server/models/model_from_request.hpp"
+#include "server/models/bundled_models.hpp"
 #include "tests/server/server_process.hpp"
 
 namespace torqued::testing {
@@ -91,7 +91,7 @@ TEST_F(TorquectlTest, InverseDynamicsMatchesLocalAndTheEngine) {
   std::string error;
   ASSERT_TRUE(server::read_model_file(kUrdf, request, error)) << error;
   server::BuiltModel built;
-  ASSERT_TRUE(server::build_from_request(request, {}, built).ok());
+  ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
   ASSERT_EQ(built.id, id);
   v1::Model layout;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(layout_json.out, &layout).ok());

@@ -1,6 +1,6 @@
 // libFuzzer target: Denavit-Hartenberg tables in the model repository's text format (a
 // RegisterModelRequest in protobuf text format, as deploy/models/*.dh.txtpb), through the
-// server's conversion (server/model_source.cpp) to the engine's DhTable, dh_to_spec()
+// server's conversion (server/models/model_from_request.cpp) to the engine's DhTable, dh_to_spec()
 // (engine/io/dh.cpp) and build_model(). Text reaches every double a table can hold (nan, inf,
 // -0, 1e-320) by editing digits. Input that does not parse, or holds no DH table, is skipped;
 // a table must come out as a model or a non-OK status.
@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "server/model_source.hpp"
-#include "server/server.hpp"
+#include "server/models/model_from_request.hpp"
+#include "server/app/server.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // libFuzzer target: a DynamicsService.Session message decoded from bytes as the server decodes it,
-// dispatched as Session dispatches it (visit_batched_request), checked and planned by the
+// dispatched as Session dispatches it (visit_session_request), checked and planned by the
 // service's own prepare_batch() against the bundled models (deploy/models), and, when the
 // request passes, computed by its planned kernel on a pooled workspace, then its results
 // checked for finiteness: every request kind, its validation, and the engine on
@@ -25,13 +25,13 @@
 #include <string>
 
 #include "engine/algorithms/aba.hpp"
-#include "server/access.hpp"
-#include "server/batch.hpp"
-#include "server/catalog.hpp"
-#include "server/dynamics_service.hpp"
-#include "server/executor.hpp"
-#include "server/server.hpp"
-#include "server/session.hpp"
+#include "server/app/server.hpp"
+#include "server/compute/batch_runner.hpp"
+#include "server/compute/executor.hpp"
+#include "server/models/model_catalog.hpp"
+#include "server/services/dynamics_service.hpp"
+#include "server/services/session_stream.hpp"
+#include "server/transport/access_tokens.hpp"
 
 namespace torqued::server {
 namespace {
@@ -87,9 +87,9 @@ class Harness {
       service_.echo(message.echo(), response.mutable_echo(), memory);
       return;
     }
-    visit_batched_request(message, [&](Method, const auto& request, auto inner) {
+    visit_session_request(message, response, [&](auto, const auto& request, auto* result) {
       compute(request.model_id().empty() ? message.model_id() : request.model_id(), request,
-              (response.*inner)());
+              result);
     });
   }
 
@@ -98,7 +98,7 @@ class Harness {
   void compute(const std::string& model, const Request& request, Response* response) {
     const auto named = ids_.find(model);
     int states = 0;
-    DynamicsService::BatchJob job;
+    PlannedWork job;
     Reservation memory;
     if (!service_
              .prepare_batch(named == ids_.end() ? model : named->second, request, response, states,
@@ -118,11 +118,11 @@ class Harness {
   }
 
   const std::filesystem::path store_directory_;
-  Store store_;
+  ModelStore store_;
   Metrics metrics_;
   MemoryBudget memory_;
   WorkspacePool workspaces_;
-  Catalog catalog_;
+  ModelCatalog catalog_;
   Executor executor_;
   BatchRunner runner_;
   const std::atomic<bool> ready_{true};

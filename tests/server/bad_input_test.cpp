@@ -71,7 +71,7 @@ const std::vector<std::string> kServerFlags = {
 // hostile client sent would cross it.
 constexpr std::int64_t kRssGrowthBound = 96LL << 20;
 
-// A status message quotes at most this much (server/call.cpp cuts at 1 KB, then says so).
+// A status message quotes at most this much (server/transport/unary_call.cpp cuts at 1 KB, then says so).
 constexpr std::size_t kMaxStatusBytes = 1100;
 
 // Bytes that are no protobuf message: field 0x1fffffff with wire type 7, which does not exist.
@@ -668,11 +668,11 @@ double cpu_seconds(pid_t pid) {
 std::vector<Row> model_rows() {
   using C = StatusCode;
   return {
-      {"RegisterWithoutSource",
+      {"RegisterModelWithoutSource",
        C::INVALID_ARGUMENT,
        {"source"},
        [] { return register_model(v1::RegisterModelRequest()); }},
-      {"RegisterUnknownBaseType",
+      {"RegisterModelUnknownBaseType",
        C::INVALID_ARGUMENT,
        {"base", "99"},
        [] {
@@ -680,7 +680,7 @@ std::vector<Row> model_rows() {
          r.set_base(static_cast<v1::BaseType>(99));
          return register_model(r);
        }},
-      {"RegisterNanGravity",
+      {"RegisterModelNanGravity",
        C::INVALID_ARGUMENT,
        {"gravity"},
        [] {
@@ -688,7 +688,7 @@ std::vector<Row> model_rows() {
          r.mutable_gravity()->set_z(kNaN);
          return register_model(r);
        }},
-      {"RegisterNameWithTerminalEscapes",
+      {"RegisterModelNameWithTerminalEscapes",
        C::OK,
        {},
        [] {
@@ -704,11 +704,11 @@ std::vector<Row> model_rows() {
          EXPECT_NE(log.find("evil\\x0aname"), std::string::npos);
          return status;
        }},
-      {"RegisterUndecodable",
+      {"RegisterModelUndecodable",
        C::INVALID_ARGUMENT,
        {"request", "torqued.v1.RegisterModelRequest"},
        [] { return raw_unary("/torqued.v1.ModelService/RegisterModel", kUndecodable); }},
-      {"RegisterOverModelBytes",
+      {"RegisterModelOverModelBytes",
        C::RESOURCE_EXHAUSTED,
        {"request", "--max-model-bytes"},
        [] {
@@ -716,7 +716,7 @@ std::vector<Row> model_rows() {
          r.set_name(std::string(3500000, 'x'));
          return register_model(r);
        }},
-      {"RegisterUntilMaxModels",
+      {"RegisterModelUntilMaxModels",
        C::RESOURCE_EXHAUSTED,
        {"models held", "--max-models"},
        [] {
@@ -1632,7 +1632,7 @@ std::vector<Row> dynamics_rows() {
          fill(r.mutable_v(), 6);
          return call(&Dynamics::Centroidal, r);
        }},
-      {"ConstrainedUnknownFrame",
+      {"ConstrainedDynamicsUnknownFrame",
        C::INVALID_ARGUMENT,
        {"constraints[0].frame1.frame", "no_such_frame"},
        [] {
@@ -1640,7 +1640,7 @@ std::vector<Row> dynamics_rows() {
          *r.add_constraints() = point_constraint("no_such_frame");
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ConstrainedSameBody",
+      {"ConstrainedDynamicsSameBody",
        C::INVALID_ARGUMENT,
        {"constraints[0]", "same body"},
        [] {
@@ -1650,7 +1650,7 @@ std::vector<Row> dynamics_rows() {
          *r.add_constraints() = c;
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ConstrainedNegativeGain",
+      {"ConstrainedDynamicsNegativeGain",
        C::INVALID_ARGUMENT,
        {"gains.position"},
        [] {
@@ -1659,7 +1659,7 @@ std::vector<Row> dynamics_rows() {
          r.mutable_gains()->set_position(-1.0);
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ConstrainedNanGain",
+      {"ConstrainedDynamicsNanGain",
        C::INVALID_ARGUMENT,
        {"gains.velocity"},
        [] {
@@ -1668,7 +1668,7 @@ std::vector<Row> dynamics_rows() {
          r.mutable_gains()->set_velocity(kNaN);
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ConstrainedOverMaxRows",
+      {"ConstrainedDynamicsOverMaxRows",
        C::RESOURCE_EXHAUSTED,
        {"constraints", "--max-constraint-rows"},
        [] {
@@ -1684,7 +1684,7 @@ std::vector<Row> dynamics_rows() {
          }
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ConstrainedUnknownMode",
+      {"ConstrainedDynamicsUnknownMode",
        C::INVALID_ARGUMENT,
        {"mode", "3"},
        [] {
@@ -1692,7 +1692,7 @@ std::vector<Row> dynamics_rows() {
          r.set_mode(static_cast<v1::ConstrainedDynamicsMode>(3));
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ConstrainedInputsInForwardMode",
+      {"ConstrainedDynamicsInputsInForwardMode",
        C::INVALID_ARGUMENT,
        {"inputs", "must be empty"},
        [] {
@@ -1700,7 +1700,7 @@ std::vector<Row> dynamics_rows() {
          r.add_inputs(v1::DOF_INPUT_FORCE);
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ConstrainedDuplicateHugeName",
+      {"ConstrainedDynamicsDuplicateHugeName",
        C::INVALID_ARGUMENT,
        {"constraints[1]", "already used"},
        [] {
@@ -1711,7 +1711,7 @@ std::vector<Row> dynamics_rows() {
          *r.add_constraints() = c;
          return call(&Dynamics::ConstrainedDynamics, r);
        }},
-      {"ContactUnknownFrame",
+      {"ContactDynamicsUnknownFrame",
        C::INVALID_ARGUMENT,
        {"contacts[4].frame", "no_such_foot"},
        [] {
@@ -1719,7 +1719,7 @@ std::vector<Row> dynamics_rows() {
          *r.add_contacts() = contact("no_such_foot");
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactOnFixedBase",
+      {"ContactDynamicsOnFixedBase",
        C::INVALID_ARGUMENT,
        {"contacts[0].frame", "fixed base"},
        [] {
@@ -1729,7 +1729,7 @@ std::vector<Row> dynamics_rows() {
          *r.add_contacts() = contact("base");
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactNonUnitNormal",
+      {"ContactDynamicsNonUnitNormal",
        C::INVALID_ARGUMENT,
        {"contacts[0].normal", "unit"},
        [] {
@@ -1737,7 +1737,7 @@ std::vector<Row> dynamics_rows() {
          for (const double x : {0.0, 0.0, 2.0}) r.mutable_contacts(0)->add_normal(x);
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactNegativeFriction",
+      {"ContactDynamicsNegativeFriction",
        C::INVALID_ARGUMENT,
        {"contacts[2].friction"},
        [] {
@@ -1745,7 +1745,7 @@ std::vector<Row> dynamics_rows() {
          r.mutable_contacts(2)->set_friction(-0.1);
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactNanPoint",
+      {"ContactDynamicsNanPoint",
        C::INVALID_ARGUMENT,
        {"contacts[1].point[1]", "NaN"},
        [] {
@@ -1753,7 +1753,7 @@ std::vector<Row> dynamics_rows() {
          for (const double x : {0.0, kNaN, 0.0}) r.mutable_contacts(1)->add_point(x);
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactOverMaxContacts",
+      {"ContactDynamicsOverMaxContacts",
        C::RESOURCE_EXHAUSTED,
        {"contacts", "65", "--max-contacts"},
        [] {
@@ -1761,7 +1761,7 @@ std::vector<Row> dynamics_rows() {
          for (int k = 4; k < 65; ++k) *r.add_contacts() = contact(kFeet[k % 4]);
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactOverWorkspaceBytes",
+      {"ContactDynamicsOverWorkspaceBytes",
        C::RESOURCE_EXHAUSTED,
        {"contacts", "--max-workspace-bytes"},
        [] {
@@ -1769,7 +1769,7 @@ std::vector<Row> dynamics_rows() {
          for (int k = 4; k < 60; ++k) *r.add_contacts() = contact(kFeet[k % 4]);
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactOverMaxSolverIterations",
+      {"ContactDynamicsOverMaxSolverIterations",
        C::RESOURCE_EXHAUSTED,
        {"solver.max_iterations", "--max-solver-iterations"},
        [] {
@@ -1777,7 +1777,7 @@ std::vector<Row> dynamics_rows() {
          r.mutable_solver()->set_max_iterations(4000000000u);
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactZeroSolverIterations",
+      {"ContactDynamicsZeroSolverIterations",
        C::INVALID_ARGUMENT,
        {"solver.max_iterations"},
        [] {
@@ -1785,7 +1785,7 @@ std::vector<Row> dynamics_rows() {
          r.mutable_solver()->set_max_iterations(0);
          return call(&Dynamics::ContactDynamics, r);
        }},
-      {"ContactNanTolerance",
+      {"ContactDynamicsNanTolerance",
        C::INVALID_ARGUMENT,
        {"solver.tolerance", "NaN"},
        [] {
@@ -2489,6 +2489,22 @@ TEST_P(BadInputTest, Row) {
 
 INSTANTIATE_TEST_SUITE_P(Table, BadInputTest, ::testing::ValuesIn(all_rows()),
                          [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+// Every method of the two services has rows, named after it (a URDF, DH or spec row registers a
+// model): a new RPC without rows fails here.
+TEST(BadInputTableTest, EveryMethodOfTheServicesHasRows) {
+  const std::vector<Row> rows = all_rows();
+  for (const auto* service : {v1::RegisterModelRequest::descriptor()->file()->service(0),
+                              v1::InverseDynamicsRequest::descriptor()->file()->service(0)}) {
+    for (int m = 0; m < service->method_count(); ++m) {
+      const std::string method = service->method(m)->name();
+      const bool covered = std::any_of(rows.begin(), rows.end(), [&](const Row& row) {
+        return row.name.rfind(method, 0) == 0;
+      });
+      EXPECT_TRUE(covered) << service->full_name() << "/" << method << " has no row";
+    }
+  }
+}
 
 }  // namespace
 }  // namespace torqued::testing

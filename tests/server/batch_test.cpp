@@ -1,12 +1,10 @@
-// Tests server/batch.cpp in process: a small batch runs at once on the calling thread, a large one
+// Tests server/compute/batch_runner.cpp in process: a small batch runs at once on the calling thread, a large one
 // is split evenly into one chunk per worker (counting each state's weight), every state is
 // computed exactly once, the outcome is reported once, engine errors become the statuses clients
 // are promised, --max-call-seconds stops work between slices and inside the engine's long loops,
 // and a full queue refuses the batch at once (the TSan stage of tests/run.sh runs this test).
 // The calls' context is a bare grpc::CallbackServerContext: no deadline and never cancelled, so
 // the server's own bound is the one deadline in play.
-#include "server/batch.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,6 +19,7 @@
 
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/interruption.hpp"
+#include "server/compute/batch_runner.hpp"
 
 namespace torqued::server {
 namespace {

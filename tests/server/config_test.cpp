@@ -1,10 +1,8 @@
-// Tests server/config.cpp: what --help tells an operator about where the two ports listen, that
+// Tests server/base/config.cpp: what --help tells an operator about where the two ports listen, that
 // the defaults are what it says, and that limits contradicting each other are named.
-#include "server/config.hpp"
+#include "server/base/config.hpp"
 
 #include <gtest/gtest.h>
-
-#include "server/server.hpp"
 
 namespace torqued::server {
 namespace {
@@ -27,33 +25,6 @@ TEST(ConfigTest, HelpSaysBothPortsBindEveryInterfaceByDefault) {
     EXPECT_NE(entry.find("127.0.0.1: this host only"), std::string::npos) << entry;
     EXPECT_NE(entry.find("[default: \"0.0.0.0\"]"), std::string::npos) << entry;
   }
-}
-
-// The limits' structs carry defaults of their own (for code that builds models or serves calls
-// without flags: tests, fuzzers); they must be the flags'.
-TEST(ConfigTest, LimitDefaultsAreTheFlagDefaults) {
-  const ModelLimits model = model_limits(Config{});
-  const ModelLimits model_defaults;
-  EXPECT_EQ(model.max_urdf_bytes, model_defaults.max_urdf_bytes);
-  EXPECT_EQ(model.max_bodies, model_defaults.max_bodies);
-  EXPECT_EQ(model.max_dof, model_defaults.max_dof);
-  EXPECT_EQ(model.max_constraint_rows, model_defaults.max_constraint_rows);
-  EXPECT_EQ(model.max_models, model_defaults.max_models);
-  EXPECT_EQ(model.max_store_bytes, model_defaults.max_store_bytes);
-  EXPECT_EQ(model.max_workspace_bytes, model_defaults.max_workspace_bytes);
-  EXPECT_EQ(model.max_name_bytes, model_defaults.max_name_bytes);
-
-  const RequestLimits request = request_limits(Config{});
-  const RequestLimits request_defaults;
-  EXPECT_EQ(request.max_batch_states, request_defaults.max_batch_states);
-  EXPECT_EQ(request.max_message_bytes, request_defaults.max_message_bytes);
-  EXPECT_EQ(request.max_workspace_bytes, request_defaults.max_workspace_bytes);
-  EXPECT_EQ(request.max_constraint_rows, request_defaults.max_constraint_rows);
-  EXPECT_EQ(request.max_contacts, request_defaults.max_contacts);
-  EXPECT_EQ(request.max_kinematics_frames, request_defaults.max_kinematics_frames);
-  EXPECT_EQ(request.max_solver_iterations, request_defaults.max_solver_iterations);
-  EXPECT_EQ(request.max_simulation_steps, request_defaults.max_simulation_steps);
-  EXPECT_EQ(request.max_session_queued, request_defaults.max_session_queued);
 }
 
 TEST(ConfigTest, TheDefaultsContradictNothing) {

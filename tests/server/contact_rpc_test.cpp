@@ -1,4 +1,4 @@
-// Tests server/dynamics_service_contact.cpp end to end: over loopback, ContactDynamics, Impact and
+// Tests server/services/contact_plans.cpp end to end: over loopback, ContactDynamics, Impact and
 // Simulate return bitwise what the engine returns in-process for the same inputs (bundled
 // quadruped on its *_foot frames, solo12 on its *_FOOT frames when /work/shared is present, and a
 // box registered from a spec), a box resting on the ground stays at rest, bad inputs are
@@ -16,8 +16,8 @@
 
 #include "engine/algorithms/impact.hpp"
 #include "engine/algorithms/simulate.hpp"
-#include "server/model_source.hpp"
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
+#include "server/models/model_from_request.hpp"
 #include "tests/server/bitwise.hpp"
 #include "tests/server/server_process.hpp"
 #include "torqued/client.hpp"
@@ -107,7 +107,7 @@ class ContactRpcTest : public ::testing::Test {
                                  {"--workers=3", "--split-min-states=8", "--inline-max-states=4",
                                   "--max-message-bytes=1000000"}});
     std::vector<std::string> errors;
-    for (const auto& entry : server::read_repository(repository_dir(), errors)) {
+    for (const auto& entry : server::read_bundled_models(repository_dir(), errors)) {
       if (entry.request.name() == "quadruped") add(entry.request);
     }
     add(box_request());
@@ -142,7 +142,7 @@ class ContactRpcTest : public ::testing::Test {
   // Builds `request` here as the server does and registers it there.
   static void add(const v1::RegisterModelRequest& request) {
     server::BuiltModel built;
-    ASSERT_TRUE(server::build_from_request(request, {}, built).ok()) << request.name();
+    ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok()) << request.name();
     grpc::ClientContext context;
     context.set_deadline(deadline_in(30));
     v1::RegisterModelResponse response;

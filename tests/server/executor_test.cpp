@@ -1,9 +1,9 @@
-// Tests server/executor.cpp in process: every task submitted from several threads runs once, a
+// Tests server/compute/executor.cpp in process: every task submitted from several threads runs once, a
 // request whose tasks do not all fit in the queue is refused whole, stop() runs what is queued
 // before it joins, and clients take turns: one client's calls beyond its limit wait while
 // another's run, and a long task gives its worker to another client's waiting call (the TSan
 // stage of tests/run.sh runs this test).
-#include "server/executor.hpp"
+#include "server/compute/executor.hpp"
 
 #include <gtest/gtest.h>
 

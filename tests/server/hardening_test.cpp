@@ -566,7 +566,7 @@ TEST_F(HardeningTest, OversizedRegistrationIsRefusedBeforeDecodingAndMemoryRetur
 
 // Finding 4. A large model's workspaces are freed when the model is deleted, on every thread that
 // computed it, and glibc gives the memory back: the server keeps at most 64 MB of freed heap
-// (server/heap_trimmer.hpp) out of the >100 MB this call took.
+// (server/base/heap_trimmer.hpp) out of the >100 MB this call took.
 TEST_F(HardeningTest, DeletingALargeModelFreesItsWorkspaces) {
   // The answer, 4 states' three 1000 x 1000 matrices, is 96 MB. A sanitizer's server, whose
   // memory is not measured, computes a 300-link chain: the 1000-link one took it 85 to 120 s on

@@ -1,12 +1,12 @@
-// Tests server/health_service.cpp and the start-up order of server.cpp: health says NOT_SERVING
+// Tests server/services/health_service.cpp and the start-up order of server.cpp: health says NOT_SERVING
 // (and calls answer UNAVAILABLE) while the store loads, and SERVING only once every model is in.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <fstream>
 
-#include "server/model_id.hpp"
-#include "server/model_source.hpp"
+#include "server/models/model_from_request.hpp"
+#include "server/models/model_id.hpp"
 #include "tests/server/server_process.hpp"
 
 namespace torqued::testing {
@@ -28,7 +28,7 @@ TEST(HealthTest, ServingOnlyAfterTheStoreIsLoaded) {
     request.set_name("pendulum_" + std::to_string(i));
     request.set_urdf(text.str());
     server::BuiltModel built;
-    ASSERT_TRUE(server::build_from_request(request, {}, built).ok());
+    ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
     std::ofstream(data / (built.id + ".model"), std::ios::binary) << request.SerializeAsString();
   }
   auto server = ServerProcess::launch({data, ""});

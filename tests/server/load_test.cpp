@@ -1,4 +1,4 @@
-// Tests server/executor.cpp, batch.cpp and the shutdown path of server.cpp under load: 16 client
+// Tests server/compute/executor.cpp, batch.cpp and the shutdown path of server.cpp under load: 16 client
 // threads × 1,000 mixed calls all correct, a full queue answers RESOURCE_EXHAUSTED without
 // hanging, and SIGTERM under load lets in-flight calls finish and exits 0.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/rnea.hpp"
-#include "server/model_source.hpp"
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
+#include "server/models/model_from_request.hpp"
 #include "tests/server/server_process.hpp"
 
 namespace torqued::testing {
@@ -22,9 +22,9 @@ namespace {
 std::map<std::string, server::BuiltModel> local_models() {
   std::map<std::string, server::BuiltModel> out;
   std::vector<std::string> errors;
-  for (const auto& entry : server::read_repository(repository_dir(), errors)) {
+  for (const auto& entry : server::read_bundled_models(repository_dir(), errors)) {
     server::BuiltModel built;
-    EXPECT_TRUE(server::build_from_request(entry.request, {}, built).ok());
+    EXPECT_TRUE(server::build_from_request(entry.request, server::model_limits(server::Config{}), built).ok());
     out[built.model->name] = built;
   }
   return out;

@@ -1,5 +1,5 @@
 // Tests loop closures through the service end to end: registration with loop closures beside
-// any source (server/model_source.cpp), their rows in the layout (layout.cpp), the bundled
+// any source (server/models/model_from_request.cpp), their rows in the layout (layout.cpp), the bundled
 // closed chains (deploy/models/four_bar.txtpb, slider_crank.txtpb) and ConstrainedDynamics's
 // checks and physics (dynamics_service.cpp). Bitwise equivalence with the engine for every
 // bundled model is in rpc_equivalence_test.cpp.
@@ -16,9 +16,9 @@
 #include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/model/build.hpp"
-#include "server/model_id.hpp"
-#include "server/model_source.hpp"
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
+#include "server/models/model_from_request.hpp"
+#include "server/models/model_id.hpp"
 #include "tests/engine/support/closed_chains.hpp"
 #include "tests/server/server_process.hpp"
 
@@ -272,7 +272,7 @@ TEST_F(LoopClosureTest, BundledClosedChainsSatisfyTheirConstraints) {
   for (const Case& test : cases) {
     const v1::Model layout = bundled(test.file);
     server::BuiltModel local;
-    ASSERT_TRUE(server::build_from_request(repository_request(test.file), {}, local).ok());
+    ASSERT_TRUE(server::build_from_request(repository_request(test.file), server::model_limits(server::Config{}), local).ok());
     const Model& m = *local.model;
     Data data(m);
     const int states = 12;
@@ -341,7 +341,7 @@ TEST_F(LoopClosureTest, Solo12OnItsFeetMatchesTheEngine) {
   v1::RegisterModelResponse registered;
   ASSERT_TRUE(register_model(request, registered).ok());
   server::BuiltModel local;
-  ASSERT_TRUE(server::build_from_request(request, {}, local).ok());
+  ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), local).ok());
   ASSERT_EQ(local.id, registered.model().id());
   const Model& m = *local.model;
   Data data(m);

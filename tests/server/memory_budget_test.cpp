@@ -1,7 +1,7 @@
-// Tests server/memory_budget.cpp in process: reservations within the capacity, the reclaimer
+// Tests server/base/memory_budget.cpp in process: reservations within the capacity, the reclaimer
 // asked for what is missing, forced reservations past the capacity, and reservations released
 // when their holder ends, from several threads (the TSan stage runs this test).
-#include "server/memory_budget.hpp"
+#include "server/base/memory_budget.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// Model ids (server/model_id.cpp) in process: the same robot must get the same id on every
+// Model ids (server/models/model_id.cpp) in process: the same robot must get the same id on every
 // replica, whatever the build (portable or -march=native, with or without FMA) and whatever the
 // CPU. The ids below were computed by a portable build; CI runs this test in the portable and in
 // the native configuration (tests/run.sh), so a build whose model construction rounds
 // differently fails here. The real robots (../shared/models) exercise the URDF reader, fixed-joint
 // merging and free-flyers; the bundled repository adds DH tables and explicit specs with loops.
-#include "server/model_id.hpp"
+#include "server/models/model_id.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,15 +14,15 @@
 #include <sstream>
 #include <string>
 
-#include "server/model_source.hpp"
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
+#include "server/models/model_from_request.hpp"
 
 namespace torqued::server {
 namespace {
 
 std::string model_id_of(const v1::RegisterModelRequest& request) {
   BuiltModel built;
-  const grpc::Status status = build_from_request(request, ModelLimits{}, built);
+  const grpc::Status status = build_from_request(request, model_limits(Config{}), built);
   EXPECT_TRUE(status.ok()) << status.error_message();
   return built.id;
 }
@@ -60,10 +60,10 @@ TEST(ModelIdTest, BundledModelsHaveTheIdsOfAPortableBuild) {
       {"slider_crank.txtpb", "b3810ce7e9780729b7cd54558977634d"},
       {"stanford_arm.dh.txtpb", "29af925d5d532d925b0073c57eafccd8"}};
   std::vector<std::string> errors;
-  const std::vector<RepositoryEntry> entries = read_repository(TORQUED_TEST_REPOSITORY, errors);
+  const std::vector<BundledModel> entries = read_bundled_models(TORQUED_TEST_REPOSITORY, errors);
   EXPECT_TRUE(errors.empty()) << errors.front();
   ASSERT_EQ(entries.size(), ids.size());
-  for (const RepositoryEntry& entry : entries) {
+  for (const BundledModel& entry : entries) {
     const std::string file = std::filesystem::path(entry.path).filename();
     EXPECT_EQ(model_id_of(entry.request), ids.at(file)) << file;
   }

@@ -1,4 +1,4 @@
-// Tests server/model_service.cpp, catalog.cpp and store.cpp over loopback: registration from
+// Tests server/services/model_service.cpp, catalog.cpp and store.cpp over loopback: registration from
 // URDF, DH and spec is idempotent (same id on any server), every acknowledged model survives a
 // graceful restart and kill -9, deletion is durable, ListModels pages through the models within
 // the message limit, and a stored model whose name is over --max-name-bytes is skipped at start
@@ -267,7 +267,7 @@ TEST(ModelRegistrationTest, CorruptStoreFilesAreSkippedNotFatal) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() / "data");
   std::ofstream(dir.path() / "data" / "0123456789abcdef0123456789abcdef.model") << "garbage";
-  // A temporary file of Store::save (<id>.<pid>.<counter>.tmp) that a crash left behind.
+  // A temporary file of ModelStore::save (<id>.<pid>.<counter>.tmp) that a crash left behind.
   const auto left_over = dir.path() / "data" / "0123456789abcdef0123456789abcdef.4242.0.tmp";
   std::ofstream(left_over) << "partial";
   ServerProcess server({dir.path() / "data", ""});

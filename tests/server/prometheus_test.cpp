@@ -1,4 +1,4 @@
-// Tests server/metrics.cpp against a real Prometheus (Debian's prometheus package): Prometheus
+// Tests server/base/metrics.cpp against a real Prometheus (Debian's prometheus package): Prometheus
 // scrapes torqued on loopback, and its HTTP query API must show grpc_server_handled_total
 // counting exactly the calls this test made (skipped when /usr/bin/prometheus is absent). And
 // scrapes are answered within a second while clients that send their request a byte at a time

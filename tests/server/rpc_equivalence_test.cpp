@@ -1,4 +1,4 @@
-// Tests server/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC and
+// Tests server/services/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC and
 // algorithm option returns bitwise what a direct engine call returns, for every bundled model,
 // with batches split into chunks across workers.
 #include <gtest/gtest.h>
@@ -21,8 +21,8 @@
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
-#include "server/model_source.hpp"
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
+#include "server/models/model_from_request.hpp"
 #include "tests/server/bitwise.hpp"
 #include "tests/server/server_process.hpp"
 
@@ -78,9 +78,9 @@ class RpcEquivalenceTest : public ::testing::Test {
         {dir_->path() / "data", repository_dir(), false, {"--workers=3", "--split-min-states=8"}});
     // The same models built here, through the same readers and builder.
     std::vector<std::string> errors;
-    for (const auto& entry : server::read_repository(repository_dir(), errors)) {
+    for (const auto& entry : server::read_bundled_models(repository_dir(), errors)) {
       server::BuiltModel built;
-      ASSERT_TRUE(server::build_from_request(entry.request, {}, built).ok()) << entry.path;
+      ASSERT_TRUE(server::build_from_request(entry.request, server::model_limits(server::Config{}), built).ok()) << entry.path;
       grpc::ClientContext context;
       context.set_deadline(deadline_in(30));
       v1::GetModelRequest request;

@@ -1,4 +1,4 @@
-// Tests server/session.cpp end to end: DynamicsService.Session over loopback answers every
+// Tests server/services/session_stream.cpp end to end: DynamicsService.Session over loopback answers every
 // message in order with what the unary RPC answers (bitwise, through both the inline and the
 // executor paths), answers a failing message with its status and goes on, and ends cleanly on
 // half-close (OK), on client cancellation (CANCELLED, server unharmed) and on server shutdown

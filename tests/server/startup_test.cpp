@@ -12,7 +12,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
 #include "tests/server/pki.hpp"
 #include "tests/server/server_process.hpp"
 
@@ -71,7 +71,7 @@ TEST(StartupTest, TheStoreRemovesOnlyTheTemporaryFilesItWrote) {
   TempDir dir;
   const fs::path data = dir.path() / "data";
   fs::create_directories(data);
-  // A temporary file of Store::save (<id>.<pid>.<counter>.tmp) that a crash left behind.
+  // A temporary file of ModelStore::save (<id>.<pid>.<counter>.tmp) that a crash left behind.
   const fs::path own = data / "0123456789abcdef0123456789abcdef.4242.7.tmp";
   std::ofstream(own) << "partial";
   // What others put there: a directory with a file in it, a file of another name, a symbolic link

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
-#include "server/repository.hpp"
+#include "server/models/bundled_models.hpp"
 #include "tests/server/pki.hpp"
 #include "tests/server/server_process.hpp"
 

@@ -1,4 +1,4 @@
-// Tests server/validation.cpp, model_source.cpp and the status mapping of the services over
+// Tests server/services/request_checks.cpp, model_source.cpp and the status mapping of the services over
 // loopback: every bad input gets the right status code and a message naming the field.
 #include <gtest/gtest.h>
 

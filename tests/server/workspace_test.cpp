@@ -1,11 +1,9 @@
-// Tests server/workspace.cpp in process: the pool keeps idle workspaces within its byte budget,
+// Tests server/compute/workspace_pool.cpp in process: the pool keeps idle workspaces within its byte budget,
 // least recently used evicted first, and frees a deleted model's; it accounts for the engine
 // workspaces a call will bind before they are bound, so that a call never grows a workspace past
 // --max-workspace-bytes; and its locking holds with threads leasing and returning workspaces of
 // two models while one is deleted (the TSan stage of tests/run.sh runs this test). Byte counts
 // are exact integers, compared exactly.
-#include "server/workspace.hpp"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +14,7 @@
 
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
+#include "server/compute/workspace_pool.hpp"
 #include "tests/engine/support/random_tree.hpp"
 
 namespace torqued::server {

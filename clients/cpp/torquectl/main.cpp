@@ -21,8 +21,8 @@
 #include <sstream>
 #include <thread>
 
-#include "server/repository.hpp"
-#include "server/server.hpp"
+#include "server/models/bundled_models.hpp"
+#include "server/app/server.hpp"
 #include "torquectl/tables.hpp"
 #include "torqued/client.hpp"
 #include "torqued/credentials.hpp"

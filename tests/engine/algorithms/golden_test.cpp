@@ -3,8 +3,8 @@
 // and without an external force, nonlinear effects, gravity, the mass matrix and ABA.
 //
 // Tolerance: max|x − y| / max(1, max|y|) ≤ 1e-9 for every quantity, the project's correctness bar
-// (design.md §8). The README shows the references are exact to a few ulps times the
-// conditioning: ≤ 1e-13 relative for RNEA/M/placements and, for ABA, ~1e-11 even for the worst
+// (docs/testing.md). The golden data's README shows the references are exact to a few ulps times
+// the conditioning: ≤ 1e-13 relative for RNEA/M/placements and, for ABA, ~1e-11 even for the worst
 // conditioned model (talos_reduced floating, max|M⁻¹|·max|M| = 8.3e4), so 1e-9 is comfortable for
 // a correct engine and catches any modelling difference (a wrong inertia or axis is ≥ 1e-3).
 #include <gtest/gtest.h>
@@ -295,7 +295,7 @@ TEST_P(GoldenTest, Aba) {
   }
 }
 
-// Frames held by the world (6D welds and 3D point contacts, see the README's "Constrained
+// Frames held by the world (6D welds and 3D point contacts, see the golden README's "Constrained
 // dynamics"): K, k = −γ, q̈ and λ against Pinocchio's constraintDynamics. Tolerance 1e-8 of the
 // largest entry of each quantity (the issue's bar): the README bounds two correct solvers'
 // agreement by ~1e-11 (conditioning max|M⁻¹|·max|M| ≤ 1.2e4 for these models).

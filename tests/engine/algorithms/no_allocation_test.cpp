@@ -1,4 +1,4 @@
-// Once a Data exists, the algorithms allocate nothing (design.md §3): forward kinematics (all
+// Once a Data exists, the algorithms allocate nothing (docs/engine.md): forward kinematics (all
 // three levels), frame placements, frame Jacobians, RNEA with and without external forces,
 // nonlinear effects, gravity, CRBA, ABA, hybrid and floating-base inverse dynamics, M⁻¹ and
 // the forward-dynamics algorithms (CRBA + LᵀDL, the innovations factorization), the

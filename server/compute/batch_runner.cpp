@@ -1,0 +1,191 @@
+// Chunked execution of calls on the executor, and inline execution of small ones (see
+// batch_runner.hpp).
+#include "server/compute/batch_runner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+
+#include "engine/algorithms/aba.hpp"
+
+namespace torqued::server {
+namespace {
+
+// A slice of a chunk's states doubles while it takes less than this: the deadline is checked
+// often enough, and rarely enough not to show in the cost of cheap states.
+constexpr std::chrono::microseconds kSliceTarget(1000);
+
+grpc::Status queue_full(const Executor& executor) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is overloaded: its work queue (" +
+                                                    std::to_string(executor.queue_capacity()) +
+                                                    " tasks, --queue-capacity) is full; retry with "
+                                                    "backoff"};
+}
+
+// The engine's Interruption for a call: stop once the client is gone or a deadline has passed.
+bool call_should_stop(const void* state) {
+  return !check_alive(*static_cast<const CallLimit*>(state)).ok();
+}
+
+// Runs states [begin, end) in slices, checking the call between them, and maps what the engine
+// throws to a status. On an executor's worker (`executor` not null) it stops between two slices
+// when another client's call waits for the worker: `next` is then the first state not computed
+// (else `end`).
+grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& metrics,
+                       WorkspacePool& workspaces, const CallLimit& limit, int begin, int end,
+                       Executor* executor, int& next) {
+  next = end;
+  try {
+    WorkerContext worker(workspaces, Interruption{&call_should_stop, &limit},
+                         engine_workspaces(algorithm));
+    const Clock::time_point start = metrics.start();
+    int slice = 1;
+    for (int first = begin; first < end;) {
+      const int last = first + std::min(slice, end - first);
+      const auto slice_start = std::chrono::steady_clock::now();
+      kernel(worker, first, last);
+      first = last;
+      if (first == end) break;
+      if (grpc::Status alive = check_alive(limit); !alive.ok()) return alive;
+      if (executor != nullptr && executor->should_yield()) {
+        next = first;
+        break;
+      }
+      if (std::chrono::steady_clock::now() - slice_start < kSliceTarget && slice < (1 << 20)) {
+        slice *= 2;
+      }
+    }
+    metrics.compute(static_cast<int>(algorithm), start);
+    return grpc::Status::OK;
+  } catch (const SingularSystemError& e) {
+    return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+  } catch (const Interrupted&) {
+    const grpc::Status alive = check_alive(limit);
+    return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled") : alive;
+  } catch (const WorkspaceLimitError& e) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()};
+  } catch (const std::bad_alloc&) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "the server could not allocate the memory this call needs"};
+  } catch (const std::exception& e) {
+    return {grpc::StatusCode::INTERNAL, e.what()};
+  }
+}
+
+// Shared by the chunks of one call; the last chunk to end reports the outcome.
+struct ChunkedCall : std::enable_shared_from_this<ChunkedCall> {
+  ChunkedCall(const CallLimit& l, Metrics& m, WorkspacePool& w, Executor& e, Algorithm a,
+              ChunkKernel k, BatchDone d, int chunks)
+      : limit(l),
+        metrics(m),
+        workspaces(w),
+        executor(e),
+        algorithm(a),
+        kernel(std::move(k)),
+        done(std::move(d)),
+        remaining(chunks) {}
+
+  void fail(grpc::Status s) {
+    std::lock_guard lock(mutex);
+    if (!failed.exchange(true)) status = std::move(s);
+  }
+
+  void run(int begin, int end) {
+    if (!failed.load(std::memory_order_relaxed)) {
+      grpc::Status s = check_alive(limit);
+      int next = end;
+      if (s.ok()) {
+        s = run_chunk(kernel, algorithm, metrics, workspaces, limit, begin, end, &executor, next);
+      }
+      if (!s.ok()) {
+        fail(std::move(s));
+      } else if (next < end) {
+        // Another client's call takes the worker; the rest of the chunk waits for its turn.
+        executor.requeue([call = shared_from_this(), next, end] { call->run(next, end); });
+        return;
+      }
+    }
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard lock(mutex);
+      done(status);
+    }
+  }
+
+  const CallLimit limit;
+  Metrics& metrics;
+  WorkspacePool& workspaces;
+  Executor& executor;
+  const Algorithm algorithm;
+  const ChunkKernel kernel;
+  const BatchDone done;
+  std::atomic<int> remaining;
+  std::atomic<bool> failed{false};
+  std::mutex mutex;
+  grpc::Status status;
+};
+
+}  // namespace
+
+void BatchRunner::run(const UnaryCall& call, int states, Algorithm algorithm, ChunkKernel kernel,
+                      std::int64_t cost) {
+  run(
+      call.context(), states, algorithm, std::move(kernel),
+      [call](const grpc::Status& status) { call.finish(status); }, cost);
+}
+
+void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorithm algorithm,
+                      ChunkKernel kernel, BatchDone done, std::int64_t cost) {
+  metrics_.batch_states(states);
+  const CallLimit limit{context,
+                        max_call_seconds_ > 0
+                            ? std::chrono::system_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                      std::chrono::duration<double>(max_call_seconds_))
+                            : std::chrono::system_clock::time_point::max(),
+                        max_call_seconds_};
+  const std::int64_t work = static_cast<std::int64_t>(states) * cost;
+  if (work <= inline_max_states_) {
+    grpc::Status status = check_alive(limit);
+    int next = states;
+    if (status.ok()) {
+      status = run_chunk(kernel, algorithm, metrics_, workspaces_, limit, 0, states, nullptr, next);
+    }
+    done(status);
+    return;
+  }
+  const int chunks = static_cast<int>(
+      std::clamp<std::int64_t>(work / split_min_states_, 1, std::min(states, executor_.workers())));
+  auto job = std::make_shared<ChunkedCall>(limit, metrics_, workspaces_, executor_, algorithm,
+                                           std::move(kernel), std::move(done), chunks);
+  std::vector<Executor::Task> tasks;
+  tasks.reserve(chunks);
+  for (int c = 0; c < chunks; ++c) {
+    // Even split: chunk c covers [c·states/chunks, (c+1)·states/chunks).
+    const int begin = static_cast<int>(static_cast<std::int64_t>(states) * c / chunks);
+    const int end = static_cast<int>(static_cast<std::int64_t>(states) * (c + 1) / chunks);
+    tasks.emplace_back([job, begin, end] { job->run(begin, end); });
+  }
+  if (!executor_.try_submit(tasks, client_address(*context))) job->done(queue_full(executor_));
+}
+
+void BatchRunner::run(const UnaryCall& call, CallTask task) {
+  std::vector<Executor::Task> tasks;
+  tasks.emplace_back([call, task = std::move(task)] {
+    grpc::Status status;
+    if (status = call.check_alive(); status.ok()) {
+      try {
+        status = task();
+      } catch (const std::exception& e) {
+        status = {grpc::StatusCode::INTERNAL, e.what()};
+      }
+    }
+    call.finish(status);
+  });
+  if (!executor_.try_submit(tasks, client_address(*call.context()))) {
+    call.finish(queue_full(executor_));
+  }
+}
+
+}  // namespace torqued::server

@@ -1,0 +1,567 @@
+// The plans of the batched dynamics RPCs (see dynamics_plans.hpp): each request's fields checked
+// against its model, its response sized and reserved, its work described.
+#include "server/services/dynamics_plans.hpp"
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/compute/dynamics_kernels.hpp"
+#include "server/models/model_layout.hpp"
+#include "server/services/request_checks.hpp"
+
+namespace torqued::server {
+
+RequestLimits request_limits(const Config& config) {
+  return {config.max_batch_states,      config.max_message_bytes,    config.max_workspace_bytes,
+          config.max_constraint_rows,   config.max_contacts,         config.max_kinematics_frames,
+          config.max_solver_iterations, config.max_simulation_steps, config.max_session_queued};
+}
+
+grpc::Status Planning::reserve_response(std::int64_t values, Reservation& memory) const {
+  if (grpc::Status s = check_response_size(values, limits.max_message_bytes); !s.ok()) return s;
+  // The response, then its encoding while gRPC sends it.
+  const auto bytes = 2 * static_cast<std::size_t>(response_bytes(values));
+  if (!memory.add(budget, bytes)) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, budget.refusal("the response", bytes)};
+  }
+  return grpc::Status::OK;
+}
+
+namespace {
+
+// Sizes a repeated double field to n values and returns its storage.
+double* resize(google::protobuf::RepeatedField<double>* field, std::int64_t n) {
+  field->Resize(static_cast<int>(n), 0.0);
+  return field->mutable_data();
+}
+
+// The optional external forces: none, or one wrench per moving body and state.
+grpc::Status check_external_forces(const DoubleArray& values, const Model& m, int states) {
+  return check_array("external_forces", values, states, 6 * (m.nbodies() - 1), true);
+}
+
+// The algorithm that runs for a ForwardDynamics request: AUTO resolved, and ABA whenever
+// external forces are given (the only algorithm that takes them).
+ForwardDynamicsAlgorithm resolve(const Model& m, const v1::ForwardDynamicsRequest& request) {
+  switch (request.algorithm()) {
+    case v1::FORWARD_DYNAMICS_ALGORITHM_CRBA:
+      return ForwardDynamicsAlgorithm::kCrba;
+    case v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION:
+      return ForwardDynamicsAlgorithm::kFactorization;
+    case v1::FORWARD_DYNAMICS_ALGORITHM_AUTO:
+      return request.external_forces().empty() ? auto_forward_dynamics_algorithm(m)
+                                               : ForwardDynamicsAlgorithm::kAba;
+    default:
+      return ForwardDynamicsAlgorithm::kAba;
+  }
+}
+
+v1::ForwardDynamicsAlgorithm to_proto(ForwardDynamicsAlgorithm a) {
+  switch (a) {
+    case ForwardDynamicsAlgorithm::kCrba:
+      return v1::FORWARD_DYNAMICS_ALGORITHM_CRBA;
+    case ForwardDynamicsAlgorithm::kFactorization:
+      return v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION;
+    default:
+      return v1::FORWARD_DYNAMICS_ALGORITHM_ABA;
+  }
+}
+
+Algorithm metric_label(ForwardDynamicsAlgorithm a) {
+  switch (a) {
+    case ForwardDynamicsAlgorithm::kCrba:
+      return Algorithm::kForwardDynamicsCrba;
+    case ForwardDynamicsAlgorithm::kFactorization:
+      return Algorithm::kForwardDynamicsFactorization;
+    default:
+      return Algorithm::kAba;
+  }
+}
+
+Algorithm metric_label(const v1::MassMatrixRequest& request) {
+  if (request.algorithm() == v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS) {
+    return request.inverse() ? Algorithm::kLagrangeHomogeneousMassMatrixInverse
+                             : Algorithm::kLagrangeHomogeneousMassMatrix;
+  }
+  return request.inverse() ? Algorithm::kMassMatrixInverse : Algorithm::kCrba;
+}
+
+// Mirrors the engine's precondition of floating_base_inverse_dynamics().
+bool has_free_flyer_root(const Model& m) {
+  return m.nbodies() > 1 && m.joints[1].type == JointType::kFreeFlyer && m.parent[1] == 0 &&
+         m.subtree_end[1] == m.nbodies();
+}
+
+bool is_finite(const v1::Placement& p) {
+  for (const double x :
+       {p.xyz().x(), p.xyz().y(), p.xyz().z(), p.rpy().x(), p.rpy().y(), p.rpy().z()}) {
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
+}
+
+// A constraint frame: the body it is on and its placement there. frame2 may name the world.
+grpc::Status locate_frame(const Model& m, const v1::ConstraintFrame& in, const std::string& field,
+                          bool world_allowed, int& body, Transform& placement) {
+  if (!is_finite(in.placement())) return invalid(field + ".placement must be finite");
+  const int f = m.find_frame(in.frame());
+  if (f >= 0) {
+    body = m.frames[f].body;
+    placement = m.frames[f].placement * to_transform(in.placement());
+    return grpc::Status::OK;
+  }
+  if (world_allowed && (in.frame().empty() || in.frame() == "world")) {
+    body = 0;
+    placement = to_transform(in.placement());
+    return grpc::Status::OK;
+  }
+  return invalid(field + ".frame: no frame named " + quote_input(in.frame()) + " in model " +
+                 quote_input(m.name) + " (see Model.frames)");
+}
+
+// The request's constraints in engine form, each named (by default "constraints[i]") uniquely
+// among them and the model's loop closures.
+grpc::Status to_constraints(const Model& m,
+                            const google::protobuf::RepeatedPtrField<v1::Constraint>& in,
+                            std::vector<BilateralConstraint>& out) {
+  std::set<std::string> names;
+  for (const BilateralConstraint& loop : m.loop_closures) names.insert(loop.name);
+  for (int i = 0; i < in.size(); ++i) {
+    const v1::Constraint& c = in[i];
+    const std::string field = "constraints[" + std::to_string(i) + "]";
+    BilateralConstraint constraint;
+    constraint.name = c.name().empty() ? field : c.name();
+    const std::string what = field + " (" + quote_input(constraint.name) + ")";
+    if (!names.insert(constraint.name).second) {
+      return invalid(what + ": name already used by a loop closure or an earlier constraint");
+    }
+    if (!to_constraint_type(c.type(), constraint.type)) {
+      return invalid(what + ": type must be set to a CONSTRAINT_TYPE_* value");
+    }
+    if (!c.has_frame1()) return invalid(what + ": frame1 must be set");
+    if (grpc::Status s = locate_frame(m, c.frame1(), field + ".frame1", false, constraint.body1,
+                                      constraint.placement1);
+        !s.ok()) {
+      return s;
+    }
+    if (grpc::Status s = locate_frame(m, c.frame2(), field + ".frame2", true, constraint.body2,
+                                      constraint.placement2);
+        !s.ok()) {
+      return s;
+    }
+    if (constraint.body1 == constraint.body2) {
+      return invalid(what + ": frame1 and frame2 are on the same body " +
+                     quote_input(m.body_names[constraint.body1]) +
+                     ", so the constraint constrains nothing");
+    }
+    out.push_back(std::move(constraint));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status check_gains(const v1::BaumgarteGains& gains) {
+  if (!std::isfinite(gains.position()) || gains.position() < 0) {
+    return invalid("gains.position must be finite and >= 0, got " +
+                   std::to_string(gains.position()));
+  }
+  if (!std::isfinite(gains.velocity()) || gains.velocity() < 0) {
+    return invalid("gains.velocity must be finite and >= 0, got " +
+                   std::to_string(gains.velocity()));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::InverseDynamicsRequest* request, v1::InverseDynamicsResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  if (s = check_enum("algorithm", request->algorithm(), v1::InverseDynamicsAlgorithm_IsValid);
+      !s.ok()) {
+    return s;
+  }
+  const bool lagrange = request->algorithm() == v1::INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS;
+  if (lagrange) {
+    if (s = check_empty("external_forces", request->external_forces(),
+                        "with algorithm INVERSE_DYNAMICS_ALGORITHM_LAGRANGE_HOMOGENEOUS, which "
+                        "takes no external forces (use INVERSE_DYNAMICS_ALGORITHM_RNEA)");
+        !s.ok()) {
+      return s;
+    }
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {lagrange ? Algorithm::kLagrangeHomogeneous : Algorithm::kRnea,
+         [entry, request, tau](WorkerContext& w, int b, int e) {
+           inverse_dynamics(*entry->model, w.workspace(*entry), *request, b, e, tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::ForwardDynamicsRequest* request, v1::ForwardDynamicsResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  if (s = check_enum("algorithm", request->algorithm(), v1::ForwardDynamicsAlgorithm_IsValid);
+      !s.ok()) {
+    return s;
+  }
+  if (request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_CRBA ||
+      request->algorithm() == v1::FORWARD_DYNAMICS_ALGORITHM_FACTORIZATION) {
+    if (s = check_empty("external_forces", request->external_forces(),
+                        "with algorithm " +
+                            v1::ForwardDynamicsAlgorithm_Name(request->algorithm()) +
+                            " (external forces need FORWARD_DYNAMICS_ALGORITHM_ABA or _AUTO)");
+        !s.ok()) {
+      return s;
+    }
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
+  const ForwardDynamicsAlgorithm algorithm = resolve(m, *request);
+  response->set_batch_size(n);
+  response->set_algorithm(to_proto(algorithm));
+  double* a = resize(response->mutable_a(), out_size);
+  job = {metric_label(algorithm), [entry, request, algorithm, a](WorkerContext& w, int b, int e) {
+           forward_dynamics(*entry->model, w.workspace(*entry), *request, algorithm, b, e, a);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::MassMatrixRequest* request, v1::MassMatrixResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_enum("algorithm", request->algorithm(), v1::MassMatrixAlgorithm_IsValid); !s.ok()) {
+    return s;
+  }
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = planning.reserve_response(request->inverse() ? 2 * out_size : out_size, memory);
+      !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  double* mass = resize(response->mutable_mass_matrix(), out_size);
+  double* inverse = request->inverse() ? resize(response->mutable_inverse(), out_size) : nullptr;
+  job = {metric_label(*request), [entry, request, mass, inverse](WorkerContext& w, int b, int e) {
+           mass_matrix(*entry->model, w.workspace(*entry), *request, b, e, mass, inverse);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::NonlinearEffectsRequest* request,
+                  v1::NonlinearEffectsResponse* response, PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kNonlinearEffects, [entry, request, tau](WorkerContext& w, int b, int e) {
+           nonlinear_effects(*entry->model, w.workspace(*entry), *request, b, e, tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::GravityRequest* request, v1::GravityResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * entry->model->nv;
+  if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
+           gravity(*entry->model, w.workspace(*entry), *request, b, e, tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::KinematicsRequest* request, v1::KinematicsResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv, true); !s.ok()) return s;
+  if (request->reference() < v1::REFERENCE_FRAME_UNSPECIFIED ||
+      request->reference() > v1::REFERENCE_FRAME_WORLD) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "reference: unknown ReferenceFrame " + std::to_string(request->reference())};
+  }
+  if (request->frames_size() > planning.limits.max_kinematics_frames) {
+    return over_limit("frames", request->frames_size(), planning.limits.max_kinematics_frames,
+                      "--max-kinematics-frames");
+  }
+  std::vector<int> frames;
+  if (request->frames().empty()) {
+    for (int f = 0; f < static_cast<int>(m.frames.size()); ++f) frames.push_back(f);
+  } else {
+    for (int k = 0; k < request->frames_size(); ++k) {
+      const int f = m.find_frame(request->frames(k));
+      if (f < 0) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "frames[" + std::to_string(k) + "]: no frame named " +
+                    quote_input(request->frames(k)) + " in model " + quote_input(m.name) +
+                    " (see Model.frames)"};
+      }
+      frames.push_back(f);
+    }
+  }
+  if (static_cast<std::int64_t>(frames.size()) > planning.limits.max_kinematics_frames) {
+    return over_limit("frames", static_cast<std::int64_t>(frames.size()),
+                      planning.limits.max_kinematics_frames, "--max-kinematics-frames");
+  }
+  const std::int64_t slots =
+      static_cast<std::int64_t>(n) * static_cast<std::int64_t>(frames.size());
+  const bool velocities = !request->v().empty();
+  const std::int64_t per_slot = 12 + (velocities ? 6 : 0) + (request->jacobians() ? 6 * m.nv : 0);
+  if (s = planning.reserve_response(slots * per_slot, memory); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  for (const int f : frames) response->add_frames(m.frames[f].name);
+  KinematicsOutput out{
+      resize(response->mutable_positions(), 3 * slots),
+      resize(response->mutable_rotations(), 9 * slots),
+      velocities ? resize(response->mutable_velocities(), 6 * slots) : nullptr,
+      request->jacobians() ? resize(response->mutable_jacobians(), 6 * m.nv * slots) : nullptr};
+  job = {Algorithm::kKinematics,
+         [entry, request, frames = std::move(frames), out](WorkerContext& w, int b, int e) {
+           kinematics(*entry->model, w.workspace(*entry), *request, frames, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::HybridDynamicsRequest* request, v1::HybridDynamicsResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_dof_inputs(request->inputs(), m.nv); !s.ok()) return s;
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = planning.reserve_response(2 * out_size, memory); !s.ok()) {
+    return s;
+  }
+  std::vector<DofInput> inputs;
+  inputs.reserve(m.nv);
+  for (const int input : request->inputs()) {
+    inputs.push_back(input == v1::DOF_INPUT_FORCE ? DofInput::kForce : DofInput::kAcceleration);
+  }
+  response->set_batch_size(n);
+  double* a = resize(response->mutable_a(), out_size);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kHybridDynamics,
+         [entry, request, inputs = std::move(inputs), a, tau](WorkerContext& w, int b, int e) {
+           hybrid_dynamics(*entry->model, w.workspace(*entry), *request, inputs, b, e, a, tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::FloatingBaseInverseDynamicsRequest* request,
+                  v1::FloatingBaseInverseDynamicsResponse* response, PlannedWork& job,
+                  Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (!has_free_flyer_root(m)) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "model_id: model " + quote_input(m.name) +
+                " has no free-flyer root joint carrying the whole tree; "
+                "FloatingBaseInverseDynamics needs one (use InverseDynamics)"};
+  }
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv;
+  if (s = planning.reserve_response(2 * out_size, memory); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  double* a = resize(response->mutable_a(), out_size);
+  double* tau = resize(response->mutable_tau(), out_size);
+  job = {Algorithm::kFloatingBaseInverseDynamics,
+         [entry, request, a, tau](WorkerContext& w, int b, int e) {
+           floating_base_inverse_dynamics(*entry->model, w.workspace(*entry), *request, b, e, a,
+                                          tau);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::DerivativesRequest* request, v1::DerivativesResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_enum("of", request->of(), v1::DerivativesOf_IsValid); !s.ok()) {
+    return s;
+  }
+  const bool forward = request->of() == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
+  const std::string with = "with of = " + v1::DerivativesOf_Name(request->of());
+  if (s = forward ? check_empty("a", request->a(), with) : check_array("a", request->a(), n, m.nv);
+      !s.ok()) {
+    return s;
+  }
+  if (s = forward ? check_array("tau", request->tau(), n, m.nv)
+                  : check_empty("tau", request->tau(), with);
+      !s.ok()) {
+    return s;
+  }
+  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = planning.reserve_response(3 * out_size, memory); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  const DerivativesOutput out{resize(response->mutable_d_dq(), out_size),
+                              resize(response->mutable_d_dv(), out_size),
+                              resize(response->mutable_d_du(), out_size)};
+  job = {forward ? Algorithm::kAbaDerivatives : Algorithm::kRneaDerivatives,
+         [entry, request, out](WorkerContext& w, int b, int e) {
+           derivatives(*entry->model, w.workspace(*entry), *request, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::CoriolisMatrixRequest* request, v1::CoriolisMatrixResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
+  if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
+  response->set_batch_size(n);
+  double* coriolis = resize(response->mutable_coriolis_matrix(), out_size);
+  job = {Algorithm::kCoriolisMatrix, [entry, request, coriolis](WorkerContext& w, int b, int e) {
+           coriolis_matrix(*entry->model, w.workspace(*entry), *request, b, e, coriolis);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::CentroidalRequest* request, v1::CentroidalResponse* response,
+                  PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  const std::int64_t states = n;
+  if (s = planning.reserve_response(states * (12 + 9 * m.nv), memory); !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  const CentroidalOutput out{resize(response->mutable_com(), 3 * states),
+                             resize(response->mutable_com_velocity(), 3 * states),
+                             resize(response->mutable_com_jacobian(), 3 * m.nv * states),
+                             resize(response->mutable_momentum(), 6 * states),
+                             resize(response->mutable_momentum_matrix(), 6 * m.nv * states)};
+  job = {Algorithm::kCentroidal, [entry, request, out](WorkerContext& w, int b, int e) {
+           centroidal(*entry->model, w.workspace(*entry), *request, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
+grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                  const v1::ConstrainedDynamicsRequest* request,
+                  v1::ConstrainedDynamicsResponse* response, PlannedWork& job,
+                  Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_enum("mode", request->mode(), v1::ConstrainedDynamicsMode_IsValid); !s.ok()) {
+    return s;
+  }
+  const bool inverse = request->mode() == v1::CONSTRAINED_DYNAMICS_MODE_INVERSE;
+  if (inverse) {
+    if (s = check_dof_inputs(request->inputs(), m.nv); !s.ok()) return s;
+    if (s = check_array("a", request->a(), n, m.nv); !s.ok()) return s;
+  } else {
+    const std::string with = "with mode CONSTRAINED_DYNAMICS_MODE_FORWARD";
+    if (s = check_empty("a", request->a(), with); !s.ok()) return s;
+    if (!request->inputs().empty()) {
+      return invalid("inputs: must be empty " + with + ", got " +
+                     std::to_string(request->inputs_size()) + " entries");
+    }
+  }
+  if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
+  if (s = check_gains(request->gains()); !s.ok()) return s;
+  std::vector<BilateralConstraint> constraints;
+  if (s = to_constraints(m, request->constraints(), constraints); !s.ok()) return s;
+  const int rows = constraint_rows(m, constraints);
+  // Each row costs the worker's workspace O(rows · (rows + nv)) memory and the solve O(rows³)
+  // time. A weld per body is the most that can be independent, with room to spare for redundant
+  // ones, and the server's limit bounds the rest.
+  const int max_rows = 12 * m.nbodies();
+  if (rows > max_rows) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "constraints: " + std::to_string(rows) + " constraint rows exceed the limit of " +
+                std::to_string(max_rows) + " (12 per body) for model " + quote_input(m.name)};
+  }
+  if (rows > planning.limits.max_constraint_rows) {
+    return over_limit("constraints: constraint rows", rows, planning.limits.max_constraint_rows,
+                      "--max-constraint-rows");
+  }
+  const Algorithm algorithm =
+      inverse ? Algorithm::kClosedChainInverseDynamics : Algorithm::kConstrainedDynamics;
+  // The constraint workspace grows to the call's rows, beyond the loop closures' that
+  // workspace_bytes() counts.
+  const auto workspace = static_cast<std::int64_t>(workspace_bytes(m, algorithm) +
+                                                   ConstraintWorkspace::bytes(m, rows) -
+                                                   ConstraintWorkspace::bytes(m));
+  if (workspace > planning.limits.max_workspace_bytes) {
+    return over_limit(
+        "constraints: the workspace bytes for " + std::to_string(rows) + " constraint rows",
+        workspace, planning.limits.max_workspace_bytes, "--max-workspace-bytes");
+  }
+  const std::int64_t states = n;
+  if (s = planning.reserve_response(states * ((inverse ? 2 : 1) * m.nv + rows), memory); !s.ok()) {
+    return s;
+  }
+  std::vector<DofInput> inputs;
+  if (inverse) {
+    inputs.reserve(m.nv);
+    for (const int input : request->inputs()) {
+      inputs.push_back(input == v1::DOF_INPUT_FORCE ? DofInput::kForce : DofInput::kAcceleration);
+    }
+  }
+  response->set_batch_size(n);
+  *response->mutable_rows() = entry->layout.loop_closures();
+  int offset = constraint_rows(m, {});
+  for (const BilateralConstraint& c : constraints) {
+    *response->add_rows() = constraint_rows(c, offset);
+    offset += constraint_dimension(c.type);
+  }
+  const ConstrainedDynamicsOutput out{
+      resize(response->mutable_a(), states * m.nv),
+      resize(response->mutable_multipliers(), states * rows),
+      inverse ? resize(response->mutable_tau(), states * m.nv) : nullptr};
+  const BaumgarteGains gains{request->gains().position(), request->gains().velocity()};
+  job = {algorithm, [entry, request, constraints = std::move(constraints), gains,
+                     inputs = std::move(inputs), rows, out](WorkerContext& w, int b, int e) {
+           constrained_dynamics(*entry->model, w.workspace(*entry), *request, constraints, gains,
+                                inputs, rows, b, e, out);
+         }};
+  return grpc::Status::OK;
+}
+
+}  // namespace torqued::server

@@ -1,0 +1,59 @@
+// torqued.v1.ModelService on the callback API: registration and deletion run on the executor
+// (they build models and fsync files), lookups answer inline. Methods are raw (byte_buffers.hpp):
+// a registration's size is checked against --max-model-bytes, and its rows, links, joints, loop
+// closures and unknown fields are counted against the model limits (check_encoded_request()),
+// before a byte of it is decoded, since a decoded message takes many times its wire size (an
+// empty DH row some sixty times).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "server/compute/batch_runner.hpp"
+#include "server/models/model_catalog.hpp"
+#include "server/transport/access_tokens.hpp"
+#include "server/transport/byte_buffers.hpp"
+#include "torqued/v1/model.grpc.pb.h"
+
+namespace torqued::server {
+
+using ModelGrpc = v1::ModelService;
+using RawModelService =
+    RawMethods<ModelGrpc::Service, ModelGrpc::WithRawCallbackMethod_RegisterModel,
+               ModelGrpc::WithRawCallbackMethod_GetModel,
+               ModelGrpc::WithRawCallbackMethod_ListModels,
+               ModelGrpc::WithRawCallbackMethod_DeleteModel>;
+
+class ModelService final : public RawModelService {
+ public:
+  // `ready` is false while the server loads its models (calls answer UNAVAILABLE).
+  ModelService(ModelCatalog& catalog, BatchRunner& runner, Metrics& metrics,
+               const AccessControl& access, const std::atomic<bool>& ready,
+               std::int64_t max_model_bytes);
+
+  grpc::ServerUnaryReactor* RegisterModel(grpc::CallbackServerContext* context,
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* GetModel(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* DeleteModel(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
+
+ private:
+  // Whether a call may start: its token (access_tokens.hpp), then the server's readiness.
+  grpc::Status admit(const UnaryCall& call) const;
+
+  ModelCatalog& catalog_;
+  BatchRunner& runner_;
+  Metrics& metrics_;
+  const AccessControl& access_;
+  const std::atomic<bool>& ready_;
+  const std::int64_t max_model_bytes_;
+};
+
+}  // namespace torqued::server

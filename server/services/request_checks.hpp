@@ -1,0 +1,55 @@
+// Input checks of dynamics requests, each failing with INVALID_ARGUMENT (or RESOURCE_EXHAUSTED
+// for limits) and a message that names the field, the expected and the received size, or the
+// first bad value.
+#pragma once
+
+#include <google/protobuf/message.h>
+#include <google/protobuf/repeated_field.h>
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "engine/model/model.hpp"
+#include "server/base/status_messages.hpp"
+#include "torqued/v1/dynamics.pb.h"
+
+namespace torqued::server {
+
+using DoubleArray = google::protobuf::RepeatedField<double>;
+
+// Every repeated double field of a computed response must be finite: inputs within range can
+// still overflow the dynamics (huge velocities squared, a nearly singular mass matrix), and a
+// planner must not take inf or NaN for an answer. FAILED_PRECONDITION naming the field and the
+// state, of the `states` the response holds.
+grpc::Status check_results_finite(const google::protobuf::Message& response, int states);
+
+// batch_size 0 is read as 1; more than `max_states` is RESOURCE_EXHAUSTED.
+grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& states);
+
+// `values` must hold states × per_state finite numbers ("q: expected 14 values (batch_size 2 ×
+// 7 per state), got 13"; "q[5] is NaN"). With `optional`, an empty array is accepted too.
+grpc::Status check_array(const char* field, const DoubleArray& values, int states, int per_state,
+                         bool optional = false);
+
+// `values` must be empty: the field does not apply to the call, `reason` says why ("tau: must be
+// empty with DERIVATIVES_OF_INVERSE_DYNAMICS, got 12 values").
+grpc::Status check_empty(const char* field, const DoubleArray& values, const std::string& reason);
+
+// An enum field must hold a value its type defines (`is_valid` is the generated *_IsValid).
+grpc::Status check_enum(const char* field, int value, bool (*is_valid)(int));
+
+// HybridDynamicsRequest.inputs: one entry per DOF (nv), each DOF_INPUT_ACCELERATION or
+// DOF_INPUT_FORCE.
+grpc::Status check_dof_inputs(const google::protobuf::RepeatedField<int>& inputs, int nv);
+
+// Every quaternion in q (spherical and free-flyer joints) must have unit norm within 1e-6.
+grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states);
+
+// The bytes of a response of `doubles` numbers.
+std::int64_t response_bytes(std::int64_t doubles);
+// A response of `doubles` numbers must fit in a message of `max_bytes`.
+grpc::Status check_response_size(std::int64_t doubles, std::int64_t max_bytes);
+
+}  // namespace torqued::server
