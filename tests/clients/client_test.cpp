@@ -3,12 +3,17 @@
 // doubles, and the wire carries doubles exactly), a model deleted on the server is re-registered
 // transparently (also under threads sharing the client), UNAVAILABLE is retried until a late or
 // restarted server answers, round_robin spreads calls over two servers, deadlines surface as
-// DEADLINE_EXCEEDED, and list_models() walks every page of ListModels.
+// DEADLINE_EXCEEDED, and list_models() walks every page of ListModels. Every method of the
+// services has a client call (checked against their descriptors and the server's metrics),
+// Session streams answer in order, and call_method() calls any unary method by its descriptor.
 #include "torqued/client.hpp"
 
+#include <google/protobuf/dynamic_message.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <functional>
+#include <set>
 #include <thread>
 
 #include "engine/algorithms/aba.hpp"
@@ -16,8 +21,8 @@
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
-#include "server/models/model_from_request.hpp"
 #include "server/models/bundled_models.hpp"
+#include "server/models/model_from_request.hpp"
 #include "tests/server/server_process.hpp"
 
 namespace torqued::testing {
@@ -27,15 +32,17 @@ using client::Client;
 using client::ClientOptions;
 using client::Matrix;
 
-// The quadruped of the bundled repository: a floating base (free-flyer quaternion in q), so
-// nq != nv and the batches' shapes are checked as well as their values.
-v1::RegisterModelRequest quadruped_request() {
+// The registration of a model file of the bundled repository.
+v1::RegisterModelRequest bundled_request(const std::string& file) {
   v1::RegisterModelRequest request;
   std::string error;
-  EXPECT_TRUE(server::read_model_file(repository_dir() + "/quadruped.urdf", request, error))
-      << error;
+  EXPECT_TRUE(server::read_model_file(repository_dir() + "/" + file, request, error)) << error;
   return request;
 }
+
+// The quadruped: a floating base (free-flyer quaternion in q), so nq != nv and the batches'
+// shapes are checked as well as their values.
+v1::RegisterModelRequest quadruped_request() { return bundled_request("quadruped.urdf"); }
 
 Matrix as_batch(const std::vector<double>& flat, int states) {
   return Eigen::Map<const Matrix>(flat.data(), states, static_cast<int>(flat.size()) / states);
@@ -49,6 +56,16 @@ grpc::Status delete_on_server(const ServerProcess& server, const std::string& id
   return with_deadline(10, [&](grpc::ClientContext* c) {
     return server.models()->DeleteModel(c, request, &response);
   });
+}
+
+// Waits (up to 10 s: the server counts a call once its answer is sent) until `method` has been
+// answered OK at least once.
+bool answered_ok(const ServerProcess& server, const std::string& method) {
+  for (int k = 0; k < 1000; ++k) {
+    if (handled_ok(server, method) > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 // Servers start with an empty repository, so that models exist only once registered.
@@ -101,7 +118,8 @@ TEST_F(ClientTest, ResultsEqualTheEngineBitForBit) {
   ASSERT_EQ(mm.inverse.size(), static_cast<std::size_t>(kStates));
 
   server::BuiltModel built;
-  ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
+  ASSERT_TRUE(
+      server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
   ASSERT_EQ(built.id, layout.id());
   const Model& model = *built.model;
   Data data(model);
@@ -158,7 +176,8 @@ TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
   EXPECT_EQ(r.rows[1].offset(), 3);
 
   server::BuiltModel built;
-  ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
+  ASSERT_TRUE(
+      server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
   const Model& model = *built.model;
   Data data(model);
   std::vector<BilateralConstraint> feet;
@@ -367,6 +386,254 @@ TEST_F(ClientTest, DeadlineSurfacesAsDeadlineExceeded) {
   }
   // And the server still answers normally afterwards.
   EXPECT_EQ(client.gravity(layout.id(), q.topRows(3)).rows(), 3);
+}
+
+// What a client call of the coverage test below computes on: the quadruped and two states.
+struct CallInputs {
+  v1::RegisterModelRequest quadruped;
+  v1::RegisterModelRequest pendulum;
+  std::string id;
+  Matrix q, v, a;
+};
+
+using ClientCall = std::function<void(Client&, const CallInputs&)>;
+
+v1::SessionRequest session_gravity(const CallInputs& in) {
+  v1::SessionRequest message;
+  message.set_model_id(in.id);
+  message.set_sequence(1);
+  v1::GravityRequest& gravity = *message.mutable_gravity();
+  gravity.set_batch_size(static_cast<std::uint32_t>(in.q.rows()));
+  gravity.mutable_q()->Add(in.q.data(), in.q.data() + in.q.size());
+  return message;
+}
+
+// The client call of each method of the services: a method missing here has no call yet (write
+// it in client.hpp, then its entry here).
+const std::map<std::string, ClientCall>& client_calls() {
+  static const std::map<std::string, ClientCall> calls = {
+      {"RegisterModel", [](Client& c, const CallInputs& in) { c.register_model(in.quadruped); }},
+      {"GetModel", [](Client& c, const CallInputs& in) { c.get_model(in.id); }},
+      {"ListModels", [](Client& c, const CallInputs&) { c.list_models(); }},
+      {"DeleteModel",
+       [](Client& c, const CallInputs& in) { c.delete_model(c.register_model(in.pendulum).id()); }},
+      {"InverseDynamics",
+       [](Client& c, const CallInputs& in) { c.inverse_dynamics(in.id, in.q, in.v, in.a); }},
+      {"ForwardDynamics",
+       [](Client& c, const CallInputs& in) { c.forward_dynamics(in.id, in.q, in.v, in.a); }},
+      {"MassMatrix", [](Client& c, const CallInputs& in) { c.mass_matrix(in.id, in.q); }},
+      {"HybridDynamics",
+       [](Client& c, const CallInputs& in) {
+         c.hybrid_dynamics(in.id, in.q, in.v, std::vector(18, v1::DOF_INPUT_FORCE), in.a, in.a);
+       }},
+      {"FloatingBaseInverseDynamics",
+       [](Client& c, const CallInputs& in) {
+         c.floating_base_inverse_dynamics(in.id, in.q, in.v, in.a);
+       }},
+      {"ConstrainedDynamics",
+       [](Client& c, const CallInputs& in) {
+         client::ConstrainedDynamicsOptions options;
+         v1::Constraint& foot = options.constraints.emplace_back();
+         foot.set_type(v1::CONSTRAINT_TYPE_POINT);
+         foot.mutable_frame1()->set_frame("FL_foot");
+         c.constrained_dynamics(in.id, in.q, in.v, Matrix(), in.a, options);
+       }},
+      {"Derivatives",
+       [](Client& c, const CallInputs& in) {
+         c.derivatives(in.id, v1::DERIVATIVES_OF_INVERSE_DYNAMICS, in.q, in.v, in.a);
+       }},
+      {"CoriolisMatrix",
+       [](Client& c, const CallInputs& in) { c.coriolis_matrix(in.id, in.q, in.v); }},
+      {"Centroidal", [](Client& c, const CallInputs& in) { c.centroidal(in.id, in.q, in.v); }},
+      {"NonlinearEffects",
+       [](Client& c, const CallInputs& in) { c.nonlinear_effects(in.id, in.q, in.v); }},
+      {"Gravity", [](Client& c, const CallInputs& in) { c.gravity(in.id, in.q); }},
+      {"Kinematics", [](Client& c, const CallInputs& in) { c.kinematics(in.id, in.q, in.v); }},
+      {"Echo", [](Client& c, const CallInputs&) { c.echo("payload", Eigen::Vector2d(1, 2)); }},
+      {"ContactDynamics",
+       [](Client& c, const CallInputs& in) {
+         c.contact_dynamics(in.id, in.q, in.v, in.a, {{"FL_foot"}});
+       }},
+      {"Impact",
+       [](Client& c, const CallInputs& in) { c.impact(in.id, in.q, in.v, {{"FL_foot"}}, 0.5); }},
+      {"Simulate",
+       [](Client& c, const CallInputs& in) {
+         client::SimulateOptions options;
+         options.steps = 2;
+         c.simulate(in.id, in.q, in.v, options);
+       }},
+      {"Session",
+       [](Client& c, const CallInputs& in) {
+         client::Session session = c.session();
+         ASSERT_TRUE(session.write(session_gravity(in)));
+         v1::SessionResponse answer;
+         ASSERT_TRUE(session.read(&answer));
+         EXPECT_EQ(answer.status().code(), 0) << answer.status().message();
+         session.finish();
+       }},
+  };
+  return calls;
+}
+
+// Every method of ModelService and DynamicsService, from their descriptors, has its client call,
+// and that call reaches that method (the server's metrics count it answered OK).
+TEST_F(ClientTest, EveryMethodOfTheServicesHasAClientCall) {
+  ServerProcess::Options options = server_options("a");
+  options.metrics = true;
+  ServerProcess server(options);
+  Client client(options_for(server));
+  CallInputs in{quadruped_request(), bundled_request("double_pendulum.urdf"), "", {}, {}, {}};
+  const v1::Model layout = client.register_model(in.quadruped);
+  in.id = layout.id();
+  in.q = as_batch(random_configurations(layout, 2, 61), 2);
+  in.v = as_batch(random_values(2 * 18, 62), 2);
+  in.a = as_batch(random_values(2 * 18, 63), 2);
+
+  std::set<std::string> methods;
+  for (const google::protobuf::ServiceDescriptor* service : client::services()) {
+    for (int m = 0; m < service->method_count(); ++m) {
+      const std::string name = service->method(m)->name();
+      methods.insert(name);
+      EXPECT_EQ(client::find_method(name), service->method(m));
+      const auto call = client_calls().find(name);
+      if (call == client_calls().end()) {
+        ADD_FAILURE() << service->full_name() << "." << name
+                      << " has no client call: write it (clients/cpp/torqued/client.hpp) and its "
+                         "entry in client_calls()";
+        continue;
+      }
+      EXPECT_NO_THROW(call->second(client, in)) << name;
+      EXPECT_TRUE(answered_ok(server, name)) << name << "'s client call does not reach it";
+    }
+  }
+  for (const auto& [name, call] : client_calls()) {
+    EXPECT_EQ(methods.count(name), 1u) << name << " is no method of the services";
+  }
+  EXPECT_EQ(client::find_method("NoSuchMethod"), nullptr);
+}
+
+// A stream's answers come in the order of its messages, each one's as its unary call's; a
+// failed message is answered with its status and the stream goes on.
+TEST_F(ClientTest, SessionAnswersInOrderAsTheUnaryCalls) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::Model layout = client.register_model(quadruped_request());
+  const Matrix q = as_batch(random_configurations(layout, 3, 71), 3);
+  const Matrix v = as_batch(random_values(3 * 18, 72), 3);
+  const Matrix a = as_batch(random_values(3 * 18, 73), 3);
+
+  std::vector<v1::SessionRequest> messages(4);
+  messages[0].set_model_id(layout.id());  // the stream's model from here on
+  v1::GravityRequest& gravity = *messages[0].mutable_gravity();
+  gravity.set_batch_size(3);
+  gravity.mutable_q()->Add(q.data(), q.data() + q.size());
+  v1::InverseDynamicsRequest& inverse = *messages[1].mutable_inverse_dynamics();
+  inverse.set_batch_size(3);
+  inverse.mutable_q()->Add(q.data(), q.data() + q.size());
+  inverse.mutable_v()->Add(v.data(), v.data() + v.size());
+  inverse.mutable_a()->Add(a.data(), a.data() + a.size());
+  messages[2].mutable_gravity()->add_q(0.5);  // 1 number where 19 are due
+  messages[3].mutable_echo()->add_values(2.5);
+
+  client::Session session = client.session();
+  for (std::size_t k = 0; k < messages.size(); ++k) {
+    messages[k].set_sequence(100 + k);
+    ASSERT_TRUE(session.write(messages[k]));
+  }
+  session.writes_done();
+  std::vector<v1::SessionResponse> answers(messages.size());
+  for (v1::SessionResponse& answer : answers) ASSERT_TRUE(session.read(&answer));
+  v1::SessionResponse after_the_last;
+  EXPECT_FALSE(session.read(&after_the_last));
+  session.finish();
+
+  for (std::size_t k = 0; k < answers.size(); ++k) EXPECT_EQ(answers[k].sequence(), 100 + k);
+  const Matrix expected_gravity = client.gravity(layout.id(), q);
+  ASSERT_EQ(answers[0].gravity().tau_size(), 3 * 18);
+  EXPECT_EQ(as_batch({answers[0].gravity().tau().begin(), answers[0].gravity().tau().end()}, 3),
+            expected_gravity);
+  const Matrix expected_tau = client.inverse_dynamics(layout.id(), q, v, a);
+  const auto& tau = answers[1].inverse_dynamics().tau();
+  EXPECT_EQ(as_batch({tau.begin(), tau.end()}, 3), expected_tau);
+  EXPECT_EQ(answers[2].status().code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_NE(answers[2].status().message().find("q"), std::string::npos)
+      << answers[2].status().message();
+  EXPECT_FALSE(answers[2].has_gravity());
+  ASSERT_EQ(answers[3].echo().values_size(), 1);
+  EXPECT_EQ(answers[3].echo().values(0), 2.5);
+}
+
+// The call's deadline bounds the stream: a stream left waiting ends DEADLINE_EXCEEDED.
+TEST_F(ClientTest, SessionEndsAtTheCallsDeadline) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  client::CallOptions call;
+  call.deadline = std::chrono::milliseconds(500);
+  const auto start = std::chrono::steady_clock::now();
+  client::Session session = client.session(call);
+  v1::SessionRequest echo;
+  echo.mutable_echo()->add_values(1.0);
+  ASSERT_TRUE(session.write(echo));
+  v1::SessionResponse answer;
+  ASSERT_TRUE(session.read(&answer));
+  EXPECT_FALSE(session.read(&answer));  // nothing more was sent: waits out the deadline
+  try {
+    session.finish();
+    ADD_FAILURE() << "a stream outlived its deadline";
+  } catch (const client::Error& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::DEADLINE_EXCEEDED) << e.what();
+  }
+  // Generous: the deadline is 0.5 s; the bound only says that it was the deadline that ended it.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+// call_method() takes any unary method by its descriptor, on generated or dynamic messages, with
+// the typed methods' re-registration; it refuses streams and messages of other types.
+TEST_F(ClientTest, CallMethodCallsAnyUnaryMethodByItsDescriptor) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::Model layout = client.register_model(quadruped_request());
+  const Matrix q = as_batch(random_configurations(layout, 2, 81), 2);
+
+  const google::protobuf::MethodDescriptor& method = *client::find_method("Gravity");
+  google::protobuf::DynamicMessageFactory factory;
+  std::unique_ptr<google::protobuf::Message> request(
+      factory.GetPrototype(method.input_type())->New());
+  std::unique_ptr<google::protobuf::Message> response(
+      factory.GetPrototype(method.output_type())->New());
+  v1::GravityRequest typed;
+  typed.set_model_id(layout.id());
+  typed.set_batch_size(2);
+  typed.mutable_q()->Add(q.data(), q.data() + q.size());
+  ASSERT_TRUE(request->ParseFromString(typed.SerializeAsString()));
+
+  // Deleted behind the client's back: registered again, as for the typed methods.
+  ASSERT_TRUE(delete_on_server(server, layout.id()).ok());
+  client.call_method(method, *request, response.get());
+  v1::GravityResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(response->SerializeAsString()));
+  EXPECT_EQ(as_batch({answer.tau().begin(), answer.tau().end()}, 2),
+            client.gravity(layout.id(), q));
+
+  v1::ListModelsResponse listed;
+  client.call_method(*client::find_method("ListModels"), v1::ListModelsRequest(), &listed);
+  ASSERT_EQ(listed.models_size(), 1);
+  EXPECT_EQ(listed.models(0).id(), layout.id());
+
+  typed.set_model_id("00000000000000000000000000000000");
+  v1::GravityResponse unanswered;
+  try {
+    client.call_method(method, typed, &unanswered);
+    ADD_FAILURE() << "gravity of an unknown model succeeded";
+  } catch (const client::Error& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::NOT_FOUND) << e.what();
+  }
+  v1::InverseDynamicsResponse wrong_type;
+  EXPECT_THROW(client.call_method(method, typed, &wrong_type), std::invalid_argument);
+  v1::SessionResponse stream_answer;
+  EXPECT_THROW(
+      client.call_method(*client::find_method("Session"), v1::SessionRequest(), &stream_answer),
+      std::invalid_argument);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Tests every C++ client over TLS, mutual TLS and bearer tokens against the real torqued binary,
 // with certificates made by the openssl command at run time: the torqued_client library
-// (ClientOptions::tls and ::token), torquectl (flags and environment variables) and torqued-load.
+// (ClientOptions::tls and ::token, unary calls and Session streams), torquectl (flags and
+// environment variables, typed commands and call) and torqued-load.
 // One server serves mutual TLS with an admin token and a caller token, another plain TLS.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -153,6 +154,24 @@ TEST_F(SecurityTest, LibraryOverMutualTlsWithTokens) {
             grpc::StatusCode::UNAVAILABLE);
 }
 
+TEST_F(SecurityTest, SessionStreamsCarryTlsAndTheToken) {
+  v1::SessionRequest echo;
+  echo.mutable_echo()->add_values(4.0);
+  Client caller(options_for(*guarded_, Certificate::kClient, kCallerToken));
+  client::Session session = caller.session();
+  ASSERT_TRUE(session.write(echo));
+  v1::SessionResponse answer;
+  ASSERT_TRUE(session.read(&answer));
+  ASSERT_EQ(answer.echo().values_size(), 1);
+  EXPECT_EQ(answer.echo().values(0), 4.0);
+  session.finish();
+
+  Client anonymous(options_for(*guarded_, Certificate::kClient, ""));
+  client::Session refused = anonymous.session();
+  refused.write(echo);
+  EXPECT_EQ(code_of([&] { refused.finish(); }), grpc::StatusCode::UNAUTHENTICATED);
+}
+
 TEST_F(SecurityTest, TorquectlTakesFlagsAndEnvironment) {
   const Outcome models = torquectl("models --format csv --token-file " + caller_file());
   ASSERT_EQ(models.exit_code, 0) << models.err;
@@ -187,6 +206,16 @@ TEST_F(SecurityTest, TorquectlTakesFlagsAndEnvironment) {
                           " --tls-ca " + pki_->ca.string());
   EXPECT_EQ(tls.exit_code, 0) << tls.err;
   EXPECT_EQ(tls.out, "SERVING\n");
+
+  // call goes over the same channel.
+  const std::string echo = (temp_->path() / "echo.json").string();
+  std::ofstream(echo) << R"({"values": [4]})";
+  const Outcome called = torquectl("call Echo --input " + echo + " --token-file " + caller_file());
+  EXPECT_EQ(called.exit_code, 0) << called.err;
+  EXPECT_NE(called.out.find("\"values\""), std::string::npos) << called.out;
+  const Outcome uncalled = torquectl("call Echo --input " + echo);
+  EXPECT_EQ(uncalled.exit_code, 1);
+  EXPECT_NE(uncalled.err.find("UNAUTHENTICATED"), std::string::npos) << uncalled.err;
 
   const Outcome absent = torquectl("models --token-file " + (temp_->path() / "absent").string());
   EXPECT_EQ(absent.exit_code, 3);

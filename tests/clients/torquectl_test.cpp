@@ -1,7 +1,8 @@
 // Tests the torquectl binary end to end against a real torqued on loopback: registration of a
 // URDF and a DH table, inverse dynamics from JSON and from CSV (with and without a header)
-// printed byte for byte as --local prints it and with the engine's values, and the exit codes of
-// usage, input and RPC errors.
+// printed byte for byte as --local prints it and with the engine's values, the exit codes of
+// usage, input and RPC errors, and `call`: every method of the services, found by name in their
+// descriptors, on protobuf JSON.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,9 +12,10 @@
 #include <sstream>
 
 #include "engine/algorithms/rnea.hpp"
-#include "server/models/model_from_request.hpp"
 #include "server/models/bundled_models.hpp"
+#include "server/models/model_from_request.hpp"
 #include "tests/server/server_process.hpp"
+#include "torqued/client.hpp"
 
 namespace torqued::testing {
 namespace {
@@ -91,7 +93,8 @@ TEST_F(TorquectlTest, InverseDynamicsMatchesLocalAndTheEngine) {
   std::string error;
   ASSERT_TRUE(server::read_model_file(kUrdf, request, error)) << error;
   server::BuiltModel built;
-  ASSERT_TRUE(server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
+  ASSERT_TRUE(
+      server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
   ASSERT_EQ(built.id, id);
   v1::Model layout;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(layout_json.out, &layout).ok());
@@ -259,6 +262,193 @@ TEST_F(TorquectlTest, ExitCodesSayWhatWentWrong) {
   const Outcome invalid = torquectl("gravity " + id, q + "]}]");
   EXPECT_EQ(invalid.exit_code, 1);
   EXPECT_NE(invalid.err.find("INVALID_ARGUMENT"), std::string::npos) << invalid.err;
+}
+
+// Replaces every `placeholder` in `text` with `value`.
+std::string with(std::string text, const std::string& placeholder, const std::string& value) {
+  for (std::size_t at = text.find(placeholder); at != std::string::npos;
+       at = text.find(placeholder, at + value.size())) {
+    text.replace(at, placeholder.size(), value);
+  }
+  return text;
+}
+
+// A minimal valid request of each unary method of the services, in protobuf JSON, on the double
+// pendulum on a free-flyer (nq 9, nv 8): MODEL is its id, DOOMED a model to delete, URDF its
+// file's text. A method missing here fails CallTakesEveryUnaryMethodOfTheServices.
+const std::map<std::string, std::string>& call_requests() {
+  const std::string q = R"("q": [0, 0, 1, 0, 0, 0, 1, 0.1, 0.2])";
+  const std::string v = R"("v": [0.1, 0, 0, 0, 0, 0, 0.2, -0.1])";
+  const std::string a = R"("a": [0, 0.5, 0, 0, 0, 0, 1, -1])";
+  const std::string tau = R"("tau": [0, 0, 0, 0, 0, 0, 0.3, 0.1])";
+  const std::string model = R"("model_id": "MODEL", )";
+  const std::string contact = R"("contacts": [{"frame": "link2"}])";
+  static const std::map<std::string, std::string> requests = {
+      {"RegisterModel", R"({"name": "called_pendulum", "urdf": URDF})"},
+      {"GetModel", R"({"model_id": "MODEL"})"},
+      {"ListModels", "{}"},
+      {"DeleteModel", R"({"model_id": "DOOMED"})"},
+      {"InverseDynamics", "{" + model + q + ", " + v + ", " + a + "}"},
+      {"ForwardDynamics", "{" + model + q + ", " + v + ", " + tau + "}"},
+      {"MassMatrix", "{" + model + q + ", \"inverse\": true}"},
+      {"HybridDynamics", "{" + model + q + ", " + v + ", " + a + ", " + tau +
+                             R"(, "inputs": ["DOF_INPUT_FORCE", "DOF_INPUT_FORCE",
+          "DOF_INPUT_FORCE", "DOF_INPUT_FORCE", "DOF_INPUT_FORCE", "DOF_INPUT_FORCE",
+          "DOF_INPUT_ACCELERATION", "DOF_INPUT_FORCE"]})"},
+      {"FloatingBaseInverseDynamics", "{" + model + q + ", " + v + ", " + a + "}"},
+      {"ConstrainedDynamics",
+       "{" + model + q + ", " + v + ", " + tau +
+           R"(, "constraints": [{"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": "link2"}}]})"},
+      {"Derivatives", "{" + model + q + ", " + v + ", " + a + "}"},
+      {"CoriolisMatrix", "{" + model + q + ", " + v + "}"},
+      {"Centroidal", "{" + model + q + ", " + v + "}"},
+      {"NonlinearEffects", "{" + model + q + ", " + v + "}"},
+      {"Gravity", "{" + model + q + "}"},
+      {"Kinematics", "{" + model + q + R"(, "frames": ["link2"], "jacobians": true})"},
+      {"Echo", R"({"values": [1, 2.5], "payload": "aGk="})"},
+      {"ContactDynamics", "{" + model + q + ", " + v + ", " + tau + ", " + contact + "}"},
+      {"Impact", "{" + model + q + ", " + v + ", " + contact + R"(, "restitution": 0.5})"},
+      {"Simulate", "{" + model + q + ", " + v + R"(, "steps": 3})"},
+  };
+  return requests;
+}
+
+const std::string kPendulum = repository_dir() + "/double_pendulum.urdf";
+
+TEST_F(TorquectlTest, CallTakesEveryUnaryMethodOfTheServices) {
+  const Outcome registered = torquectl("register " + kPendulum + " --floating-base");
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  const Outcome doomed = torquectl("register " + kPendulum + " --name doomed");
+  ASSERT_EQ(doomed.exit_code, 0) << doomed.err;
+  const std::string doomed_id = doomed.out.substr(0, doomed.out.find('\n'));
+  const std::string urdf = nlohmann::json(read_text(kPendulum)).dump();
+
+  for (const google::protobuf::ServiceDescriptor* service : client::services()) {
+    for (int m = 0; m < service->method_count(); ++m) {
+      const google::protobuf::MethodDescriptor& method = *service->method(m);
+      if (method.client_streaming() || method.server_streaming()) continue;
+      const auto request = call_requests().find(method.name());
+      if (request == call_requests().end()) {
+        ADD_FAILURE() << method.full_name() << " has no request in call_requests(): add one";
+        continue;
+      }
+      const std::string json =
+          with(with(with(request->second, "MODEL", id), "DOOMED", doomed_id), "URDF", urdf);
+      const Outcome called =
+          torquectl("call " + method.name() + " --input " + write(method.name() + ".json", json));
+      ASSERT_EQ(called.exit_code, 0) << method.name() << ": " << called.err;
+      std::unique_ptr<google::protobuf::Message> response(
+          google::protobuf::MessageFactory::generated_factory()
+              ->GetPrototype(method.output_type())
+              ->New());
+      EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(called.out, response.get()).ok())
+          << method.name() << " printed " << called.out;
+    }
+  }
+}
+
+// What call prints is the typed commands' numbers, and --local's; Session takes a list.
+TEST_F(TorquectlTest, CallPrintsWhatTheTypedCommandsPrint) {
+  const Outcome registered = torquectl("register " + kPendulum + " --floating-base");
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  const std::string states = R"("q": [[0, 0, 1, 0, 0, 0, 1, 0.1, 0.2], [1, 2, 3, 0, 0.6, 0, 0.8,
+    -1, 2]], "v": [[0.1, 0, 0, 0, 0, 0, 0.2, -0.1], [1, 2, 3, 4, 5, 6, 7, 8]], "a": [[0, 0.5, 0,
+    0, 0, 0, 1, -1], [-1, -2, -3, -4, -5, -6, -7, -8]])";
+  const Outcome typed = torquectl("inverse-dynamics " + id, "{" + states + "}");
+  ASSERT_EQ(typed.exit_code, 0) << typed.err;
+  const nlohmann::json typed_tau = nlohmann::json::parse(typed.out)["tau"];
+  ASSERT_EQ(typed_tau.size(), 2u);
+  std::vector<double> expected;
+  for (const auto& row : typed_tau) {
+    for (const double x : row) expected.push_back(x);
+  }
+
+  // Flat arrays, as the proto has them; the id from the command line.
+  const nlohmann::json rows = nlohmann::json::parse("{" + states + "}");
+  nlohmann::json flat = {{"batch_size", 2}};
+  for (const char* field : {"q", "v", "a"}) {
+    for (const auto& row : rows[field]) {
+      for (const double x : row) flat[field].push_back(x);
+    }
+  }
+  const Outcome remote = torquectl("call InverseDynamics " + id, flat.dump());
+  const Outcome local =
+      torquectl("call InverseDynamics " + kPendulum + " --local --floating-base", flat.dump());
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(remote.out, local.out);
+  const nlohmann::json answer = nlohmann::json::parse(remote.out);
+  EXPECT_EQ(answer["batch_size"], 2);
+  EXPECT_EQ(answer["tau"].get<std::vector<double>>(), expected);
+
+  const Outcome echo = torquectl("call Echo", R"({"values": [1, 2.5e-300, -0.1]})");
+  ASSERT_EQ(echo.exit_code, 0) << echo.err;
+  EXPECT_EQ(nlohmann::json::parse(echo.out)["values"].get<std::vector<double>>(),
+            (std::vector<double>{1, 2.5e-300, -0.1}));
+
+  const Outcome listed = torquectl("call ListModels", "");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const nlohmann::json models = nlohmann::json::parse(listed.out)["models"];
+  ASSERT_EQ(models.size(), 1u) << listed.out;
+  EXPECT_EQ(models[0]["id"], id);
+  EXPECT_EQ(models[0]["nv"], 8);
+
+  const std::string messages = R"([{"sequence": 7, "gravity": {"q": [0, 0, 1, 0, 0, 0, 1, 0.1,
+    0.2]}}, {"sequence": 8, "echo": {"values": [3]}}])";
+  const Outcome session = torquectl("call Session " + id, messages);
+  const Outcome local_session =
+      torquectl("call Session " + kPendulum + " --local --floating-base", messages);
+  ASSERT_EQ(session.exit_code, 0) << session.err;
+  EXPECT_EQ(local_session.out, session.out);
+  const nlohmann::json answers = nlohmann::json::parse(session.out);
+  ASSERT_EQ(answers.size(), 2u) << session.out;
+  EXPECT_EQ(answers[0]["sequence"], "7");
+  EXPECT_EQ(answers[0]["gravity"]["tau"].size(), 8u);
+  EXPECT_EQ(answers[1]["echo"]["values"], nlohmann::json::array({3}));
+  const Outcome failed = torquectl("call Session " + id, R"([{"gravity": {"q": [1]}}])");
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_NE(failed.err.find("INVALID_ARGUMENT"), std::string::npos) << failed.err;
+  EXPECT_EQ(nlohmann::json::parse(failed.out)[0]["status"]["code"], 3);
+}
+
+TEST_F(TorquectlTest, CallSaysWhatWentWrong) {
+  const Outcome help = torquectl("call --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const google::protobuf::ServiceDescriptor* service : client::services()) {
+    for (int m = 0; m < service->method_count(); ++m) {
+      EXPECT_NE(help.out.find(" " + service->method(m)->name()), std::string::npos)
+          << service->method(m)->name() << " is not in call --help";
+    }
+  }
+  EXPECT_NE(torquectl("--help").out.find("call METHOD [ID|FILE]"), std::string::npos);
+
+  const Outcome no_method = torquectl("call");
+  EXPECT_EQ(no_method.exit_code, 2);
+  const Outcome unknown = torquectl("call Levitate", "{}");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no method \"Levitate\""), std::string::npos) << unknown.err;
+  const Outcome no_model = torquectl("call Echo 00000000000000000000000000000000", "{}");
+  EXPECT_EQ(no_model.exit_code, 2);
+  EXPECT_NE(no_model.err.find("torqued.v1.EchoRequest names no model"), std::string::npos)
+      << no_model.err;
+  EXPECT_EQ(torquectl("call Echo --format csv", "{}").exit_code, 2);
+
+  const Outcome truncated = torquectl("call Gravity", R"({"q": [)");
+  EXPECT_EQ(truncated.exit_code, 3);
+  EXPECT_NE(truncated.err.find("not a torqued.v1.GravityRequest in protobuf JSON"),
+            std::string::npos)
+      << truncated.err;
+  const Outcome misspelt = torquectl("call Gravity", R"({"qq": [1]})");
+  EXPECT_EQ(misspelt.exit_code, 3);
+  EXPECT_NE(misspelt.err.find("qq"), std::string::npos) << misspelt.err;
+  EXPECT_EQ(torquectl("call Session", "[{").exit_code, 3);
+
+  const Outcome not_found =
+      torquectl("call Gravity 00000000000000000000000000000000", R"({"q": [0, 0]})");
+  EXPECT_EQ(not_found.exit_code, 1);
+  EXPECT_NE(not_found.err.find("NOT_FOUND"), std::string::npos) << not_found.err;
 }
 
 }  // namespace

@@ -28,34 +28,55 @@
 namespace torqued::load {
 namespace {
 
-const char* const kUsage =
-    "usage: torqued-load [options]\n"
-    "  --target HOST:PORT   server (default localhost:50051)\n"
-    "  --tls-ca FILE        TLS, the server checked against these CA certificates (PEM)\n"
-    "  --tls-cert FILE      mutual TLS: this client's certificate (PEM), with --tls-key FILE\n"
-    "  --tls-server-name N  check the server's certificate against N, not the target's host\n"
-    "  --token-file FILE    send this bearer token with every call\n"
-    "                       (each defaults as torquectl's: $TORQUED_TLS_CA, ..., $TORQUED_TOKEN)\n"
-    "  --model ID|NAME      a model the server has (id, or name of a repository model)\n"
-    "  --urdf FILE          register this URDF and use it (with --floating-base: free-flyer root)\n"
-    "  --rpc NAME           InverseDynamics (default), ForwardDynamics, MassMatrix,\n"
-    "                       NonlinearEffects, Gravity, Kinematics, HybridDynamics,\n"
-    "                       FloatingBaseInverseDynamics, Derivatives, CoriolisMatrix, Centroidal\n"
-    "  --batch B            states per call (default 1)\n"
-    "  --session            send the requests as messages of Session streams\n"
-    "  --pipeline P         Session, closed loop: messages in flight per stream (default 1)\n"
-    "  --completion-queue   closed loop on the completion-queue API, a thread per call or\n"
-    "                       stream in flight (fewer thread wake-ups than the callback API)\n"
-    "  --echo               send Echo with the same payload instead, answered with as many\n"
-    "                       numbers as the real call (the transport floor)\n"
-    "  --concurrency N      closed loop: N calls (or N streams) in flight (default 1)\n"
-    "  --rate R             open loop: R calls (or messages) per second\n"
-    "  --duration S         measure for S seconds (default 10)\n"
-    "  --requests N         measure N calls instead\n"
-    "  --warmup S           run S seconds before measuring (default 1)\n"
-    "  --pool K             distinct prepared requests, used in turn (default 64)\n"
-    "  --seed N             random states seed (default 1)\n"
-    "  --json FILE          also write the report as JSON\n";
+// The options, and --rpc's methods from the service's descriptor.
+std::string usage() {
+  const std::string indent(23, ' ');
+  const std::vector<std::string>& names = known_rpcs();
+  std::string rpcs = indent;
+  std::size_t column = indent.size();
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const std::string item = names[k] + (k + 1 < names.size() ? "," : "");
+    if (column > indent.size() && column + 1 + item.size() > 100) {
+      rpcs += "\n" + indent;
+      column = indent.size();
+    } else if (column > indent.size()) {
+      rpcs += " ";
+      ++column;
+    }
+    rpcs += item;
+    column += item.size();
+  }
+  return "usage: torqued-load [options]\n"
+         "  --target HOST:PORT   server (default localhost:50051)\n"
+         "  --tls-ca FILE        TLS, the server checked against these CA certificates (PEM)\n"
+         "  --tls-cert FILE      mutual TLS: this client's certificate (PEM), with --tls-key FILE\n"
+         "  --tls-server-name N  check the server's certificate against N, not the target's host\n"
+         "  --token-file FILE    send this bearer token with every call\n"
+         "                       (each defaults as torquectl's: $TORQUED_TLS_CA, ..., "
+         "$TORQUED_TOKEN)\n"
+         "  --model ID|NAME      a model the server has (id, or name of a repository model)\n"
+         "  --urdf FILE          register this URDF and use it (with --floating-base: free-flyer "
+         "root)\n"
+         "  --rpc NAME           a batched method of DynamicsService (default InverseDynamics):\n" +
+         rpcs +
+         "\n"
+         "                       (ContactDynamics and Impact without contacts, Simulate one step)\n"
+         "  --batch B            states per call (default 1)\n"
+         "  --session            send the requests as messages of Session streams\n"
+         "  --pipeline P         Session, closed loop: messages in flight per stream (default 1)\n"
+         "  --completion-queue   closed loop on the completion-queue API, a thread per call or\n"
+         "                       stream in flight (fewer thread wake-ups than the callback API)\n"
+         "  --echo               send Echo with the same payload instead, answered with as many\n"
+         "                       numbers as the real call (the transport floor)\n"
+         "  --concurrency N      closed loop: N calls (or N streams) in flight (default 1)\n"
+         "  --rate R             open loop: R calls (or messages) per second\n"
+         "  --duration S         measure for S seconds (default 10)\n"
+         "  --requests N         measure N calls instead\n"
+         "  --warmup S           run S seconds before measuring (default 1)\n"
+         "  --pool K             distinct prepared requests, used in turn (default 64)\n"
+         "  --seed N             random states seed (default 1)\n"
+         "  --json FILE          also write the report as JSON\n";
+}
 
 const char* const kCodeNames[] = {
     "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
@@ -107,7 +128,7 @@ Options parse(int argc, char** argv) {
       return argv[++i];
     };
     if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
+      std::cout << usage();
       std::exit(0);
     } else if (flag == "--target") {
       o.target = value();

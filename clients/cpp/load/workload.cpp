@@ -8,7 +8,10 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -58,74 +61,89 @@ class StateSource {
   std::uniform_real_distribution<double> unit_{-1.0, 1.0};
 };
 
-// Fills the Session message's request of kind `rpc` with `batch` random states; returns the
-// inner request, or null for an unknown rpc.
-google::protobuf::Message* fill(const std::string& rpc, const v1::Model& model, int batch,
-                                StateSource& states, v1::SessionRequest& message) {
-  const int nv = model.nv();
-  auto common = [&](auto* r) {
-    r->set_model_id(model.id());
-    r->set_batch_size(batch);
-    states.configurations(batch, r->mutable_q());
-    return r;
-  };
-  if (rpc == "InverseDynamics") {
-    auto* r = common(message.mutable_inverse_dynamics());
-    states.values(batch * nv, r->mutable_v());
-    states.values(batch * nv, r->mutable_a());
-    return r;
-  }
-  if (rpc == "ForwardDynamics") {
-    auto* r = common(message.mutable_forward_dynamics());
-    states.values(batch * nv, r->mutable_v());
-    states.values(batch * nv, r->mutable_tau());
-    return r;
-  }
-  if (rpc == "MassMatrix") return common(message.mutable_mass_matrix());
-  if (rpc == "NonlinearEffects") {
-    auto* r = common(message.mutable_nonlinear_effects());
-    states.values(batch * nv, r->mutable_v());
-    return r;
-  }
-  if (rpc == "Gravity") return common(message.mutable_gravity());
-  if (rpc == "Kinematics") {
-    auto* r = common(message.mutable_kinematics());
-    states.values(batch * nv, r->mutable_v());
-    return r;
-  }
-  if (rpc == "HybridDynamics") {
-    auto* r = common(message.mutable_hybrid_dynamics());
-    states.values(batch * nv, r->mutable_v());
-    for (int i = 0; i < nv; ++i) {
-      r->add_inputs(i % 2 == 0 ? v1::DOF_INPUT_FORCE : v1::DOF_INPUT_ACCELERATION);
-    }
-    states.values(batch * nv, r->mutable_a());
-    states.values(batch * nv, r->mutable_tau());
-    return r;
-  }
-  if (rpc == "FloatingBaseInverseDynamics") {
-    auto* r = common(message.mutable_floating_base_inverse_dynamics());
-    states.values(batch * nv, r->mutable_v());
-    states.values(batch * nv, r->mutable_a());
-    return r;
-  }
-  if (rpc == "Derivatives") {
-    auto* r = common(message.mutable_derivatives());
-    states.values(batch * nv, r->mutable_v());
-    states.values(batch * nv, r->mutable_a());
-    return r;
-  }
-  if (rpc == "CoriolisMatrix") {
-    auto* r = common(message.mutable_coriolis_matrix());
-    states.values(batch * nv, r->mutable_v());
-    return r;
-  }
-  if (rpc == "Centroidal") {
-    auto* r = common(message.mutable_centroidal());
-    states.values(batch * nv, r->mutable_v());
-    return r;
+const google::protobuf::ServiceDescriptor& dynamics_service() {
+  return *v1::SessionRequest::descriptor()->file()->FindServiceByName("DynamicsService");
+}
+
+// The field of SessionRequest that carries `method`'s request; null when there is none.
+const google::protobuf::FieldDescriptor* session_field(
+    const google::protobuf::MethodDescriptor& method) {
+  const google::protobuf::Descriptor& message = *v1::SessionRequest::descriptor();
+  for (int i = 0; i < message.field_count(); ++i) {
+    if (message.field(i)->message_type() == method.input_type()) return message.field(i);
   }
   return nullptr;
+}
+
+// The method of DynamicsService named `rpc` when it is batched: a unary method whose request
+// names a model and a batch size, and which a Session message can carry; null otherwise.
+const google::protobuf::MethodDescriptor* batched_method(const std::string& rpc) {
+  const google::protobuf::MethodDescriptor* method = dynamics_service().FindMethodByName(rpc);
+  if (method == nullptr || method->client_streaming() || method->server_streaming() ||
+      method->input_type()->FindFieldByName("model_id") == nullptr ||
+      method->input_type()->FindFieldByName("batch_size") == nullptr ||
+      session_field(*method) == nullptr) {
+    return nullptr;
+  }
+  return method;
+}
+
+// What fill_by_names() cannot know about a method: the double fields it leaves empty, and what
+// it sets after.
+struct Specifics {
+  std::set<std::string> left_empty;
+  std::function<void(const v1::Model&, v1::SessionRequest&)> complete;
+};
+
+const Specifics* specifics(const std::string& rpc) {
+  static const std::map<std::string, Specifics> by_method = {
+      {"HybridDynamics",
+       {{},
+        [](const v1::Model& model, v1::SessionRequest& message) {
+          for (int i = 0; i < model.nv(); ++i) {
+            message.mutable_hybrid_dynamics()->add_inputs(i % 2 == 0 ? v1::DOF_INPUT_FORCE
+                                                                     : v1::DOF_INPUT_ACCELERATION);
+          }
+        }}},
+      // Derivatives of inverse dynamics: a given.
+      {"Derivatives", {{"tau"}, nullptr}},
+      // Forward mode: tau given.
+      {"ConstrainedDynamics", {{"a"}, nullptr}},
+      {"Simulate",
+       {{},
+        [](const v1::Model&, v1::SessionRequest& message) {
+          message.mutable_simulate()->set_steps(1);
+        }}},
+  };
+  const auto it = by_method.find(rpc);
+  return it == by_method.end() ? nullptr : &it->second;
+}
+
+// Sets the request's model and batch size, and fills its repeated double fields by name, but
+// those `left_empty`: q with random valid configurations, v, a and tau with nv random numbers per
+// state. Its other fields stay empty.
+void fill_by_names(const v1::Model& model, int batch, const std::set<std::string>& left_empty,
+                   StateSource& states, google::protobuf::Message& request) {
+  const google::protobuf::Descriptor& d = *request.GetDescriptor();
+  const google::protobuf::Reflection& r = *request.GetReflection();
+  r.SetString(&request, d.FindFieldByName("model_id"), model.id());
+  r.SetUInt32(&request, d.FindFieldByName("batch_size"), static_cast<std::uint32_t>(batch));
+  for (int i = 0; i < d.field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d.field(i);
+    if (!f->is_repeated() || f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE ||
+        left_empty.count(f->name()) > 0) {
+      continue;
+    }
+    google::protobuf::RepeatedField<double> values;
+    if (f->name() == "q") {
+      states.configurations(batch, &values);
+    } else if (f->name() == "v" || f->name() == "a" || f->name() == "tau") {
+      states.values(batch * model.nv(), &values);
+    } else {
+      continue;
+    }
+    r.GetMutableRepeatedFieldRef<double>(&request, f).CopyFrom(values);
+  }
 }
 
 // The Echo request with the same payload as `request`: its model id as bytes and all its
@@ -142,18 +160,6 @@ v1::EchoRequest echo_of(const google::protobuf::Message& request) {
     }
   }
   return echo;
-}
-
-const google::protobuf::Message* response_prototype(const std::string& rpc) {
-  const google::protobuf::Descriptor* service =
-      v1::SessionResponse::descriptor();  // its oneof has one field per response type
-  for (int i = 0; i < service->field_count(); ++i) {
-    const google::protobuf::FieldDescriptor* f = service->field(i);
-    if (f->message_type() != nullptr && f->message_type()->name() == rpc + "Response") {
-      return google::protobuf::MessageFactory::generated_factory()->GetPrototype(f->message_type());
-    }
-  }
-  return nullptr;
 }
 
 // The doubles in `message`'s repeated double fields, nested messages included.
@@ -211,10 +217,14 @@ void add_random_configurations(const v1::Model& model, int states, std::mt19937&
 }
 
 const std::vector<std::string>& known_rpcs() {
-  static const std::vector<std::string> names = {
-      "InverseDynamics", "ForwardDynamics", "MassMatrix",     "NonlinearEffects",
-      "Gravity",         "Kinematics",      "HybridDynamics", "FloatingBaseInverseDynamics",
-      "Derivatives",     "CoriolisMatrix",  "Centroidal"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> batched;
+    for (int m = 0; m < dynamics_service().method_count(); ++m) {
+      const std::string& name = dynamics_service().method(m)->name();
+      if (batched_method(name) != nullptr) batched.push_back(name);
+    }
+    return batched;
+  }();
   return names;
 }
 
@@ -261,15 +271,29 @@ v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const Mod
 }
 
 Workload make_workload(const v1::Model& model, const WorkloadSpec& spec) {
+  const google::protobuf::MethodDescriptor* method = batched_method(spec.rpc);
+  if (method == nullptr) {
+    std::string names;
+    for (const std::string& name : known_rpcs()) names += (names.empty() ? "" : ", ") + name;
+    throw std::runtime_error("--rpc " + spec.rpc + ": not a batched method of " +
+                             dynamics_service().full_name() + " (" + names + ")");
+  }
+  const google::protobuf::MethodDescriptor& sent =
+      spec.echo ? *dynamics_service().FindMethodByName("Echo") : *method;
   Workload w;
   w.states_per_call = spec.batch;
-  w.method = "/torqued.v1.DynamicsService/" + (spec.echo ? std::string("Echo") : spec.rpc);
-  w.response_prototype = response_prototype(spec.echo ? "Echo" : spec.rpc);
+  w.method = "/" + dynamics_service().full_name() + "/" + sent.name();
+  w.response_prototype =
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(sent.output_type());
+  const google::protobuf::FieldDescriptor& field = *session_field(*method);
+  const Specifics* specific = specifics(method->name());
   StateSource states(model, spec.seed);
   for (int k = 0; k < spec.pool; ++k) {
     v1::SessionRequest message;
-    google::protobuf::Message* request = fill(spec.rpc, model, spec.batch, states, message);
-    if (request == nullptr) throw std::runtime_error("unknown --rpc " + spec.rpc);
+    google::protobuf::Message* request = message.GetReflection()->MutableMessage(&message, &field);
+    fill_by_names(model, spec.batch, specific ? specific->left_empty : std::set<std::string>{},
+                  states, *request);
+    if (specific && specific->complete) specific->complete(model, message);
     if (spec.echo) {
       *message.mutable_echo() = echo_of(*request);
       message.mutable_echo()->set_response_values(spec.echo_response_values);

@@ -1,6 +1,8 @@
 // What torqued-load sends: the model (registered from a URDF, or found by id or name), and a
 // pool of requests with random states built once, before the timed run, both as serialized unary
-// requests and as Session messages.
+// requests and as Session messages. Requests are built from the descriptors: any batched method
+// of DynamicsService runs with no code of its own here when its request's double fields are
+// states named q, v, a or tau.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -28,7 +30,7 @@ struct ModelChoice {
 v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const ModelChoice& choice);
 
 struct WorkloadSpec {
-  std::string rpc;  // InverseDynamics, ForwardDynamics, ...
+  std::string rpc;  // a batched method of DynamicsService (known_rpcs())
   int batch = 1;
   int pool = 64;
   // Send Echo requests carrying the real requests' payload (model id and every number) instead.
@@ -52,7 +54,12 @@ struct Workload {
   std::size_t request_bytes = 0;  // serialized size of the first unary request
 };
 
-// Throws std::runtime_error for an unknown rpc.
+// Each request sets model_id and batch_size and fills its repeated double fields by name: q with
+// random valid configurations (add_random_configurations), v, a and tau with nv numbers in
+// [-1, 1] per state; its other fields stay empty. Methods that need more say so in workload.cpp
+// (HybridDynamics's inputs; Derivatives of inverse dynamics, ConstrainedDynamics in forward mode
+// and Simulate's one step). ContactDynamics and Impact run without contacts. Throws
+// std::runtime_error for an rpc that is not in known_rpcs().
 Workload make_workload(const v1::Model& model, const WorkloadSpec& spec);
 
 // The numbers in the answer to one real `spec.rpc` call of `spec.batch` states (every repeated
@@ -72,7 +79,8 @@ grpc::Status call_raw(const std::shared_ptr<grpc::Channel>& channel, const std::
 void add_random_configurations(const v1::Model& model, int states, std::mt19937& rng,
                                google::protobuf::RepeatedField<double>* out);
 
-// The RPC names make_workload() knows.
+// The methods make_workload() builds requests for, from the descriptor: every unary method of
+// DynamicsService whose request has a model_id and a batch_size and a field in SessionRequest.
 const std::vector<std::string>& known_rpcs();
 
 }  // namespace torqued::load

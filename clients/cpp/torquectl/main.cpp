@@ -1,8 +1,10 @@
 // torquectl: torqued from the command line. Registers and manages models, checks health, and
-// runs every dynamics RPC on states read from JSON or CSV, printing JSON or CSV. With --local
-// the same calls go to a torqued server inside this process (no socket), built from a model
-// file, so its output is the server's byte for byte. Exit codes: 0 ok, 1 server or RPC error,
-// 2 usage error, 3 input file error.
+// runs every dynamics RPC on states read from JSON or CSV, printing JSON or CSV. `call` sends
+// any method of the services by name, its request and response in protobuf JSON, found by the
+// descriptors alone: a new RPC is callable here before it has a command. With --local the same
+// calls go to a torqued server inside this process (no socket), built from a model file, so its
+// output is the server's byte for byte. Exit codes: 0 ok, 1 server or RPC error, 2 usage error,
+// 3 input file error.
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
 #include <spdlog/spdlog.h>
@@ -15,14 +17,16 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
-#include "server/models/bundled_models.hpp"
 #include "server/app/server.hpp"
+#include "server/models/bundled_models.hpp"
 #include "torquectl/tables.hpp"
 #include "torqued/client.hpp"
 #include "torqued/credentials.hpp"
@@ -68,7 +72,9 @@ const std::map<std::string, OptionSpec>& option_specs() {
         "$TORQUED_TOKEN_FILE; else the token itself from $TORQUED_TOKEN)"}},
       {"--format", {"json|csv", "output format (default json)"}},
       {"--help", {"", "this text"}},
-      {"--input", {"FILE", "states as JSON or CSV (default: standard input)"}},
+      {"--input",
+       {"FILE",
+        "states as JSON or CSV; call: the request as protobuf JSON (default: standard input)"}},
       {"--local", {"", "compute in this process, from the model FILE given instead of an id"}},
       {"--floating-base", {"", "model files: a free-flyer root joint"}},
       {"--dh",
@@ -757,11 +763,13 @@ std::map<std::string, Dynamics> dynamics_commands() {
   return commands;
 }
 
-std::string json_of(const google::protobuf::Message& message) {
+// Protobuf JSON with the proto's field names; `every_field`: fields at their defaults too.
+std::string json_of(const google::protobuf::Message& message, bool every_field = false) {
   std::string json;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = every_field;
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
   return json;
 }
@@ -836,6 +844,142 @@ int run_echo(const Args& args) {
   return 0;
 }
 
+// `message` from protobuf JSON; blank text is the empty message. Throws InputError.
+void parse_json(const std::string& text, google::protobuf::Message& message) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return;
+  const auto status = google::protobuf::util::JsonStringToMessage(text, &message);
+  if (!status.ok()) {
+    throw InputError("input: not a " + message.GetDescriptor()->full_name() +
+                     " in protobuf JSON: " + status.ToString());
+  }
+}
+
+// A Session's messages: a JSON list of SessionRequests, or one.
+std::vector<v1::SessionRequest> parse_session_json(const std::string& text) {
+  nlohmann::json items;
+  try {
+    items = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("input: not JSON: ") + e.what());
+  }
+  if (!items.is_array()) items = nlohmann::json::array({items});
+  std::vector<v1::SessionRequest> messages(items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) parse_json(items[k].dump(), messages[k]);
+  return messages;
+}
+
+// The request's model_id field; throws UsageError when it has none.
+const google::protobuf::FieldDescriptor& model_id_field(
+    const google::protobuf::Descriptor& request) {
+  const google::protobuf::FieldDescriptor* field = request.FindFieldByName("model_id");
+  if (field == nullptr || field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+    throw UsageError("call: " + request.full_name() + " names no model");
+  }
+  return *field;
+}
+
+// The messages one at a time, each answer read before the next message is sent (torquectl is no
+// load generator); exit 1 when a message failed.
+int run_session(Client& client, std::vector<v1::SessionRequest> messages,
+                const std::string& model_id) {
+  if (!model_id.empty() && !messages.empty()) messages.front().set_model_id(model_id);
+  client::Session session = client.session();
+  std::vector<std::string> answers;
+  bool failed = false;
+  for (const v1::SessionRequest& message : messages) {
+    v1::SessionResponse answer;
+    if (!session.write(message) || !session.read(&answer)) break;
+    if (answer.status().code() != 0) {
+      std::cerr << "torquectl: message " << answers.size() << ": "
+                << client::status_code_name(static_cast<grpc::StatusCode>(answer.status().code()))
+                << ": " << answer.status().message() << "\n";
+      failed = true;
+    }
+    std::string json = json_of(answer, true);
+    answers.push_back(json.substr(0, json.find_last_not_of('\n') + 1));
+  }
+  session.finish();
+  std::cout << "[";
+  for (std::size_t k = 0; k < answers.size(); ++k) std::cout << (k ? ",\n" : "\n") << answers[k];
+  std::cout << "\n]\n";
+  return failed ? 1 : 0;
+}
+
+int run_call(const Args& args) {
+  const std::string& name = args.positional.at(0);
+  const google::protobuf::MethodDescriptor* method = client::find_method(name);
+  if (method == nullptr) throw UsageError("call: no method \"" + name + "\" (see the list below)");
+  const bool session = method->input_type() == v1::SessionRequest::descriptor() &&
+                       method->output_type() == v1::SessionResponse::descriptor();
+  if ((method->client_streaming() || method->server_streaming()) && !session) {
+    throw UsageError("call: " + name + " streams; call takes the unary methods and Session");
+  }
+  if (args.value("--format", "json") != "json") {
+    throw UsageError("call: prints protobuf JSON only");
+  }
+  google::protobuf::MessageFactory* factory = google::protobuf::MessageFactory::generated_factory();
+  const std::string text = read_file(args.value("--input", "-"));
+  std::vector<v1::SessionRequest> messages;
+  std::unique_ptr<google::protobuf::Message> request;
+  if (session) {
+    messages = parse_session_json(text);
+  } else {
+    request.reset(factory->GetPrototype(method->input_type())->New());
+    parse_json(text, *request);
+  }
+  const bool names_a_model = args.positional.size() > 1;
+  if (names_a_model) model_id_field(*method->input_type());
+  std::unique_ptr<LocalServer> local;
+  std::unique_ptr<Client> client;
+  std::string model_id;
+  if (args.has("--local")) {
+    std::optional<v1::RegisterModelRequest> model;
+    if (names_a_model) model = read_model_request(args.positional[1], args);
+    local = std::make_unique<LocalServer>();
+    client = std::make_unique<Client>(local->channel(), client_options(args));
+    if (model) model_id = client->register_model(*model).id();
+  } else {
+    client = std::make_unique<Client>(client_options(args));
+    if (names_a_model) model_id = args.positional[1];
+  }
+  if (session) return run_session(*client, std::move(messages), model_id);
+  if (!model_id.empty()) {
+    request->GetReflection()->SetString(request.get(), &model_id_field(*method->input_type()),
+                                        model_id);
+  }
+  std::unique_ptr<google::protobuf::Message> response(
+      factory->GetPrototype(method->output_type())->New());
+  client->call_method(*method, *request, response.get());
+  std::cout << json_of(*response, true);
+  return 0;
+}
+
+// call's help: what it does, and the methods it takes, from the services' descriptors.
+std::string call_summary() {
+  std::ostringstream out;
+  out << "Calls a method of the services by name. Reads its request as protobuf JSON (the\n"
+         "proto's field names: {\"model_id\": \"...\", \"batch_size\": 2, \"q\": [...]}; empty\n"
+         "input is the empty request) and prints its response as protobuf JSON, every field\n"
+         "included. ID sets the request's model_id; with --local, FILE is a model file registered\n"
+         "in this process, and its id does. Session takes a JSON list of SessionRequests (ID sets\n"
+         "the first one's model_id), sends them one at a time and prints the list of their\n"
+         "SessionResponses (exit 1 when one failed).\n\nmethods:";
+  for (const google::protobuf::ServiceDescriptor* service : client::services()) {
+    out << "\n  " << service->full_name() << ":";
+    std::size_t column = 80;  // a new line first
+    for (int m = 0; m < service->method_count(); ++m) {
+      const std::string& name = service->method(m)->name();
+      if (column + 1 + name.size() > 80) {
+        out << "\n   ";
+        column = 3;
+      }
+      out << " " << name;
+      column += 1 + name.size();
+    }
+  }
+  return out.str();
+}
+
 std::vector<Command> commands() {
   const std::vector<std::string> file_options = {"--floating-base", "--dh", "--name", "--strict"};
   std::vector<Command> list = {
@@ -852,6 +996,7 @@ std::vector<Command> commands() {
        "Sends numbers (and --payload) and prints what comes back.",
        {"--payload"},
        run_echo},
+      {"call", "METHOD [ID|FILE]", call_summary(), kModelOptions, run_call},
   };
   const std::map<std::string, std::pair<std::string, std::vector<std::string>>> dynamics_help = {
       {"inverse-dynamics",
@@ -932,7 +1077,8 @@ std::string general_help(const std::vector<Command>& list) {
   std::ostringstream out;
   out << "usage: torquectl COMMAND [ARGS] [options]   (torquectl COMMAND --help for details)\n\n"
          "Dynamics commands take a model id, or with --local a model FILE computed in this\n"
-         "process, and read states (JSON or CSV) from --input or standard input.\n\n"
+         "process, and read states (JSON or CSV) from --input or standard input. call sends any\n"
+         "method's request in protobuf JSON (torquectl call --help lists the methods).\n\n"
          "commands:\n";
   for (const Command& c : list) out << "  " << c.name << " " << c.arguments << "\n";
   out << "\nEvery command takes --server ADDR ($TORQUED_SERVER), --deadline S, TLS and mutual TLS\n"
@@ -976,8 +1122,21 @@ Args parse(const Command& c, const std::vector<std::string>& words) {
   return args;
 }
 
-std::size_t count_arguments(const Command& c) {
-  return c.arguments.empty() || c.arguments.front() == '[' ? 0 : 1;
+// The fewest and the most positional arguments a command takes: its words, of which those in
+// brackets are optional ("[NUMBER...]": any number of them).
+std::pair<std::size_t, std::size_t> argument_range(const Command& c) {
+  std::size_t required = 0, optional = 0;
+  std::istringstream words(c.arguments);
+  for (std::string word; words >> word;) {
+    if (word.front() != '[') {
+      ++required;
+    } else if (word.find("...") != std::string::npos) {
+      return {required, std::numeric_limits<std::size_t>::max()};
+    } else {
+      ++optional;
+    }
+  }
+  return {required, required + optional};
 }
 
 int run(int argc, char** argv) {
@@ -1003,9 +1162,10 @@ int run(int argc, char** argv) {
       std::cout << command_help(*it);
       return 0;
     }
-    const std::size_t expected = count_arguments(*it);
-    if (expected > 0 && args.positional.size() != expected) {
-      throw UsageError(it->name + ": expected " + it->arguments + ", got " +
+    const auto [fewest, most] = argument_range(*it);
+    if (args.positional.size() < fewest || args.positional.size() > most) {
+      throw UsageError(it->name + ": expected " +
+                       (it->arguments.empty() ? "no arguments" : it->arguments) + ", got " +
                        std::to_string(args.positional.size()) + " arguments");
     }
     return it->run(args);

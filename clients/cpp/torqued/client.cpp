@@ -1,12 +1,14 @@
 // torqued's C++ client (see client.hpp).
 #include "torqued/client.hpp"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/client_interceptor.h>
 
 #include <cmath>
 #include <exception>
 #include <future>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "torqued/batch_split.hpp"
@@ -679,6 +681,87 @@ SimulateResult Client::simulate(const std::string& model_id, const MatrixRef& q0
     result.status.push_back(static_cast<v1::ContactSolverStatus>(s));
   }
   return result;
+}
+
+const std::vector<const google::protobuf::ServiceDescriptor*>& services() {
+  static const std::vector<const google::protobuf::ServiceDescriptor*> all = {
+      v1::Model::descriptor()->file()->FindServiceByName("ModelService"),
+      v1::SessionRequest::descriptor()->file()->FindServiceByName("DynamicsService")};
+  return all;
+}
+
+const google::protobuf::MethodDescriptor* find_method(const std::string& name) {
+  for (const google::protobuf::ServiceDescriptor* service : services()) {
+    if (const google::protobuf::MethodDescriptor* method = service->FindMethodByName(name)) {
+      return method;
+    }
+  }
+  return nullptr;
+}
+
+Session::Session(v1::DynamicsService::Stub& stub, Clock::time_point deadline)
+    : context_(std::make_unique<grpc::ClientContext>()) {
+  context_->set_deadline(deadline);
+  stream_ = stub.Session(context_.get());
+}
+
+Session::~Session() {
+  if (stream_ == nullptr) return;
+  context_->TryCancel();
+  (void)stream_->Finish();
+}
+
+bool Session::write(const v1::SessionRequest& request) { return stream_->Write(request); }
+
+bool Session::read(v1::SessionResponse* response) { return stream_->Read(response); }
+
+void Session::writes_done() {
+  if (writes_done_) return;
+  writes_done_ = true;
+  (void)stream_->WritesDone();
+}
+
+void Session::finish() {
+  writes_done();
+  // Finish() waits for the status, which the server sends after its last answer: answers left
+  // unread would hold the stream's flow-control window shut.
+  for (v1::SessionResponse unread; stream_->Read(&unread);) {
+  }
+  const grpc::Status status = stream_->Finish();
+  stream_.reset();
+  if (!status.ok()) throw Error(status.error_code(), status.error_message());
+}
+
+Session Client::session(const CallOptions& call) { return Session(*dynamics_, deadline_of(call)); }
+
+void Client::call_method(const google::protobuf::MethodDescriptor& method,
+                         const google::protobuf::Message& request,
+                         google::protobuf::Message* response, const CallOptions& call) {
+  if (method.client_streaming() || method.server_streaming()) {
+    throw std::invalid_argument(method.full_name() + " is a streaming method");
+  }
+  if (request.GetDescriptor() != method.input_type() ||
+      response->GetDescriptor() != method.output_type()) {
+    throw std::invalid_argument(method.full_name() + " takes " + method.input_type()->full_name() +
+                                " and returns " + method.output_type()->full_name());
+  }
+  const std::string path = "/" + method.service()->full_name() + "/" + method.name();
+  grpc::TemplatedGenericStub<google::protobuf::Message, google::protobuf::Message> stub(channel_);
+  const auto rpc = [&](grpc::ClientContext* context) {
+    // Shared with the callback, which may still be returning from set_value() when get() does.
+    auto done = std::make_shared<std::promise<grpc::Status>>();
+    std::future<grpc::Status> status = done->get_future();
+    stub.UnaryCall(context, path, {}, &request, response,
+                   [done](grpc::Status s) { done->set_value(std::move(s)); });
+    return status.get();
+  };
+  const google::protobuf::FieldDescriptor* id = method.input_type()->FindFieldByName("model_id");
+  if (id != nullptr && id->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
+      !id->is_repeated()) {
+    const std::string model_id = request.GetReflection()->GetString(request, id);
+    if (!model_id.empty()) return call_model(model_id, call, rpc);
+  }
+  this->call(call, rpc);
 }
 
 }  // namespace torqued::client

@@ -12,8 +12,10 @@
 // a planner reads straight and nothing is dropped unchecked).
 //
 // Thread safety: a Client may be shared by threads; every method is safe to call concurrently.
+// A Session stream (Client::session) is one caller's (see Session).
 #pragma once
 
+#include <google/protobuf/descriptor.h>
 #include <grpcpp/grpcpp.h>
 
 #include <Eigen/Core>
@@ -276,6 +278,47 @@ struct SimulateResult {
   std::vector<std::uint32_t> max_contacts;
 };
 
+// torqued.v1.ModelService and DynamicsService: the API this client covers, method by method.
+const std::vector<const google::protobuf::ServiceDescriptor*>& services();
+
+// The method of services() named `name` ("InverseDynamics", "ListModels"...); null when there is
+// none.
+const google::protobuf::MethodDescriptor* find_method(const std::string& name);
+
+// A DynamicsService.Session stream (Client::session, see dynamics.proto): write() sends
+// SessionRequests, read() returns their SessionResponses in the order they were sent (a request
+// that fails is answered with its status and the stream goes on), writes_done() half-closes and
+// finish() waits for the end of the stream. The call's deadline bounds the whole stream (give a
+// control loop a long one), and the client's token and TLS go with it. A stream is not retried
+// and does not re-register models: a message on a model the server lacks is answered NOT_FOUND
+// in its status. One thread may write while another reads (to keep several messages in flight);
+// otherwise a Session is used by one thread at a time. It lives no longer than its Client.
+class Session {
+ public:
+  Session(Session&&) noexcept = default;
+  Session& operator=(Session&&) noexcept = default;
+  // Cancels the stream unless finish() ended it.
+  ~Session();
+
+  // Sends one message; false when the stream has ended (finish() says why).
+  bool write(const v1::SessionRequest& request);
+  // The answer to the earliest message not yet answered; false when the stream has ended.
+  bool read(v1::SessionResponse* response);
+  // No more messages: the server ends the stream once it has answered those sent.
+  void writes_done();
+  // Half-closes (unless writes_done() did), discards the answers not read, and waits for the end
+  // of the stream; throws Error unless it ended OK.
+  void finish();
+
+ private:
+  friend class Client;
+  Session(v1::DynamicsService::Stub& stub, std::chrono::system_clock::time_point deadline);
+
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionResponse>> stream_;
+  bool writes_done_ = false;
+};
+
 class Client {
  public:
   // Over make_channel(options).
@@ -357,6 +400,18 @@ class Client {
   // One trajectory per row of q0, v0.
   SimulateResult simulate(const std::string& model_id, const MatrixRef& q0, const MatrixRef& v0,
                           const SimulateOptions& options, const CallOptions& call = {});
+
+  // A Session stream, its deadline the call's (see Session).
+  Session session(const CallOptions& call = {});
+
+  // Any unary method of services() (find_method) on messages of its input and output types,
+  // generated or dynamic, so that a new RPC is callable before it has a method of its own here.
+  // As the typed methods: retries, the deadline, and re-registration of a model this client
+  // registered when the request names it in its model_id field. Throws std::invalid_argument for
+  // a streaming method or messages of other types.
+  void call_method(const google::protobuf::MethodDescriptor& method,
+                   const google::protobuf::Message& request, google::protobuf::Message* response,
+                   const CallOptions& call = {});
 
  private:
   // Runs `rpc(context)` with retries on UNAVAILABLE and CANCELLED until `deadline`; the last

@@ -1,7 +1,7 @@
-"""TLS, mutual TLS and bearer tokens: the client and `python -m torqued` against a real torqued,
-with certificates the openssl command makes at run time (a CA, a server certificate for
-localhost and 127.0.0.1, a client certificate it signed, and another CA with a client
-certificate that the server must refuse)."""
+"""TLS, mutual TLS and bearer tokens: the client (its calls and Session streams) and
+`python -m torqued` against a real torqued, with certificates the openssl command makes at run
+time (a CA, a server certificate for localhost and 127.0.0.1, a client certificate it signed, and
+another CA with a client certificate that the server must refuse)."""
 
 from __future__ import annotations
 
@@ -166,6 +166,20 @@ def test_tokens_guard_calls_and_health_stays_open(guarded: TorquedProcess, pki: 
             model = admin.register(urdf=urdf, name="guarded")
             assert caller.gravity(model.id, [0.1, 0.2]).shape == (2,)
             admin.delete_model(model.id)
+
+
+def test_sessions_carry_tls_and_the_token(guarded: TorquedProcess, pki: Path) -> None:
+    tls = _tls(pki, "client")
+    with torqued.Client(guarded.address, token=CALLER_TOKEN, **tls) as caller:
+        with caller.session() as session:
+            session.send("Echo", values=[4.0])
+            assert next(session).response.values.tolist() == [4.0]
+    with torqued.Client(guarded.address, **tls) as anonymous:
+        session = anonymous.session()
+        session.send("Echo", values=[4.0])
+        with pytest.raises(torqued.Error) as refused:
+            next(session)
+        assert refused.value.code == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_cli_takes_tls_and_token_from_flags_and_environment(

@@ -16,6 +16,8 @@ from torqued.client import (
     Derivatives,
     Error,
     Kinematics,
+    Session,
+    SessionReply,
     Simulation,
 )
 
@@ -28,5 +30,7 @@ __all__ = [
     "Derivatives",
     "Error",
     "Kinematics",
+    "Session",
+    "SessionReply",
     "Simulation",
 ]

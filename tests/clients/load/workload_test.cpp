@@ -1,10 +1,18 @@
 // Tests clients/cpp/load/workload.cpp against a real torqued on loopback: models are found by
-// name, the numbers of a real answer are counted, and --echo's requests carry the real call's
-// payload and ask for an answer of the real call's size.
+// name, the numbers of a real answer are counted, --echo's requests carry the real call's payload
+// and ask for an answer of the real call's size, and every batched method of DynamicsService, from
+// its descriptor, gets requests the server answers, unary and in a Session, with the state fields
+// filled by name.
 #include "clients/cpp/load/workload.hpp"
 
+#include <google/protobuf/reflection.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
 
 #include "tests/server/server_process.hpp"
 
@@ -23,6 +31,10 @@ class WorkloadTest : public ::testing::Test {
   }
   static v1::Model puma() {
     return load::resolve_model(server_->channel(), {"puma560", "", false});
+  }
+  // A floating base: a quaternion in q, nq != nv, and FloatingBaseInverseDynamics answers.
+  static v1::Model quadruped() {
+    return load::resolve_model(server_->channel(), {"quadruped", "", false});
   }
 
   static inline TempDir* dir_ = nullptr;
@@ -74,6 +86,151 @@ TEST_F(WorkloadTest, EchoCarriesTheRealPayloadAndAsksForTheRealAnswerSize) {
   ASSERT_TRUE(server_->dynamics()->Echo(&context, request, &response).ok());
   EXPECT_EQ(response.values_size(), 18);
   EXPECT_EQ(workload.session_requests.front().echo().response_values(), 18u);
+}
+
+const google::protobuf::ServiceDescriptor& dynamics_service() {
+  return *v1::SessionRequest::descriptor()->file()->FindServiceByName("DynamicsService");
+}
+
+bool batched(const google::protobuf::MethodDescriptor& method) {
+  return !method.client_streaming() && method.input_type()->FindFieldByName("model_id") &&
+         method.input_type()->FindFieldByName("batch_size");
+}
+
+std::unique_ptr<google::protobuf::Message> parse(const google::protobuf::Message& prototype,
+                                                 grpc::ByteBuffer buffer) {
+  std::unique_ptr<google::protobuf::Message> message(prototype.New());
+  EXPECT_TRUE((grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(
+                   &buffer, message.get()))
+                  .ok());
+  return message;
+}
+
+// The number that says which oneof member of `message` (SessionRequest or SessionResponse) of
+// message type `type` is set; 0 when it has none of that type.
+int field_number_of_type(const google::protobuf::Descriptor& message,
+                         const google::protobuf::Descriptor& type) {
+  for (int i = 0; i < message.field_count(); ++i) {
+    if (message.field(i)->message_type() == &type) return message.field(i)->number();
+  }
+  return 0;
+}
+
+// A new batched method of the service runs under torqued-load with no code of its own: every one
+// the descriptor has gets requests the server answers OK, as unary calls and on a Session.
+TEST_F(WorkloadTest, EveryBatchedMethodOfTheDescriptorIsAnswered) {
+  const v1::Model model = quadruped();
+  const std::vector<std::string>& known = load::known_rpcs();
+  int methods = 0;
+  for (int m = 0; m < dynamics_service().method_count(); ++m) {
+    const google::protobuf::MethodDescriptor& method = *dynamics_service().method(m);
+    load::WorkloadSpec spec;
+    spec.rpc = method.name();
+    spec.batch = 3;
+    spec.pool = 2;
+    if (!batched(method)) {
+      EXPECT_EQ(std::count(known.begin(), known.end(), method.name()), 0) << method.name();
+      EXPECT_THROW(load::make_workload(model, spec), std::runtime_error) << method.name();
+      continue;
+    }
+    ++methods;
+    EXPECT_EQ(std::count(known.begin(), known.end(), method.name()), 1) << method.name();
+    const load::Workload workload = load::make_workload(model, spec);
+    EXPECT_EQ(workload.method, "/torqued.v1.DynamicsService/" + method.name());
+    EXPECT_EQ(workload.response_prototype->GetDescriptor(), method.output_type());
+    ASSERT_EQ(workload.unary_requests.size(), 2u);
+
+    grpc::ByteBuffer answer;
+    const grpc::Status status = load::call_raw(
+        server_->channel(), workload.method, workload.unary_requests[1], &answer, deadline_in(60));
+    ASSERT_TRUE(status.ok()) << method.name() << ": " << status.error_message();
+    const auto response = parse(*workload.response_prototype, answer);
+    const google::protobuf::FieldDescriptor* states =
+        method.output_type()->FindFieldByName("batch_size");
+    ASSERT_NE(states, nullptr) << method.name();
+    EXPECT_EQ(response->GetReflection()->GetUInt32(*response, states), 3u) << method.name();
+
+    // On a Session the stream carries the model, set on its first message.
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(60));
+    auto stream = server_->dynamics()->Session(&context);
+    v1::SessionRequest first = workload.session_requests[0];
+    first.set_model_id(model.id());
+    ASSERT_TRUE(stream->Write(first));
+    ASSERT_TRUE(stream->Write(workload.session_requests[1]));
+    ASSERT_TRUE(stream->WritesDone());
+    for (int k = 0; k < 2; ++k) {
+      v1::SessionResponse reply;
+      ASSERT_TRUE(stream->Read(&reply)) << method.name();
+      EXPECT_EQ(reply.status().code(), 0) << method.name() << ": " << reply.status().message();
+      EXPECT_EQ(reply.response_case(),
+                field_number_of_type(*v1::SessionResponse::descriptor(), *method.output_type()))
+          << method.name();
+    }
+    EXPECT_TRUE(stream->Finish().ok()) << method.name();
+  }
+  EXPECT_EQ(static_cast<std::size_t>(methods), known.size());
+}
+
+// The state fields are filled by their names (the methods that need more leave some empty), the
+// others stay empty; Session messages are the unary requests less their model id.
+TEST_F(WorkloadTest, RequestsFillTheStateFieldsByName) {
+  const v1::Model model = quadruped();
+  const int nq = model.nq(), nv = model.nv();
+  // Per method, the double fields filled; every other double field is empty.
+  const std::map<std::string, std::set<std::string>> filled = {
+      {"InverseDynamics", {"q", "v", "a"}},
+      {"ForwardDynamics", {"q", "v", "tau"}},
+      {"Gravity", {"q"}},
+      {"HybridDynamics", {"q", "v", "a", "tau"}},
+      {"Derivatives", {"q", "v", "a"}},
+      {"ConstrainedDynamics", {"q", "v", "tau"}},
+      {"ContactDynamics", {"q", "v", "tau"}},
+      {"Simulate", {"q", "v", "tau"}},
+  };
+  for (const auto& [rpc, fields] : filled) {
+    load::WorkloadSpec spec;
+    spec.rpc = rpc;
+    spec.batch = 2;
+    spec.pool = 1;
+    const load::Workload workload = load::make_workload(model, spec);
+    const google::protobuf::MethodDescriptor& method = *dynamics_service().FindMethodByName(rpc);
+    const google::protobuf::Message& prototype =
+        *google::protobuf::MessageFactory::generated_factory()->GetPrototype(method.input_type());
+    const auto request = parse(prototype, workload.unary_requests[0]);
+    const google::protobuf::Descriptor& d = *request->GetDescriptor();
+    const google::protobuf::Reflection& r = *request->GetReflection();
+    EXPECT_EQ(r.GetString(*request, d.FindFieldByName("model_id")), model.id());
+    EXPECT_EQ(r.GetUInt32(*request, d.FindFieldByName("batch_size")), 2u);
+    for (int i = 0; i < d.field_count(); ++i) {
+      const google::protobuf::FieldDescriptor& f = *d.field(i);
+      if (!f.is_repeated() || f.cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) {
+        continue;
+      }
+      const auto values = r.GetRepeatedFieldRef<double>(*request, &f);
+      if (!fields.count(f.name())) {
+        EXPECT_TRUE(values.empty()) << rpc << "." << f.name();
+        continue;
+      }
+      ASSERT_EQ(values.size(), 2 * (f.name() == "q" ? nq : nv)) << rpc << "." << f.name();
+      for (const double x : values) EXPECT_LE(std::abs(x), 1.0) << rpc << "." << f.name();
+      if (f.name() != "q") continue;
+      for (int s = 0; s < 2; ++s) {  // the free-flyer's quaternion, q[3..6] of each state
+        double norm = 0.0;
+        for (int k = 3; k < 7; ++k) norm += values.Get(s * nq + k) * values.Get(s * nq + k);
+        EXPECT_NEAR(norm, 1.0, 1e-12) << rpc << " state " << s;
+      }
+    }
+    // The Session message carries the same request, less its model id.
+    const v1::SessionRequest& message = workload.session_requests[0];
+    EXPECT_EQ(message.request_case(), field_number_of_type(*v1::SessionRequest::descriptor(), d));
+    const google::protobuf::Message& carried = message.GetReflection()->GetMessage(
+        message, message.GetDescriptor()->FindFieldByNumber(message.request_case()));
+    std::unique_ptr<google::protobuf::Message> copy(request->New());
+    copy->CopyFrom(*request);
+    copy->GetReflection()->ClearField(copy.get(), d.FindFieldByName("model_id"));
+    EXPECT_EQ(carried.SerializeAsString(), copy->SerializeAsString()) << rpc;
+  }
 }
 
 }  // namespace
