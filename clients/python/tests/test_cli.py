@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import torqued
+from torqued.v1 import dynamics_pb2
 from conftest import TorquedProcess
 from support import random_states
 
@@ -54,3 +56,27 @@ def test_cli_lists_models_and_reports_errors(server: TorquedProcess) -> None:
     missing = run_cli(server, "get-model", "0" * 32)
     assert missing.returncode == 1
     assert "NOT_FOUND" in missing.stderr
+
+
+def test_every_batched_method_is_a_command(
+    server: TorquedProcess, client: torqued.Client, bundled: dict[str, str], tmp_path: Path
+) -> None:
+    service = dynamics_pb2.DESCRIPTOR.services_by_name["DynamicsService"]
+    usage = run_cli(server, "--help").stdout
+    for method in service.methods:
+        if method.client_streaming or "model_id" not in method.input_type.fields_by_name:
+            continue
+        command = re.sub(r"(?<!^)(?=[A-Z])", "-", method.name).lower()
+        assert command in usage, f"{method.name}: no command {command}"
+
+    # A command added from the descriptor: a simulation, whose result is several arrays.
+    model = client.get_model(bundled["stanford_arm"])
+    q, v, _ = random_states(model, 2, seed=5)
+    states = tmp_path / "states.json"
+    states.write_text(json.dumps({"q": q.tolist(), "v": v.tolist(), "steps": 3}))
+    result = run_cli(server, "simulate", model.id, "--input", str(states))
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    simulation = client.simulate(model.id, q, v, 3)
+    assert np.array(printed["q"]).tobytes() == simulation.q.tobytes()
+    assert np.array(printed["v"]).tobytes() == simulation.v.tobytes()

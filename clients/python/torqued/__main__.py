@@ -5,9 +5,10 @@
     python -m torqued inverse-dynamics MODEL_ID --input states.json [--output result.json]
     python -m torqued --tls-ca ca.pem [--tls-cert c.pem --tls-key c.key] [--token-file T] ...
 
-A dynamics command reads a JSON object whose keys are the keyword arguments of the Client method
-of the same name (q, v, a, tau, external_forces, acceleration_given, algorithm, inverse, frames,
-reference, jacobians) and writes an object of the result's arrays as nested lists. Numbers are
+Every batched method of DynamicsService is a command, its name in kebab case (inverse-dynamics,
+contact-dynamics, ...). It reads a JSON object whose keys are the keyword arguments of the Client
+method of the same name (q, v, a, tau, algorithm, contacts as proto JSON dicts, ...) and writes an
+object of the result's arrays as nested lists (messages as proto JSON). Numbers are
 written with Python's repr, which reads back to the same double: results can be compared bit
 for bit with another client's. TLS and token options default to the environment variables
 torquectl reads (TORQUED_TLS_CA, TORQUED_TLS_CLIENT_CERT, TORQUED_TLS_CLIENT_KEY,
@@ -20,28 +21,37 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 from typing import Any, Optional, Sequence
 
 import numpy as np
 from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from torqued.client import Client, Error
+from torqued.v1 import dynamics_pb2
 
-# Command -> the name of a bare array result (results with several arrays name their own).
-DYNAMICS_COMMANDS = {
-    "inverse-dynamics": "tau",
-    "forward-dynamics": "a",
-    "mass-matrix": "mass_matrix",
-    "nonlinear-effects": "tau",
-    "gravity": "tau",
-    "kinematics": "",
-    "hybrid-dynamics": "",
-    "floating-base-inverse-dynamics": "",
-    "derivatives": "",
-    "coriolis-matrix": "coriolis_matrix",
-    "centroidal": "",
-}
+def _dynamics_commands() -> dict[str, str]:
+    """Command -> the name of a bare array result, for every batched method of DynamicsService
+    (a request naming a model): the first array of its response. Read from the descriptor, so a
+    new RPC is a command once the Client has its method."""
+    service = dynamics_pb2.DESCRIPTOR.services_by_name["DynamicsService"]
+    commands = {}
+    for method in service.methods:
+        if method.client_streaming or "model_id" not in method.input_type.fields_by_name:
+            continue
+        arrays = [
+            f.name
+            for f in method.output_type.fields
+            if f.type == f.TYPE_DOUBLE and f.label == f.LABEL_REPEATED
+        ]
+        command = re.sub(r"(?<!^)(?=[A-Z])", "-", method.name).lower()
+        commands[command] = arrays[0] if arrays else ""
+    return commands
+
+
+DYNAMICS_COMMANDS = _dynamics_commands()
 
 
 def _jsonable(result: Any, name: str) -> Any:
@@ -53,7 +63,18 @@ def _jsonable(result: Any, name: str) -> Any:
         fields = result._asdict()
     else:
         fields = dict(zip(("mass_matrix", "inverse"), result))
-    return {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in fields.items()}
+    return {k: _value(v) for k, v in fields.items()}
+
+
+def _value(value: Any) -> Any:
+    """An array as nested lists, a message as its proto JSON dict, a list of either as a list."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Message):
+        return json_format.MessageToDict(value, preserving_proto_field_name=True)
+    if isinstance(value, list):
+        return [_value(v) for v in value]
+    return value
 
 
 def _environment(name: str) -> Optional[str]:
