@@ -126,25 +126,39 @@ class Torqued:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+# Where health is asked from: another address than the attacker's, as a kubelet's probe is, so
+# that the per-address connection limit the attacker runs into does not count the probes.
+PROBE_ADDRESS = "127.0.0.2"
+
+
 class Monitor:
     """Asks the health service on a new connection every `period` seconds, from its own thread,
     and records how long each answer took (a missing answer counts as the probe's timeout)."""
 
-    def __init__(self, server, period=0.2, timeout=2.0):
+    def __init__(self, server, period=0.2, timeout=5.0):
         self.server = server
         self.period = period
         self.timeout = timeout
         self.latencies = []
         self.failures = 0
+        self.failed = []  # (seconds since the start, why) of each failed probe
+        self.failures_in_a_row = 0  # the longest run of failed probes
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
+        start = time.monotonic()
+        run = 0
         while not self._stop.is_set():
-            seconds, serving = health(self.server.port, timeout=self.timeout)
+            asked = time.monotonic() - start
+            seconds, serving, why = health(self.server.port, timeout=self.timeout,
+                                         source=PROBE_ADDRESS)
             self.latencies.append(seconds)
+            run = 0 if serving else run + 1
+            self.failures_in_a_row = max(self.failures_in_a_row, run)
             if not serving:
                 self.failures += 1
+                self.failed.append((asked, why))
             self._stop.wait(self.period)
 
     def __enter__(self):

@@ -110,10 +110,14 @@ class RawConnection:
 
     settings: the client's SETTINGS (e.g. {SettingsFrame.INITIAL_WINDOW_SIZE: 0} never lets the
     server send a byte of DATA). keep_data: keep received DATA (for honest calls) or only count
-    it. open_window: send WINDOW_UPDATEs for what was received (an honest reader)."""
+    it. open_window: send WINDOW_UPDATEs for what was received (an honest reader). source: the
+    loopback address to connect from (another host, to the server's per-address limits)."""
 
-    def __init__(self, port, settings=None, keep_data=True, open_window=True, timeout=10.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port, settings=None, keep_data=True, open_window=True, timeout=10.0,
+                 source=None):
+        self.sock = socket.create_connection(
+            ("127.0.0.1", port), timeout=timeout,
+            source_address=(source, 0) if source else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(None)
         self.encoder = hpack.Encoder()
@@ -257,6 +261,12 @@ class RawConnection:
         except (ConnectionError, OSError, ValueError):
             pass
         finally:
+            # The server closed the connection: a send blocked on its full window would otherwise
+            # wait for TCP to give up (minutes), and the attack it belongs to with it.
+            try:
+                self.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
             self.closed.set()
             with self.lock:
                 for stream in self.streams.values():
@@ -360,17 +370,21 @@ def model_ids(port, metadata=()):
     return ids
 
 
-def health(port, timeout=1.0):
-    """The health service's answer on a new connection: (seconds taken, serving?)."""
+def health(port, timeout=1.0, source=None):
+    """The health service's answer on a new connection: (seconds taken, serving?, why not)."""
     start = time.monotonic()
     try:
-        connection = RawConnection(port, timeout=timeout)
-    except OSError:
-        return time.monotonic() - start, False
+        connection = RawConnection(port, timeout=timeout, source=source)
+    except OSError as error:
+        return time.monotonic() - start, False, f"no connection: {error}"
     try:
         status, body = connection.unary(HEALTH_CHECK, b"", timeout=timeout)
-        return time.monotonic() - start, status == 0 and body == SERVING
-    except OSError:  # the server closed the connection
-        return time.monotonic() - start, False
+        if status is None:
+            why = "connection closed" if connection.closed.is_set() else f"no answer in {timeout} s"
+        else:
+            why = f"grpc-status {status}, body {body!r}"
+        return time.monotonic() - start, status == 0 and body == SERVING, why
+    except OSError as error:  # the server closed the connection
+        return time.monotonic() - start, False, f"connection lost: {error}"
     finally:
         connection.close()
