@@ -50,7 +50,7 @@ ctest_with_reports() {  # BUILD_DIR, ctest arguments...
   local status=0
   ASAN_OPTIONS="log_path=$reports/report:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:detect_leaks=1" \
     UBSAN_OPTIONS="log_path=$reports/report:print_stacktrace=1:halt_on_error=1" \
-    TSAN_OPTIONS="log_path=$reports/report:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$source_dir/tests/tsan.supp" \
+    TSAN_OPTIONS="log_path=$reports/report:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:symbolize_inline_frames=0:suppressions=$source_dir/tests/tsan.supp" \
     ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" || status=$?
   if compgen -G "$reports/*" >/dev/null; then
     echo "Sanitizer reports ($reports):"

@@ -33,6 +33,10 @@ class DynamicsService final : public v1::DynamicsService::Service {
   DynamicsService(const ModelCatalog& catalog, BatchRunner& runner, Metrics& metrics,
                   MemoryBudget& budget, const AccessControl& access, const RequestLimits& limits,
                   const std::atomic<bool>& ready);
+  // gRPC's shutdown waited for every stream's OnDone, in its own uninstrumented code; taking the
+  // lock orders the last stream's removal before the set's destruction where ThreadSanitizer
+  // sees it.
+  ~DynamicsService() override { std::lock_guard lock(sessions_mutex_); }
 
   // Echo's answer (unary and Session): RESOURCE_EXHAUSTED when it would exceed the largest
   // message, or when it does not fit the memory budget (else reserved in `memory`).

@@ -3,6 +3,7 @@
 
 #include "server/services/request_checks.hpp"
 #include "server/transport/byte_buffers.hpp"
+#include "server/transport/reactor_order.hpp"
 #include "server/transport/unary_call.hpp"
 
 namespace torqued::server {
@@ -31,6 +32,7 @@ class HealthService::Watcher : public grpc::ServerWriteReactor<HealthCheckRespon
   }
 
   void OnWriteDone(bool ok) override {
+    order_.in_reaction();
     std::lock_guard lock(mutex_);
     writing_ = false;
     if (!ok) {
@@ -41,11 +43,13 @@ class HealthService::Watcher : public grpc::ServerWriteReactor<HealthCheckRespon
   }
 
   void OnCancel() override {
+    order_.in_reaction();
     std::lock_guard lock(mutex_);
     finish_locked(grpc::Status::CANCELLED);
   }
 
   void OnDone() override {
+    order_.in_reaction();
     {
       std::lock_guard lock(service_->mutex_);
       service_->watchers_.erase(this);
@@ -62,6 +66,7 @@ class HealthService::Watcher : public grpc::ServerWriteReactor<HealthCheckRespon
       sent_ = pending_;
       response_.set_status(sent_);
       writing_ = true;
+      order_.before_operation();
       StartWrite(&response_);
     } else if (finish_after_write_) {
       finish_locked(grpc::Status::OK);
@@ -70,6 +75,7 @@ class HealthService::Watcher : public grpc::ServerWriteReactor<HealthCheckRespon
   void finish_locked(const grpc::Status& status) {
     if (finished_) return;
     finished_ = true;
+    order_.before_operation();
     Finish(status);
   }
 
@@ -82,6 +88,7 @@ class HealthService::Watcher : public grpc::ServerWriteReactor<HealthCheckRespon
   bool writing_ = false;
   bool finish_after_write_ = false;
   bool finished_ = false;
+  ReactorOrder order_;
 };
 
 HealthService::HealthService() : status_(HealthCheckResponse::NOT_SERVING) {}

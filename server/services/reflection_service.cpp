@@ -8,6 +8,7 @@
 
 #include "server/services/request_checks.hpp"
 #include "server/transport/byte_buffers.hpp"
+#include "server/transport/reactor_order.hpp"
 #include "server/transport/unary_call.hpp"
 
 namespace torqued::server {
@@ -36,10 +37,12 @@ class ReflectionStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
       return;
     }
     read_outstanding_ = true;
+    order_.before_operation();
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
+    order_.in_reaction();
     {
       std::lock_guard lock(mutex_);
       read_outstanding_ = false;
@@ -59,10 +62,12 @@ class ReflectionStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
       }
       return finish(status);
     }
+    order_.before_operation();
     StartWrite(&response_);
   }
 
   void OnWriteDone(bool ok) override {
+    order_.in_reaction();
     response_.Clear();
     answer_memory_.reset();
     bool read_next = false;
@@ -76,6 +81,7 @@ class ReflectionStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
     }
     if (!ok) return finish(cancelled());
     if (draining) return finish(unavailable());
+    order_.before_operation();
     StartRead(&request_);
     bool finish_now = false;
     {
@@ -88,6 +94,7 @@ class ReflectionStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   }
 
   void OnDone() override {
+    order_.in_reaction();
     {
       std::lock_guard lock(service_.streams_mutex_);
       service_.streams_.erase(this);
@@ -115,9 +122,7 @@ class ReflectionStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
             "the server is shutting down; open a new stream (to another replica)"};
   }
 
-  std::string name() const {
-    return rpc_method(method_).service + "/" + rpc_method(method_).name;
-  }
+  std::string name() const { return rpc_method(method_).service + "/" + rpc_method(method_).name; }
 
   // Once per stream, after finished_ was set by this thread.
   void finish(const grpc::Status& full_status) {
@@ -127,6 +132,7 @@ class ReflectionStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
       spdlog::debug("{} from {}: {}", name(), context_->peer(),
                     status_code_name(status.error_code()));
     }
+    order_.before_operation();
     Finish(status);  // the stream may be deleted from here on
   }
 
@@ -144,6 +150,7 @@ class ReflectionStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, 
   bool starting_read_ = false;     // ... and may not have been started yet
   bool draining_ = false;
   bool finished_ = false;
+  ReactorOrder order_;
 };
 
 ReflectionService::ReflectionService(const std::vector<std::string>& services, Metrics& metrics,

@@ -22,10 +22,12 @@ SessionReactor::SessionReactor(DynamicsService& service, grpc::CallbackServerCon
     return;
   }
   reading_ = true;
+  order_.before_operation();
   StartRead(&read_buffer_);
 }
 
 void SessionReactor::OnReadDone(bool ok) {
+  order_.in_reaction();
   std::unique_ptr<v1::SessionResponse> response;
   {
     std::lock_guard lock(mutex_);
@@ -51,6 +53,7 @@ void SessionReactor::OnReadDone(bool ok) {
 }
 
 void SessionReactor::OnWriteDone(bool ok) {
+  order_.in_reaction();
   Actions actions;
   {
     std::lock_guard lock(mutex_);
@@ -75,6 +78,7 @@ void SessionReactor::OnWriteDone(bool ok) {
 }
 
 void SessionReactor::OnDone() {
+  order_.in_reaction();
   {
     std::lock_guard lock(service_.sessions_mutex_);
     service_.sessions_.erase(this);
@@ -220,15 +224,20 @@ void SessionReactor::apply(Actions actions) {
         failed.mutable_status()->set_message("the response could not be encoded");
         encode(failed, &write_buffer_);
       }
+      order_.before_operation();
       StartWrite(&write_buffer_);
     }
-    if (actions.read) StartRead(&read_buffer_);
+    if (actions.read) {
+      order_.before_operation();
+      StartRead(&read_buffer_);
+    }
     if (actions.finish) {
       service_.metrics().rpc_handled(service_.session_method_, actions.status.error_code(), start_);
       if (spdlog::should_log(spdlog::level::debug)) {
         spdlog::debug("Session from {}: {}", context_->peer(),
                       status_code_name(actions.status.error_code()));
       }
+      order_.before_operation();
       Finish(actions.status);  // the reactor may be deleted from here on
       return;
     }

@@ -28,6 +28,7 @@
 
 #include "server/services/dynamics_rpcs.hpp"
 #include "server/services/dynamics_service.hpp"
+#include "server/transport/reactor_order.hpp"
 
 namespace torqued::server {
 
@@ -98,6 +99,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   Reservation message_memory_;
   std::deque<Reservation> ready_memory_;
   std::vector<std::unique_ptr<v1::SessionResponse>> spare_;
+  ReactorOrder order_;
 };
 
 }  // namespace torqued::server

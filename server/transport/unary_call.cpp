@@ -103,8 +103,9 @@ grpc::ServerUnaryReactor* UnaryCall::finish(const grpc::Status& full_status) con
   } else if (spdlog::should_log(spdlog::level::debug)) {
     spdlog::debug("{} from {}: OK", rpc_method(method_).name, context_->peer());
   }
-  reactor_->Finish(status);
-  return reactor_;
+  grpc::ServerUnaryReactor* reactor = reactor_;
+  reactor_->finish(status);  // the reactor, and this call with it, may be deleted from here on
+  return reactor;
 }
 
 }  // namespace torqued::server

@@ -12,6 +12,7 @@
 
 #include "server/base/memory_budget.hpp"
 #include "server/base/metrics.hpp"
+#include "server/transport/reactor_order.hpp"
 
 namespace torqued::server {
 
@@ -58,9 +59,19 @@ grpc::Status bounded(const grpc::Status& status);
 // answer holds the reservation, not more, for as long as its connection lasts).
 class UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
-  void OnDone() override { delete this; }
+  void finish(const grpc::Status& status) {
+    order_.before_operation();
+    Finish(status);
+  }
+  void OnDone() override {
+    order_.in_reaction();
+    delete this;
+  }
 
   Reservation memory;
+
+ private:
+  ReactorOrder order_;
 };
 
 class UnaryCall {

@@ -748,12 +748,20 @@ void Client::call_method(const google::protobuf::MethodDescriptor& method,
   const std::string path = "/" + method.service()->full_name() + "/" + method.name();
   grpc::TemplatedGenericStub<google::protobuf::Message, google::protobuf::Message> stub(channel_);
   const auto rpc = [&](grpc::ClientContext* context) {
-    // Shared with the callback, which may still be returning from set_value() when get() does.
-    auto done = std::make_shared<std::promise<grpc::Status>>();
-    std::future<grpc::Status> status = done->get_future();
-    stub.UnaryCall(context, path, {}, &request, response,
-                   [done](grpc::Status s) { done->set_value(std::move(s)); });
-    return status.get();
+    // On a completion queue of its own, drained by this thread: the response is parsed here, and
+    // nothing of the call is left to another thread.
+    grpc::CompletionQueue queue;
+    const auto call = stub.PrepareUnaryCall(context, path, request, &queue);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(response, &status, &queue);
+    void* tag = nullptr;
+    bool ok = false;
+    queue.Next(&tag, &ok);
+    queue.Shutdown();
+    while (queue.Next(&tag, &ok)) {
+    }
+    return status;
   };
   const google::protobuf::FieldDescriptor* id = method.input_type()->FindFieldByName("model_id");
   if (id != nullptr && id->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&

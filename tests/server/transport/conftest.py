@@ -135,7 +135,7 @@ class Monitor:
     """Asks the health service on a new connection every `period` seconds, from its own thread,
     and records how long each answer took (a missing answer counts as the probe's timeout)."""
 
-    def __init__(self, server, period=0.2, timeout=5.0):
+    def __init__(self, server, period=0.2, timeout=20.0 if SANITIZED else 5.0):
         self.server = server
         self.period = period
         self.timeout = timeout

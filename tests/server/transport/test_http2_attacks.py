@@ -33,8 +33,8 @@ GiB = 1 << 30
 BUDGET = 1 * GiB
 # The readiness probe's timeout in deploy/k8s (Kubernetes' default), with the attacker on the
 # server's CPUs, and two CPU-bound processes too (tests/run.sh must pass beside them). A
-# sanitizer's server runs several times slower.
-HEALTH_BOUND = 5.0 if SANITIZED else 1.0
+# sanitizer's server runs 5-15 times slower: there the bound says that health still answers.
+HEALTH_BOUND = 10.0 if SANITIZED else 1.0
 WATCH = "/grpc.health.v1.Health/Watch"
 
 
