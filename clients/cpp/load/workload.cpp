@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "torqued/unary_on_this_thread.hpp"
 #include "torqued/v1/model.grpc.pb.h"
 
 namespace torqued::load {
@@ -314,20 +315,9 @@ grpc::Status call_raw(const std::shared_ptr<grpc::Channel>& channel, const std::
                       const grpc::ByteBuffer& request, grpc::ByteBuffer* answer,
                       std::chrono::system_clock::time_point deadline) {
   grpc::GenericStub stub(channel);
-  grpc::CompletionQueue queue;
   grpc::ClientContext context;
   context.set_deadline(deadline);
-  grpc::Status status;
-  auto call = stub.PrepareUnaryCall(&context, method, request, &queue);
-  call->StartCall();
-  call->Finish(answer, &status, nullptr);
-  void* tag = nullptr;
-  bool ok = false;
-  queue.Next(&tag, &ok);
-  queue.Shutdown();
-  while (queue.Next(&tag, &ok)) {
-  }
-  return status;
+  return client::unary_on_this_thread(stub, &context, method, request, answer);
 }
 
 std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel,

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "torqued/batch_split.hpp"
+#include "torqued/unary_on_this_thread.hpp"
 
 namespace torqued::client {
 
@@ -748,20 +749,7 @@ void Client::call_method(const google::protobuf::MethodDescriptor& method,
   const std::string path = "/" + method.service()->full_name() + "/" + method.name();
   grpc::TemplatedGenericStub<google::protobuf::Message, google::protobuf::Message> stub(channel_);
   const auto rpc = [&](grpc::ClientContext* context) {
-    // On a completion queue of its own, drained by this thread: the response is parsed here, and
-    // nothing of the call is left to another thread.
-    grpc::CompletionQueue queue;
-    const auto call = stub.PrepareUnaryCall(context, path, request, &queue);
-    call->StartCall();
-    grpc::Status status;
-    call->Finish(response, &status, &queue);
-    void* tag = nullptr;
-    bool ok = false;
-    queue.Next(&tag, &ok);
-    queue.Shutdown();
-    while (queue.Next(&tag, &ok)) {
-    }
-    return status;
+    return unary_on_this_thread(stub, context, path, request, response);
   };
   const google::protobuf::FieldDescriptor* id = method.input_type()->FindFieldByName("model_id");
   if (id != nullptr && id->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
