@@ -104,7 +104,7 @@ grpc::ServerUnaryReactor* UnaryCall::finish(const grpc::Status& full_status) con
     spdlog::debug("{} from {}: OK", rpc_method(method_).name, context_->peer());
   }
   grpc::ServerUnaryReactor* reactor = reactor_;
-  reactor_->finish(status);  // the reactor, and this call with it, may be deleted from here on
+  reactor_->finish(status);  // the reactor may be deleted from here on
   return reactor;
 }
 
