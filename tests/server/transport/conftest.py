@@ -140,7 +140,6 @@ class Monitor:
         self.period = period
         self.timeout = timeout
         self.latencies = []
-        self.failures = 0
         self.failed = []  # (seconds since the start, why) of each failed probe
         self.failures_in_a_row = 0  # the longest run of failed probes
         self._stop = threading.Event()
@@ -157,7 +156,6 @@ class Monitor:
             run = 0 if serving else run + 1
             self.failures_in_a_row = max(self.failures_in_a_row, run)
             if not serving:
-                self.failures += 1
                 self.failed.append((asked, why))
             self._stop.wait(self.period)
 

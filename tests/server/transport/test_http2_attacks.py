@@ -54,7 +54,7 @@ def check_survived(server, monitor, baseline):
     # closes connections that have no stream yet ("Buffers full"), and a probe's new connection
     # can be one of them.
     assert monitor.failures_in_a_row < 2, (
-        f"{monitor.failures} health probes failed: "
+        f"{len(monitor.failed)} health probes failed: "
         + "; ".join(f"at {at:.1f} s, {why}" for at, why in monitor.failed)
         + "\n" + server.log()[-4000:])
     assert monitor.worst <= HEALTH_BOUND, f"health took {monitor.worst:.2f} s"
