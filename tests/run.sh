@@ -30,10 +30,13 @@ heading() {
   echo "=================== $1 ==================="
 }
 
+# Compiled objects are cached (ccache, installed by install-deps.sh) under paths relative to the
+# clone, so that a second clone, or a second run, rebuilds only what changed.
+export CCACHE_BASEDIR=$source_dir
 configure() {  # BUILD_DIR, CMake options...
   local dir=$1
   shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@"
 }
 
 # Runs ctest in BUILD_DIR with sanitizer reports going to files, then fails when there are any.
