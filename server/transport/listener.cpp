@@ -26,8 +26,10 @@ namespace {
 
 // A connection may spend 10 s of resets at once, then max_resets_per_second.
 constexpr double kResetWindowSeconds = 10.0;
-// How long the address of a connection closed for its resets or its flood stays suspect.
+// How long the address of a connection closed for its resets or its flood stays suspect, and how
+// often it may open a connection meanwhile after resets.
 constexpr auto kSuspicion = std::chrono::seconds(10);
+constexpr auto kSuspectConnectionInterval = std::chrono::seconds(1);
 constexpr int kBacklog = 1024;
 // The memory guard: how often it looks, and what a connection may receive meanwhile once the
 // transport holds half its quota (80 MB/s: far more than any header block, less than a loopback
@@ -275,17 +277,23 @@ void Listener::accept_one(int listener_fd) {
       std::lock_guard lock(mutex_);
       if (static_cast<int>(by_peer_.size()) >= limits_.max_connections) forget_ended_locked();
       if (const auto suspect = suspects_.find(connection.host); suspect != suspects_.end()) {
-        if (suspect->second <= connection.refilled) {
+        Suspicion& suspicion = suspect->second;
+        if (suspicion.until <= connection.refilled) {
           suspects_.erase(suspect);
+        } else if (suspicion.after_resets &&
+                   connection.refilled - suspicion.last_admitted < kSuspectConnectionInterval) {
+          refusal = "max_resets_per_second";
         } else {
+          suspicion.last_admitted = connection.refilled;
           connection.reset_allowance = limits_.max_resets_per_second;
         }
       }
-      if (static_cast<int>(by_peer_.size()) >= limits_.max_connections) {
+      if (refusal == nullptr && static_cast<int>(by_peer_.size()) >= limits_.max_connections) {
         refusal = "max_connections";
-      } else if (per_host_[connection.host] >= limits_.max_connections_per_peer) {
+      } else if (refusal == nullptr &&
+                 per_host_[connection.host] >= limits_.max_connections_per_peer) {
         refusal = "max_connections_per_peer";
-      } else {
+      } else if (refusal == nullptr) {
         ++per_host_[connection.host];
         by_peer_[connection.peer] = connection;
       }
@@ -312,7 +320,10 @@ void Listener::log_refusal(const std::string& peer, const std::string& flag) {
   ++refusals_unlogged_;
   if (now - last_refusal_logged_ < std::chrono::seconds(1)) return;
   const char* why = flag == "max_connections" ? "too many connections are open"
-                                              : "its address has too many connections";
+                    : flag == "max_connections_per_peer"
+                        ? "its address has too many connections"
+                        : "its address's last connection, less than a second ago, was closed "
+                          "for its resets";
   spdlog::warn("refused a connection from {}: {} (--{}); {} refused since the last such line", peer,
                why, dashed(flag), refusals_unlogged_);
   refusals_unlogged_ = 0;
@@ -358,7 +369,7 @@ void Listener::call_cancelled_by_client(std::string_view peer_uri) {
   if (connection.reset_allowance >= 0.0 || !still_open(connection)) return;
   connection.closing = true;
   ::shutdown(connection.fd, SHUT_RDWR);
-  suspects_[connection.host] = now + kSuspicion;
+  suspects_[connection.host] = {now + kSuspicion, true, now};
   metrics_.connection_closed("max_resets_per_second");
   spdlog::warn(
       "closed the connection of {}: its client cancelled calls faster than {} per second "
@@ -387,7 +398,7 @@ void Listener::guard_memory() {
       if (!guard_watching_ || delta <= kFloodBytes) continue;
       connection.closing = true;
       ::shutdown(connection.fd, SHUT_RDWR);
-      suspects_[connection.host] = now + kSuspicion;
+      suspects_[connection.host].until = now + kSuspicion;
       flooding.push_back(peer);
     }
     guard_watching_ = true;

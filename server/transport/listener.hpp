@@ -124,10 +124,19 @@ class Listener {
   std::unordered_map<std::string, int> per_host_;
   // Whether the memory guard looked at the connections' bytes last time.
   bool guard_watching_ = false;
-  // Addresses a connection of which was closed for its resets or its flood, and until when their
-  // new connections may reset only a second's worth of calls at once (not refused: an address
-  // may be shared by honest clients, a NAT's or a health checker's).
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> suspects_;
+  // Addresses a connection of which was closed for its resets or its flood. Until `until`, their
+  // connections may reset only a second's worth of calls at once, and after resets they may open
+  // one connection a second: an attacker reconnecting in a loop would otherwise have every new
+  // connection's calls created and cancelled again. Not refused outright: an address may be
+  // shared by honest clients, a NAT's or a health checker's. A flood's address may reconnect at
+  // will: the memory guard closes each flooding connection, and one flood at a time would grow
+  // its header block larger, longer to free, before the guard sees it.
+  struct Suspicion {
+    std::chrono::steady_clock::time_point until;
+    bool after_resets = false;
+    std::chrono::steady_clock::time_point last_admitted;
+  };
+  std::unordered_map<std::string, Suspicion> suspects_;
 };
 
 // Reports each call its client cancelled to the listener, from the end of every call of every

@@ -142,6 +142,15 @@ class RawConnection:
         self.reader.start()
 
     # --- writing -------------------------------------------------------------------------
+    def wait_settings(self, timeout=5.0):
+        """Waits for the server's SETTINGS; False when the server closed the connection first (it
+        refused it) or the timeout passed."""
+        end = time.monotonic() + timeout
+        while not self.settings_received.wait(0.01):
+            if self.closed.is_set() or time.monotonic() > end:
+                return False
+        return True
+
     def send(self, data):
         with self.write_lock:
             self.sock.sendall(data)
