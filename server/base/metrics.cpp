@@ -302,7 +302,7 @@ Metrics::Metrics(const std::string& address, int port, const std::vector<std::st
   // 1 µs to ~34 s.
   const auto compute_buckets = exponential(1e-6, 2.0, 26);
   for (const std::string& algorithm : algorithms) {
-    algorithms_.push_back(&compute.Add({{"algorithm", algorithm}}, compute_buckets));
+    algorithms_[algorithm] = &compute.Add({{"algorithm", algorithm}}, compute_buckets);
   }
   batch_states_ = &prometheus::BuildHistogram()
                        .Name("torqued_batch_states")

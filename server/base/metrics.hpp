@@ -12,8 +12,11 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/base/rpc_methods.hpp"
@@ -32,8 +35,7 @@ class Metrics {
   // Metrics off: nothing is registered or served.
   Metrics();
   // Metrics on, served at http://address:port/metrics: every method of rpc_methods(), and the
-  // engine's algorithms by name (their indices are compute()'s). Throws when the port cannot be
-  // bound.
+  // engine's algorithms by their labels. Throws when the port cannot be bound.
   Metrics(const std::string& address, int port, const std::vector<std::string>& algorithms);
   ~Metrics();
 
@@ -48,8 +50,12 @@ class Metrics {
     if (enabled_) methods_[method].started->Increment();
   }
   void rpc_handled(MethodId method, grpc::StatusCode code, Clock::time_point start);
-  void compute(int algorithm, Clock::time_point start) {
-    if (enabled_) algorithms_[algorithm]->Observe(seconds_since(start));
+  // An algorithm's run since `start`, by its label (one of the constructor's).
+  void compute(std::string_view algorithm, Clock::time_point start) {
+    if (!enabled_) return;
+    if (const auto series = algorithms_.find(algorithm); series != algorithms_.end()) {
+      series->second->Observe(seconds_since(start));
+    }
   }
   void batch_states(int states) {
     if (enabled_) batch_states_->Observe(states);
@@ -86,7 +92,7 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<MetricsEndpoint> endpoint_;
   std::vector<MethodMetrics> methods_;
-  std::vector<prometheus::Histogram*> algorithms_;
+  std::map<std::string, prometheus::Histogram*, std::less<>> algorithms_;
   prometheus::Histogram* batch_states_ = nullptr;
   prometheus::Gauge* queue_depth_ = nullptr;
   prometheus::Gauge* busy_workers_ = nullptr;

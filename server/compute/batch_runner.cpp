@@ -38,8 +38,7 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
                        Executor* executor, int& next) {
   next = end;
   try {
-    WorkerContext worker(workspaces, Interruption{&call_should_stop, &limit},
-                         engine_workspaces(algorithm));
+    WorkerContext worker(workspaces, Interruption{&call_should_stop, &limit}, algorithm.workspaces);
     const Clock::time_point start = metrics.start();
     int slice = 1;
     for (int first = begin; first < end;) {
@@ -57,7 +56,7 @@ grpc::Status run_chunk(const ChunkKernel& kernel, Algorithm algorithm, Metrics& 
         slice *= 2;
       }
     }
-    metrics.compute(static_cast<int>(algorithm), start);
+    metrics.compute(algorithm.name, start);
     return grpc::Status::OK;
   } catch (const SingularSystemError& e) {
     return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};

@@ -10,10 +10,6 @@ std::size_t workspace_bytes(const Model& model, WorkspaceSet needs) {
          static_cast<std::size_t>(model.nbodies()) * sizeof(Force);
 }
 
-std::size_t workspace_bytes(const Model& model, Algorithm algorithm) {
-  return workspace_bytes(model, engine_workspaces(algorithm));
-}
-
 std::size_t ModelWorkspace::heap_bytes() const {
   return data.heap_bytes() + forces.capacity() * sizeof(Force) +
          (contact ? sizeof(ContactWorkspace) + contact->heap_bytes() : 0) +

@@ -40,11 +40,10 @@ class WorkspaceLimitError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The heap bytes of a new ModelWorkspace for `model` once `needs` (or `algorithm`'s engine
-// workspaces) are bound, contact and simulation buffers aside, without building one: what a call
-// must fit within --max-workspace-bytes before anything is allocated for it.
+// The heap bytes of a new ModelWorkspace for `model` once `needs` are bound, contact and simulation
+// buffers aside, without building one: what a call must fit within --max-workspace-bytes before
+// anything is allocated for it.
 std::size_t workspace_bytes(const Model& model, WorkspaceSet needs);
-std::size_t workspace_bytes(const Model& model, Algorithm algorithm);
 
 struct ModelWorkspace {
   explicit ModelWorkspace(const Model& model)

@@ -1,4 +1,5 @@
-// The plans of the contact RPCs, ContactDynamics, Impact and Simulate (see dynamics_plans.hpp).
+// The plans of the contact RPCs, ContactDynamics, Impact and Simulate (declared by their rows,
+// dynamics_rpcs.hpp).
 // Contacts and candidates are resolved from frame or link names to the engine's (body, point in
 // the body frame) once per call, and every option is checked against the range the engine
 // assumes.
@@ -9,6 +10,7 @@
 
 #include "server/compute/contact_kernels.hpp"
 #include "server/services/dynamics_plans.hpp"
+#include "server/services/dynamics_rpcs.hpp"
 #include "server/services/request_checks.hpp"
 
 namespace torqued::server {
@@ -102,7 +104,7 @@ grpc::Status check_contact_count(const char* field, int count, const RequestLimi
     return over_limit(field, count, limits.max_contacts, "--max-contacts");
   }
   const std::int64_t bytes =
-      static_cast<std::int64_t>(workspace_bytes(*entry.model, Algorithm::kSimulate) +
+      static_cast<std::int64_t>(workspace_bytes(*entry.model, SimulateRpc::kSimulate.workspaces) +
                                 contact_workspace_bytes(entry.model->nv, count));
   if (bytes > limits.max_workspace_bytes) {
     return over_limit(std::string(field) + ": the workspace bytes for " + std::to_string(count),
@@ -217,9 +219,10 @@ void size_contact_output(Response* response, int n, int nv, int contacts, Double
 
 }  // namespace
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ContactDynamicsRequest* request, v1::ContactDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status ContactDynamicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
+                                      int n, const v1::ContactDynamicsRequest* request,
+                                      v1::ContactDynamicsResponse* response, PlannedWork& job,
+                                      Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -236,7 +239,7 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   size_contact_output(response, n, m.nv, count, response->mutable_a(), response->mutable_forces(),
                       out);
   const std::int64_t cost = contact_cost(contact_rows(contacts), options.max_iterations);
-  job = {Algorithm::kContactDynamics,
+  job = {kContactDynamics,
          [entry, request, contacts = std::move(contacts), options, out](WorkerContext& w, int b,
                                                                         int e) {
            contact_dynamics(*entry->model, w.workspace(*entry), *request, contacts,
@@ -246,9 +249,9 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ImpactRequest* request, v1::ImpactResponse* response, PlannedWork& job,
-                  Reservation& memory) {
+grpc::Status ImpactRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                             const v1::ImpactRequest* request, v1::ImpactResponse* response,
+                             PlannedWork& job, Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -267,7 +270,7 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   size_contact_output(response, n, m.nv, count, response->mutable_v(), response->mutable_impulses(),
                       out);
   const std::int64_t cost = 2 * contact_cost(contact_rows(contacts), options.max_iterations);
-  job = {Algorithm::kImpact,
+  job = {kImpact,
          [entry, request, contacts = std::move(contacts), options, out](WorkerContext& w, int b,
                                                                         int e) {
            impact(*entry->model, w.workspace(*entry), *request, contacts, interruptible(options, w),
@@ -277,9 +280,9 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::SimulateRequest* request, v1::SimulateResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status SimulateRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                               const v1::SimulateRequest* request, v1::SimulateResponse* response,
+                               PlannedWork& job, Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -383,7 +386,7 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   const int candidate_rows = static_cast<int>(candidates.size()) * (options.friction > 0.0 ? 3 : 1);
   const std::int64_t step_cost =
       candidates.empty() ? 1 : contact_cost(candidate_rows, options.solver.max_iterations);
-  job = {Algorithm::kSimulate,
+  job = {kSimulate,
          [entry, request, candidates = std::move(candidates), options, s_steps, torque_columns,
           out](WorkerContext& w, int b, int e) {
            simulate(*entry->model, w.workspace(*entry), *request, candidates,

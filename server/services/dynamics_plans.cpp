@@ -1,5 +1,5 @@
-// The plans of the batched dynamics RPCs (see dynamics_plans.hpp): each request's fields checked
-// against its model, its response sized and reserved, its work described.
+// The plans of the batched dynamics RPCs (declared by their rows, dynamics_rpcs.hpp): each
+// request's fields checked against its model, its response sized and reserved, its work described.
 #include "server/services/dynamics_plans.hpp"
 
 #include <cmath>
@@ -9,6 +9,7 @@
 
 #include "server/compute/dynamics_kernels.hpp"
 #include "server/models/model_layout.hpp"
+#include "server/services/dynamics_rpcs.hpp"
 #include "server/services/request_checks.hpp"
 
 namespace torqued::server {
@@ -72,20 +73,20 @@ v1::ForwardDynamicsAlgorithm to_proto(ForwardDynamicsAlgorithm a) {
 Algorithm metric_label(ForwardDynamicsAlgorithm a) {
   switch (a) {
     case ForwardDynamicsAlgorithm::kCrba:
-      return Algorithm::kForwardDynamicsCrba;
+      return ForwardDynamicsRpc::kCrba;
     case ForwardDynamicsAlgorithm::kFactorization:
-      return Algorithm::kForwardDynamicsFactorization;
+      return ForwardDynamicsRpc::kFactorization;
     default:
-      return Algorithm::kAba;
+      return ForwardDynamicsRpc::kAba;
   }
 }
 
 Algorithm metric_label(const v1::MassMatrixRequest& request) {
   if (request.algorithm() == v1::MASS_MATRIX_ALGORITHM_LAGRANGE_HOMOGENEOUS) {
-    return request.inverse() ? Algorithm::kLagrangeHomogeneousMassMatrixInverse
-                             : Algorithm::kLagrangeHomogeneousMassMatrix;
+    return request.inverse() ? MassMatrixRpc::kLagrangeHomogeneousInverse
+                             : MassMatrixRpc::kLagrangeHomogeneous;
   }
-  return request.inverse() ? Algorithm::kMassMatrixInverse : Algorithm::kCrba;
+  return request.inverse() ? MassMatrixRpc::kInverse : MassMatrixRpc::kCrba;
 }
 
 // Mirrors the engine's precondition of floating_base_inverse_dynamics().
@@ -175,9 +176,10 @@ grpc::Status check_gains(const v1::BaumgarteGains& gains) {
 
 }  // namespace
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::InverseDynamicsRequest* request, v1::InverseDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status InverseDynamicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
+                                      int n, const v1::InverseDynamicsRequest* request,
+                                      v1::InverseDynamicsResponse* response, PlannedWork& job,
+                                      Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -200,16 +202,17 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
-  job = {lagrange ? Algorithm::kLagrangeHomogeneous : Algorithm::kRnea,
+  job = {lagrange ? kLagrangeHomogeneous : kRnea,
          [entry, request, tau](WorkerContext& w, int b, int e) {
            inverse_dynamics(*entry->model, w.workspace(*entry), *request, b, e, tau);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ForwardDynamicsRequest* request, v1::ForwardDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status ForwardDynamicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
+                                      int n, const v1::ForwardDynamicsRequest* request,
+                                      v1::ForwardDynamicsResponse* response, PlannedWork& job,
+                                      Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -241,9 +244,10 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::MassMatrixRequest* request, v1::MassMatrixResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status MassMatrixRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                                 const v1::MassMatrixRequest* request,
+                                 v1::MassMatrixResponse* response, PlannedWork& job,
+                                 Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_enum("algorithm", request->algorithm(), v1::MassMatrixAlgorithm_IsValid); !s.ok()) {
@@ -263,9 +267,10 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::NonlinearEffectsRequest* request,
-                  v1::NonlinearEffectsResponse* response, PlannedWork& job, Reservation& memory) {
+grpc::Status NonlinearEffectsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
+                                       int n, const v1::NonlinearEffectsRequest* request,
+                                       v1::NonlinearEffectsResponse* response, PlannedWork& job,
+                                       Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -273,29 +278,30 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
-  job = {Algorithm::kNonlinearEffects, [entry, request, tau](WorkerContext& w, int b, int e) {
+  job = {kNonlinearEffects, [entry, request, tau](WorkerContext& w, int b, int e) {
            nonlinear_effects(*entry->model, w.workspace(*entry), *request, b, e, tau);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::GravityRequest* request, v1::GravityResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status GravityRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                              const v1::GravityRequest* request, v1::GravityResponse* response,
+                              PlannedWork& job, Reservation& memory) {
   grpc::Status s;
   const std::int64_t out_size = static_cast<std::int64_t>(n) * entry->model->nv;
   if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* tau = resize(response->mutable_tau(), out_size);
-  job = {Algorithm::kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
+  job = {kGravity, [entry, request, tau](WorkerContext& w, int b, int e) {
            gravity(*entry->model, w.workspace(*entry), *request, b, e, tau);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::KinematicsRequest* request, v1::KinematicsResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status KinematicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                                 const v1::KinematicsRequest* request,
+                                 v1::KinematicsResponse* response, PlannedWork& job,
+                                 Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv, true); !s.ok()) return s;
@@ -341,16 +347,17 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
       resize(response->mutable_rotations(), 9 * slots),
       velocities ? resize(response->mutable_velocities(), 6 * slots) : nullptr,
       request->jacobians() ? resize(response->mutable_jacobians(), 6 * m.nv * slots) : nullptr};
-  job = {Algorithm::kKinematics,
+  job = {kKinematics,
          [entry, request, frames = std::move(frames), out](WorkerContext& w, int b, int e) {
            kinematics(*entry->model, w.workspace(*entry), *request, frames, b, e, out);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::HybridDynamicsRequest* request, v1::HybridDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status HybridDynamicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
+                                     int n, const v1::HybridDynamicsRequest* request,
+                                     v1::HybridDynamicsResponse* response, PlannedWork& job,
+                                     Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -370,17 +377,17 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   response->set_batch_size(n);
   double* a = resize(response->mutable_a(), out_size);
   double* tau = resize(response->mutable_tau(), out_size);
-  job = {Algorithm::kHybridDynamics,
+  job = {kHybridDynamics,
          [entry, request, inputs = std::move(inputs), a, tau](WorkerContext& w, int b, int e) {
            hybrid_dynamics(*entry->model, w.workspace(*entry), *request, inputs, b, e, a, tau);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::FloatingBaseInverseDynamicsRequest* request,
-                  v1::FloatingBaseInverseDynamicsResponse* response, PlannedWork& job,
-                  Reservation& memory) {
+grpc::Status FloatingBaseInverseDynamicsRpc::plan(
+    const Planning& planning, const RegisteredModelPtr& entry, int n,
+    const v1::FloatingBaseInverseDynamicsRequest* request,
+    v1::FloatingBaseInverseDynamicsResponse* response, PlannedWork& job, Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (!has_free_flyer_root(m)) {
@@ -399,17 +406,17 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   response->set_batch_size(n);
   double* a = resize(response->mutable_a(), out_size);
   double* tau = resize(response->mutable_tau(), out_size);
-  job = {Algorithm::kFloatingBaseInverseDynamics,
-         [entry, request, a, tau](WorkerContext& w, int b, int e) {
+  job = {kFloatingBaseInverseDynamics, [entry, request, a, tau](WorkerContext& w, int b, int e) {
            floating_base_inverse_dynamics(*entry->model, w.workspace(*entry), *request, b, e, a,
                                           tau);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::DerivativesRequest* request, v1::DerivativesResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status DerivativesRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                                  const v1::DerivativesRequest* request,
+                                  v1::DerivativesResponse* response, PlannedWork& job,
+                                  Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -436,16 +443,17 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   const DerivativesOutput out{resize(response->mutable_d_dq(), out_size),
                               resize(response->mutable_d_dv(), out_size),
                               resize(response->mutable_d_du(), out_size)};
-  job = {forward ? Algorithm::kAbaDerivatives : Algorithm::kRneaDerivatives,
+  job = {forward ? kAbaDerivatives : kRneaDerivatives,
          [entry, request, out](WorkerContext& w, int b, int e) {
            derivatives(*entry->model, w.workspace(*entry), *request, b, e, out);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::CoriolisMatrixRequest* request, v1::CoriolisMatrixResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status CoriolisMatrixRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
+                                     int n, const v1::CoriolisMatrixRequest* request,
+                                     v1::CoriolisMatrixResponse* response, PlannedWork& job,
+                                     Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -453,15 +461,16 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
   if (s = planning.reserve_response(out_size, memory); !s.ok()) return s;
   response->set_batch_size(n);
   double* coriolis = resize(response->mutable_coriolis_matrix(), out_size);
-  job = {Algorithm::kCoriolisMatrix, [entry, request, coriolis](WorkerContext& w, int b, int e) {
+  job = {kCoriolisMatrix, [entry, request, coriolis](WorkerContext& w, int b, int e) {
            coriolis_matrix(*entry->model, w.workspace(*entry), *request, b, e, coriolis);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::CentroidalRequest* request, v1::CentroidalResponse* response,
-                  PlannedWork& job, Reservation& memory) {
+grpc::Status CentroidalRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                                 const v1::CentroidalRequest* request,
+                                 v1::CentroidalResponse* response, PlannedWork& job,
+                                 Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -475,16 +484,16 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
                              resize(response->mutable_com_jacobian(), 3 * m.nv * states),
                              resize(response->mutable_momentum(), 6 * states),
                              resize(response->mutable_momentum_matrix(), 6 * m.nv * states)};
-  job = {Algorithm::kCentroidal, [entry, request, out](WorkerContext& w, int b, int e) {
+  job = {kCentroidal, [entry, request, out](WorkerContext& w, int b, int e) {
            centroidal(*entry->model, w.workspace(*entry), *request, b, e, out);
          }};
   return grpc::Status::OK;
 }
 
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ConstrainedDynamicsRequest* request,
-                  v1::ConstrainedDynamicsResponse* response, PlannedWork& job,
-                  Reservation& memory) {
+grpc::Status ConstrainedDynamicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
+                                          int n, const v1::ConstrainedDynamicsRequest* request,
+                                          v1::ConstrainedDynamicsResponse* response,
+                                          PlannedWork& job, Reservation& memory) {
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
@@ -521,11 +530,10 @@ grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int
     return over_limit("constraints: constraint rows", rows, planning.limits.max_constraint_rows,
                       "--max-constraint-rows");
   }
-  const Algorithm algorithm =
-      inverse ? Algorithm::kClosedChainInverseDynamics : Algorithm::kConstrainedDynamics;
+  const Algorithm algorithm = inverse ? kClosedChainInverseDynamics : kConstrainedDynamics;
   // The constraint workspace grows to the call's rows, beyond the loop closures' that
   // workspace_bytes() counts.
-  const auto workspace = static_cast<std::int64_t>(workspace_bytes(m, algorithm) +
+  const auto workspace = static_cast<std::int64_t>(workspace_bytes(m, algorithm.workspaces) +
                                                    ConstraintWorkspace::bytes(m, rows) -
                                                    ConstraintWorkspace::bytes(m));
   if (workspace > planning.limits.max_workspace_bytes) {

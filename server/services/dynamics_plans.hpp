@@ -1,7 +1,7 @@
-// The plans of the batched dynamics RPCs: one function per request type, which checks the
-// request's fields against its model, sizes its response (reserving its memory) and describes the
-// work on its states. A plan is what a new dynamics RPC adds to the server beside its row in
-// dynamics_rpcs.hpp; the handler, the Session dispatch and the metrics follow from the row.
+// What the plans of the batched dynamics RPCs read and describe. A plan, one per row of
+// dynamics_rpcs.hpp (which declares it), checks the request's fields against its model, sizes its
+// response (reserving its memory) and describes the work on its states; dynamics_plans.cpp and
+// contact_plans.cpp define them.
 #pragma once
 
 #include <grpcpp/support/status.h>
@@ -48,58 +48,9 @@ struct Planning {
 // The work a plan describes. `cost` is the work of one state in units of one dynamics call (a
 // Simulate trajectory costs its steps), for the runner's inline and split decisions.
 struct PlannedWork {
-  Algorithm algorithm = Algorithm::kRnea;
+  Algorithm algorithm;
   ChunkKernel kernel;
   std::int64_t cost = 1;
 };
-
-// The plans, one per batched request type: `entry` is the request's model, `n` its states
-// (batch_size and q already checked against it).
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::InverseDynamicsRequest* request, v1::InverseDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ForwardDynamicsRequest* request, v1::ForwardDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::MassMatrixRequest* request, v1::MassMatrixResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::NonlinearEffectsRequest* request,
-                  v1::NonlinearEffectsResponse* response, PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::GravityRequest* request, v1::GravityResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::KinematicsRequest* request, v1::KinematicsResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::HybridDynamicsRequest* request, v1::HybridDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::FloatingBaseInverseDynamicsRequest* request,
-                  v1::FloatingBaseInverseDynamicsResponse* response, PlannedWork& job,
-                  Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::DerivativesRequest* request, v1::DerivativesResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::CoriolisMatrixRequest* request, v1::CoriolisMatrixResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::CentroidalRequest* request, v1::CentroidalResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ConstrainedDynamicsRequest* request,
-                  v1::ConstrainedDynamicsResponse* response, PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ContactDynamicsRequest* request, v1::ContactDynamicsResponse* response,
-                  PlannedWork& job, Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::ImpactRequest* request, v1::ImpactResponse* response, PlannedWork& job,
-                  Reservation& memory);
-grpc::Status plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
-                  const v1::SimulateRequest* request, v1::SimulateResponse* response,
-                  PlannedWork& job, Reservation& memory);
 
 }  // namespace torqued::server

@@ -1,10 +1,23 @@
 // The descriptors behind the table of batched RPCs (see dynamics_rpcs.hpp).
 #include "server/services/dynamics_rpcs.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace torqued::server {
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for_each_batch_rpc([&](auto row) {
+    for (const Algorithm& algorithm : decltype(row)::algorithms) {
+      if (std::find(names.begin(), names.end(), algorithm.name) == names.end()) {
+        names.emplace_back(algorithm.name);
+      }
+    }
+  });
+  return names;
+}
 
 const google::protobuf::ServiceDescriptor& dynamics_service_descriptor() {
   static const google::protobuf::ServiceDescriptor* service =

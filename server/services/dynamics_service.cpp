@@ -70,11 +70,10 @@ DynamicsService::DynamicsService(const ModelCatalog& catalog, BatchRunner& runne
 
 grpc::Status DynamicsService::check_workspace(const RegisteredModel& entry,
                                               Algorithm algorithm) const {
-  const auto bytes = static_cast<std::int64_t>(workspace_bytes(*entry.model, algorithm));
+  const auto bytes = static_cast<std::int64_t>(workspace_bytes(*entry.model, algorithm.workspaces));
   if (bytes > limits_.max_workspace_bytes) {
-    return over_limit(
-        std::string("the workspace bytes of ") + algorithm_name(algorithm) + " for this model",
-        bytes, limits_.max_workspace_bytes, "--max-workspace-bytes");
+    return over_limit("the workspace bytes of " + std::string(algorithm.name) + " for this model",
+                      bytes, limits_.max_workspace_bytes, "--max-workspace-bytes");
   }
   return grpc::Status::OK;
 }

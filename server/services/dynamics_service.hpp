@@ -1,7 +1,7 @@
 // torqued.v1.DynamicsService on the callback API. Its batched methods come from the table of
 // dynamics_rpcs.hpp: each is registered raw (requests are decoded here, so that one that does not
 // decode is INVALID_ARGUMENT saying what could not be read), checked against its model, planned
-// (dynamics_plans.hpp) and run by the batch runner, inline when small, else across the executor's
+// (its row's plan) and run by the batch runner, inline when small, else across the executor's
 // workers. Echo answers inline. Session (session_stream.hpp) serves the same requests on a stream.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include "server/compute/batch_runner.hpp"
 #include "server/models/model_catalog.hpp"
 #include "server/services/dynamics_plans.hpp"
+#include "server/services/dynamics_rpcs.hpp"
 #include "server/services/request_checks.hpp"
 #include "server/transport/access_tokens.hpp"
 #include "server/transport/byte_buffers.hpp"
@@ -57,7 +58,10 @@ class DynamicsService final : public v1::DynamicsService::Service {
                              Reservation& memory) const {
     RegisteredModelPtr entry;
     grpc::Status status = prepare(model_id, request.batch_size(), request.q(), entry, states);
-    if (status.ok()) status = plan(planning_, entry, states, &request, response, work, memory);
+    if (status.ok()) {
+      status =
+          BatchRpcTaking<Request>::plan(planning_, entry, states, &request, response, work, memory);
+    }
     if (status.ok()) status = check_workspace(*entry, work.algorithm);
     return status;
   }

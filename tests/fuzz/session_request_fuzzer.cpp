@@ -107,7 +107,7 @@ class Harness {
       return;
     }
     try {
-      WorkerContext worker(workspaces_, Interruption{}, engine_workspaces(job.algorithm));
+      WorkerContext worker(workspaces_, Interruption{}, job.algorithm.workspaces);
       job.kernel(worker, 0, states);
     } catch (const SingularSystemError&) {
       return;

@@ -1,10 +1,10 @@
-// Tests server/compute/batch_runner.cpp in process: a small batch runs at once on the calling thread, a large one
-// is split evenly into one chunk per worker (counting each state's weight), every state is
-// computed exactly once, the outcome is reported once, engine errors become the statuses clients
-// are promised, --max-call-seconds stops work between slices and inside the engine's long loops,
-// and a full queue refuses the batch at once (the TSan stage of tests/run.sh runs this test).
-// The calls' context is a bare grpc::CallbackServerContext: no deadline and never cancelled, so
-// the server's own bound is the one deadline in play.
+// Tests server/compute/batch_runner.cpp in process: a small batch runs at once on the calling
+// thread, a large one is split evenly into one chunk per worker (counting each state's weight),
+// every state is computed exactly once, the outcome is reported once, engine errors become the
+// statuses clients are promised, --max-call-seconds stops work between slices and inside the
+// engine's long loops, and a full queue refuses the batch at once (the TSan stage of tests/run.sh
+// runs this test). The calls' context is a bare grpc::CallbackServerContext: no deadline and never
+// cancelled, so the server's own bound is the one deadline in play.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +20,7 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/interruption.hpp"
 #include "server/compute/batch_runner.hpp"
+#include "server/services/dynamics_rpcs.hpp"
 
 namespace torqued::server {
 namespace {
@@ -89,7 +90,7 @@ class BatchRunnerTest : public ::testing::Test {
 TEST_F(BatchRunnerTest, ASmallBatchRunsAtOnceOnTheCallingThread) {
   Record record(3);
   Outcome outcome;
-  runner().run(&context_, 3, Algorithm::kRnea, record.kernel(), outcome.done());
+  runner().run(&context_, 3, InverseDynamicsRpc::kRnea, record.kernel(), outcome.done());
   // Reported before run() returned.
   EXPECT_EQ(outcome.reports.load(), 1);
   EXPECT_TRUE(outcome.wait().ok());
@@ -101,7 +102,7 @@ TEST_F(BatchRunnerTest, ALargeBatchIsSplitOverTheWorkersAndEachStateComputedOnce
   // 1,000 states: 15 chunks of 64 would fit, but there are two workers.
   Record record(1000);
   Outcome outcome;
-  runner().run(&context_, 1000, Algorithm::kRnea, record.kernel(), outcome.done());
+  runner().run(&context_, 1000, InverseDynamicsRpc::kRnea, record.kernel(), outcome.done());
   EXPECT_TRUE(outcome.wait().ok());
   executor_.stop();
   EXPECT_EQ(outcome.reports.load(), 1);
@@ -113,7 +114,7 @@ TEST_F(BatchRunnerTest, ALargeBatchIsSplitOverTheWorkersAndEachStateComputedOnce
 TEST_F(BatchRunnerTest, FewerStatesThanTwoChunksRunAsOneChunkOnAWorker) {
   Record record(100);  // 100 / 64: one chunk
   Outcome outcome;
-  runner().run(&context_, 100, Algorithm::kRnea, record.kernel(), outcome.done());
+  runner().run(&context_, 100, InverseDynamicsRpc::kRnea, record.kernel(), outcome.done());
   EXPECT_TRUE(outcome.wait().ok());
   executor_.stop();
   EXPECT_EQ(record.computed, std::vector<int>(100, 1));
@@ -125,7 +126,7 @@ TEST_F(BatchRunnerTest, HeavyStatesLeaveTheCallingThreadByTheirWeight) {
   // 3 states of a weight of 100 calls each: 300 > 4, so not inline however few they are.
   Record record(3);
   Outcome outcome;
-  runner().run(&context_, 3, Algorithm::kRnea, record.kernel(), outcome.done(), 100);
+  runner().run(&context_, 3, InverseDynamicsRpc::kRnea, record.kernel(), outcome.done(), 100);
   EXPECT_TRUE(outcome.wait().ok());
   executor_.stop();
   EXPECT_EQ(record.computed, std::vector<int>(3, 1));
@@ -157,7 +158,7 @@ TEST_F(BatchRunnerTest, EngineErrorsBecomeTheStatusesClientsArePromised) {
     for (int states : {3, 1000}) {  // inline, and split over the workers
       SCOPED_TRACE(testing::Message() << c.message << ", " << states << " states");
       Outcome outcome;
-      runner().run(&context_, states, Algorithm::kAba, c.kernel, outcome.done());
+      runner().run(&context_, states, ForwardDynamicsRpc::kAba, c.kernel, outcome.done());
       const grpc::Status status = outcome.wait();
       EXPECT_EQ(status.error_code(), c.code);
       EXPECT_THAT(status.error_message(), HasSubstr(c.message));
@@ -170,7 +171,7 @@ TEST_F(BatchRunnerTest, TheFirstFailingChunkDecidesAndTheOutcomeIsReportedOnce) 
   Outcome outcome;
   // Both chunks fail (states 0 and 999 are in different chunks): one status, one report.
   runner().run(
-      &context_, 1000, Algorithm::kAba,
+      &context_, 1000, ForwardDynamicsRpc::kAba,
       [](WorkerContext&, int begin, int end) {
         if (begin == 0) throw SingularSystemError("first chunk");
         if (end == 1000) throw WorkspaceLimitError("second chunk");
@@ -190,7 +191,7 @@ TEST_F(BatchRunnerTest, MaxCallSecondsStopsABatchBetweenSlices) {
   std::atomic<int> computed{0};
   double seconds = 0.0;
   const grpc::Status status = run_bounded(
-      kStates, Algorithm::kRnea,
+      kStates, InverseDynamicsRpc::kRnea,
       [&](WorkerContext&, int begin, int end) {
         for (int s = begin; s < end; ++s) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -211,7 +212,7 @@ TEST_F(BatchRunnerTest, MaxCallSecondsStopsTheEnginesLongLoops) {
   // solvers and the simulation loop do.
   double seconds = 0.0;
   const grpc::Status status = run_bounded(
-      1, Algorithm::kContactDynamics,
+      1, ContactDynamicsRpc::kContactDynamics,
       [](WorkerContext& worker, int, int) {
         InterruptionPoll poll(worker.interruption());
         for (;;) poll.add(1.0);
@@ -240,7 +241,7 @@ TEST_F(BatchRunnerTest, AFullQueueRefusesTheBatchAtOnce) {
   Record record(1000);
   Outcome outcome;
   BatchRunner(executor, workspaces_, metrics_, 64, 4, 0.0)
-      .run(&context_, 1000, Algorithm::kRnea, record.kernel(), outcome.done());
+      .run(&context_, 1000, InverseDynamicsRpc::kRnea, record.kernel(), outcome.done());
   EXPECT_EQ(outcome.reports.load(), 1);  // before run() returned
   const grpc::Status status = outcome.wait();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);

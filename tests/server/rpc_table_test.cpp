@@ -6,8 +6,10 @@
 // test_methods.py) check their own coverage against the same descriptors.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "server/base/rpc_methods.hpp"
 #include "server/services/dynamics_rpcs.hpp"
@@ -45,8 +47,7 @@ TEST(RpcTableTest, EveryUnaryMethodHasItsFieldsInTheSessionMessages) {
   for (int m = 0; m < service.method_count(); ++m) {
     const MethodDescriptor& method = *service.method(m);
     if (method.client_streaming()) continue;  // Session itself
-    EXPECT_NO_THROW(
-        server::field_of_type(*v1::SessionRequest::descriptor(), *method.input_type()))
+    EXPECT_NO_THROW(server::field_of_type(*v1::SessionRequest::descriptor(), *method.input_type()))
         << method.name() << " cannot be sent on a Session stream";
     EXPECT_NO_THROW(
         server::field_of_type(*v1::SessionResponse::descriptor(), *method.output_type()))
@@ -69,9 +70,35 @@ TEST(RpcTableTest, EveryServedMethodIsCountedInTheMetrics) {
                                "\",grpc_service=\"" + method.service + "\"";
     EXPECT_NE(page.find(series), std::string::npos) << series;
   }
-  EXPECT_EQ(services, (std::set<std::string>{"torqued.v1.ModelService", "torqued.v1.DynamicsService",
-                                             "grpc.reflection.v1.ServerReflection",
-                                             "grpc.reflection.v1alpha.ServerReflection"}));
+  EXPECT_EQ(services,
+            (std::set<std::string>{"torqued.v1.ModelService", "torqued.v1.DynamicsService",
+                                   "grpc.reflection.v1.ServerReflection",
+                                   "grpc.reflection.v1alpha.ServerReflection"}));
+}
+
+// Each algorithm a row declares is one row's, under a label of its own, and has its compute series
+// from the start.
+TEST(RpcTableTest, EveryAlgorithmOfTheRowsHasOneRowAndItsComputeSeries) {
+  std::set<std::string> labels;
+  server::for_each_batch_rpc([&](auto row) {
+    using Row = decltype(row);
+    EXPECT_GT(std::size(Row::algorithms), 0u) << Row::Request::descriptor()->name();
+    for (const server::Algorithm& algorithm : Row::algorithms) {
+      EXPECT_TRUE(labels.insert(std::string(algorithm.name)).second)
+          << algorithm.name << " is declared twice";
+    }
+  });
+  const std::vector<std::string> names = server::algorithm_names();
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), labels);
+
+  TempDir dir;
+  ServerProcess server({dir.path() / "data", repository_dir(), /*metrics=*/true});
+  ASSERT_TRUE(server.running());
+  const std::string page = http_get(server.metrics_port(), "/metrics");
+  for (const std::string& label : labels) {
+    const std::string series = "torqued_engine_compute_seconds_count{algorithm=\"" + label + "\"}";
+    EXPECT_NE(page.find(series), std::string::npos) << series;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// Tests server/compute/workspace_pool.cpp in process: the pool keeps idle workspaces within its byte budget,
-// least recently used evicted first, and frees a deleted model's; it accounts for the engine
-// workspaces a call will bind before they are bound, so that a call never grows a workspace past
+// Tests server/compute/workspace_pool.cpp in process: the pool keeps idle workspaces within its
+// byte budget, least recently used evicted first, and frees a deleted model's; it accounts for the
+// engine workspaces a call will bind before they are bound, so that a call never grows a workspace
+// past
 // --max-workspace-bytes; and its locking holds with threads leasing and returning workspaces of
 // two models while one is deleted (the TSan stage of tests/run.sh runs this test). Byte counts
 // are exact integers, compared exactly.
@@ -12,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/crba.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "server/compute/workspace_pool.hpp"
@@ -123,49 +127,49 @@ class WorkspaceBudgetTest : public ::testing::Test {
 };
 
 TEST_F(WorkspaceBudgetTest, AnIdleWorkspaceWithRoomIsReused) {
-  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kAbaDerivatives), plenty());
-  auto workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAbaDerivatives));
-  workspace->data.bind(model(), engine_workspaces(Algorithm::kAbaDerivatives));
-  EXPECT_EQ(workspace->heap_bytes(), workspace_bytes(model(), Algorithm::kAbaDerivatives));
+  WorkspacePool pool(1 << 20, workspace_bytes(model(), kAbaDerivativesWorkspaces), plenty());
+  auto workspace = pool.acquire(entry_, kAbaDerivativesWorkspaces);
+  workspace->data.bind(model(), kAbaDerivativesWorkspaces);
+  EXPECT_EQ(workspace->heap_bytes(), workspace_bytes(model(), kAbaDerivativesWorkspaces));
   const ModelWorkspace* reused = workspace.get();
   pool.release(entry_, std::move(workspace));
-  workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAba));
+  workspace = pool.acquire(entry_, kAbaWorkspaces);
   EXPECT_EQ(workspace.get(), reused);
 }
 
 // ABA's derivatives bind ABA's workspace and more: a workspace they used, given back, has no room
 // under a limit that fits ABA's alone, so an ABA call gets a new workspace with only ABA's bound.
 TEST_F(WorkspaceBudgetTest, AWorkspaceWithoutRoomForACallIsReplaced) {
-  const std::size_t limit = workspace_bytes(model(), Algorithm::kAba);
-  ASSERT_LT(limit, workspace_bytes(model(), Algorithm::kAbaDerivatives));
+  const std::size_t limit = workspace_bytes(model(), kAbaWorkspaces);
+  ASSERT_LT(limit, workspace_bytes(model(), kAbaDerivativesWorkspaces));
   WorkspacePool pool(1 << 20, limit, plenty());
   auto workspace = std::make_unique<ModelWorkspace>(model());
-  workspace->data.bind(model(), engine_workspaces(Algorithm::kAbaDerivatives));
+  workspace->data.bind(model(), kAbaDerivativesWorkspaces);
   pool.release(entry_, std::move(workspace));
   ASSERT_EQ(pool.idle_count(), 1u);
 
-  workspace = pool.acquire(entry_, engine_workspaces(Algorithm::kAba));
+  workspace = pool.acquire(entry_, kAbaWorkspaces);
   EXPECT_EQ(pool.idle_count(), 0u);
   EXPECT_FALSE(workspace->data.aba_derivatives.has_value());
-  EXPECT_EQ(workspace->heap_bytes_with(model(), engine_workspaces(Algorithm::kAba)), limit);
+  EXPECT_EQ(workspace->heap_bytes_with(model(), kAbaWorkspaces), limit);
 }
 
 TEST_F(WorkspaceBudgetTest, ACallThatCannotFitIsRefusedNamingTheFlag) {
-  WorkspacePool pool(1 << 20, workspace_bytes(model(), Algorithm::kRnea), plenty());
-  EXPECT_NO_THROW(pool.acquire(entry_, engine_workspaces(Algorithm::kRnea)));
+  WorkspacePool pool(1 << 20, workspace_bytes(model(), WorkspaceSet{}), plenty());
+  EXPECT_NO_THROW(pool.acquire(entry_, WorkspaceSet{}));
   try {
-    pool.acquire(entry_, engine_workspaces(Algorithm::kCrba));
+    pool.acquire(entry_, kCrbaWorkspaces);
     FAIL() << "no WorkspaceLimitError";
   } catch (const WorkspaceLimitError& e) {
     EXPECT_THAT(e.what(), HasSubstr("--max-workspace-bytes"));
     EXPECT_THAT(e.what(), HasSubstr("chain-id"));
-    EXPECT_THAT(e.what(), HasSubstr(std::to_string(workspace_bytes(model(), Algorithm::kCrba))));
+    EXPECT_THAT(e.what(), HasSubstr(std::to_string(workspace_bytes(model(), kCrbaWorkspaces))));
   }
 }
 
 TEST_F(WorkspaceBudgetTest, InverseDynamicsNeedsNoEngineWorkspace) {
-  EXPECT_EQ(workspace_bytes(model(), Algorithm::kRnea), ModelWorkspace(model()).heap_bytes());
-  EXPECT_LT(workspace_bytes(model(), Algorithm::kRnea), workspace_bytes(model(), Algorithm::kAba));
+  EXPECT_EQ(workspace_bytes(model(), WorkspaceSet{}), ModelWorkspace(model()).heap_bytes());
+  EXPECT_LT(workspace_bytes(model(), WorkspaceSet{}), workspace_bytes(model(), kAbaWorkspaces));
 }
 
 }  // namespace
