@@ -80,6 +80,51 @@ Eigen::Matrix2d se2_left_jacobian(double w) {
   return v;
 }
 
+// The coefficients of the SO(3) and SE(3) Jacobians as functions of the angle t, by their
+// Taylor series below t = 0.1, where the closed forms lose digits to cancellation (the last one
+// 60 ε / t⁴ of itself):
+//   a(t) = (1 − cos t) / t²                b(t) = (t − sin t) / t³
+//   c(t) = (t² + 2 cos t − 2) / (2 t⁴)     d(t) = (2 t − 3 sin t + t cos t) / (2 t⁵)
+struct ExpCoefficients {
+  double a, b, c, d;
+};
+
+ExpCoefficients exp_coefficients(double t2) {
+  if (t2 < 1e-2) {
+    return {0.5 - t2 / 24.0 + t2 * t2 / 720.0 - t2 * t2 * t2 / 40320.0,
+            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0 - t2 * t2 * t2 / 362880.0,
+            1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0 - t2 * t2 * t2 / 3628800.0,
+            1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0 - t2 * t2 * t2 / 9979200.0};
+  }
+  const double t = std::sqrt(t2);
+  const double sin_t = std::sin(t);
+  const double cos_t = std::cos(t);
+  return {(1.0 - cos_t) / t2, (t - sin_t) / (t2 * t), (t2 + 2.0 * cos_t - 2.0) / (2.0 * t2 * t2),
+          (2.0 * t - 3.0 * sin_t + t * cos_t) / (2.0 * t2 * t2 * t)};
+}
+
+// Exp(ω) of SO(3) (Rodrigues) and its right Jacobian J_r(ω) = I − a [ω]× + b [ω]×².
+void so3_exp_and_right_jacobian(const Vec3& w, const ExpCoefficients& k, Mat3& rotation,
+                                Mat3& right_jacobian) {
+  const Mat3 wx = skew(w);
+  const Mat3 wx2 = wx * wx;
+  // sin t / t = 1 − t² b and (1 − cos t) / t² = a.
+  rotation = Mat3::Identity() + (1.0 - w.squaredNorm() * k.b) * wx + k.a * wx2;
+  right_jacobian = Mat3::Identity() - k.a * wx + k.b * wx2;
+}
+
+// Barfoot's Q(ρ, φ), the off-diagonal block of SE(3)'s left Jacobian [[J_l(φ), Q], [0, J_l(φ)]]
+// for ξ = (ρ, φ); the right Jacobian is J_l(−ξ), so it takes Q(−ρ, −φ).
+Mat3 se3_jacobian_coupling(const Vec3& rho, const Vec3& phi, const ExpCoefficients& k) {
+  const Mat3 px = skew(phi);
+  const Mat3 rx = skew(rho);
+  const Mat3 px_rx = px * rx;
+  const Mat3 rx_px = rx * px;
+  const Mat3 px_rx_px = px_rx * px;
+  return 0.5 * rx + k.b * (px_rx + rx_px + px_rx_px) +
+         k.c * (px * px_rx + rx_px * px - 3.0 * px_rx_px) + k.d * (px_rx_px * px + px * px_rx_px);
+}
+
 double uniform(std::mt19937_64& rng, double lo, double hi) {
   const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
   return lo + (hi - lo) * u;
@@ -140,6 +185,80 @@ void integrate(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q,
         break;
       default:
         qo[0] += vi[0];
+        break;
+    }
+  }
+}
+
+void integrate_jacobians(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& v,
+                         Eigen::Ref<Eigen::MatrixXd> dq, Eigen::Ref<Eigen::MatrixXd> dv) {
+  for (int i = 1; i < model.nbodies(); ++i) {
+    const Joint& joint = model.joints[i];
+    const int at = joint.idx_v;
+    const double* vi = v.data() + at;
+    switch (joint.type) {
+      case JointType::kSpherical: {
+        const Vec3 w(vi[0], vi[1], vi[2]);
+        Mat3 rotation, right_jacobian;
+        so3_exp_and_right_jacobian(w, exp_coefficients(w.squaredNorm()), rotation, right_jacobian);
+        dq.block<3, 3>(at, at) = rotation.transpose();
+        dv.block<3, 3>(at, at) = right_jacobian;
+        break;
+      }
+      case JointType::kPlanar: {
+        // ξ = (ρ, θ): Exp(ξ) = (R(θ), p = V(θ) ρ); Ad of (R, p) is [[R, (p_y, −p_x)ᵀ], [0, 1]].
+        const double theta = vi[2];
+        const ExpCoefficients k = exp_coefficients(theta * theta);
+        const double sinc = 1.0 - theta * theta * k.b;  // sin θ / θ
+        const double cosc = theta * k.a;                // (1 − cos θ) / θ
+        const Eigen::Vector2d rho(vi[0], vi[1]);
+        const Eigen::Vector2d p = se2_left_jacobian(theta) * rho;
+        const Eigen::Rotation2Dd rotation(theta);
+        const Eigen::Matrix2d rt = rotation.toRotationMatrix().transpose();
+        const Eigen::Vector2d p_inverse = -rt * p;
+        auto q_block = dq.block<3, 3>(at, at);
+        q_block.setIdentity();
+        q_block.topLeftCorner<2, 2>() = rt;
+        q_block(0, 2) = p_inverse.y();
+        q_block(1, 2) = -p_inverse.x();
+        auto v_block = dv.block<3, 3>(at, at);
+        v_block.setIdentity();
+        v_block(0, 0) = sinc;
+        v_block(0, 1) = cosc;
+        v_block(1, 0) = -cosc;
+        v_block(1, 1) = sinc;
+        v_block(0, 2) = rho.x() * theta * k.b - rho.y() * k.a;
+        v_block(1, 2) = rho.x() * k.a + rho.y() * theta * k.b;
+        break;
+      }
+      case JointType::kFreeFlyer: {
+        // ξ = (ρ, ω), linear first. Exp(ξ) = (R, p = J_l(ω) ρ); Ad(Exp(ξ)⁻¹) =
+        // [[Rᵀ, −Rᵀ [p]×], [0, Rᵀ]]; J_r(ξ) = [[J_r(ω), Q(−ρ, −ω)], [0, J_r(ω)]].
+        const Vec3 rho(vi[0], vi[1], vi[2]);
+        const Vec3 w(vi[3], vi[4], vi[5]);
+        const ExpCoefficients k = exp_coefficients(w.squaredNorm());
+        Mat3 rotation, right_jacobian;
+        so3_exp_and_right_jacobian(w, k, rotation, right_jacobian);
+        // J_l(ω) = J_r(ω)ᵀ.
+        const Vec3 p = right_jacobian.transpose() * rho;
+        const Mat3 rt = rotation.transpose();
+        auto q_block = dq.block<6, 6>(at, at);
+        q_block.topLeftCorner<3, 3>() = rt;
+        q_block.topRightCorner<3, 3>().noalias() = -rt * skew(p);
+        q_block.bottomLeftCorner<3, 3>().setZero();
+        q_block.bottomRightCorner<3, 3>() = rt;
+        auto v_block = dv.block<6, 6>(at, at);
+        v_block.topLeftCorner<3, 3>() = right_jacobian;
+        v_block.topRightCorner<3, 3>() = se3_jacobian_coupling(-rho, -w, k);
+        v_block.bottomLeftCorner<3, 3>().setZero();
+        v_block.bottomRightCorner<3, 3>() = right_jacobian;
+        break;
+      }
+      case JointType::kFixed:
+        break;
+      default:
+        dq(at, at) = 1.0;
+        dv(at, at) = 1.0;
         break;
     }
   }

@@ -15,6 +15,16 @@ Eigen::VectorXd integrate(const Model& model, const Eigen::VectorXd& q, const Ei
 void integrate(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q,
                const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::Ref<Eigen::VectorXd> out);
 
+// The Jacobians of q ⊕ v in the tangent spaces (perturbations composed on the right, as
+// integrate() composes velocities): d(q ⊕ v)/dq into `dq` and d(q ⊕ v)/dv into `dv`, both
+// nv x nv. They are block diagonal, one block per joint, the identity for 1-DOF joints, and do
+// not depend on q: the adjoint of Exp(v)⁻¹ and the right Jacobian of Exp at v on SO(3), SE(2) and
+// SE(3) (Solà, Deray & Atchuthan 2018, "A micro Lie theory for state estimation in robotics",
+// §IV and App. A-B; Barfoot 2017, "State Estimation for Robotics", §7.1.5 for SE(3)). Only the
+// joints' diagonal blocks are written: the caller zeroes the rest once. Allocates nothing.
+void integrate_jacobians(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& v,
+                         Eigen::Ref<Eigen::MatrixXd> dq, Eigen::Ref<Eigen::MatrixXd> dv);
+
 // q1 ⊖ q0: the velocity v with q0 ⊕ v = q1.
 Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,
                            const Eigen::VectorXd& q1);
