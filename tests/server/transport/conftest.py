@@ -129,6 +129,9 @@ class Torqued:
 # Where health is asked from: another address than the attacker's, as a kubelet's probe is, so
 # that the per-address connection limit the attacker runs into does not count the probes.
 PROBE_ADDRESS = "127.0.0.2"
+# Where the other client, whose call must succeed after an attack, connects from: a host of its
+# own, not the attacker's, whose address the server may still suspect.
+OTHER_CLIENT_ADDRESS = "127.0.0.3"
 
 
 class Monitor:

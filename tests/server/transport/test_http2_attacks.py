@@ -15,7 +15,7 @@ import zlib
 import pytest
 from hyperframe.frame import ContinuationFrame, PingFrame, SettingsFrame
 
-from conftest import SANITIZED, Monitor
+from conftest import OTHER_CLIENT_ADDRESS, SANITIZED, Monitor
 from raw_http2 import (
     ECHO,
     INVERSE_DYNAMICS,
@@ -63,7 +63,7 @@ def check_survived(server, monitor, baseline):
           f"worst health answer {monitor.worst * 1000:.0f} ms")
     if not SANITIZED:
         assert peak <= BUDGET, f"peak RSS {peak / MiB:.0f} MiB passed the budget"
-    other = RawConnection(server.port)
+    other = RawConnection(server.port, source=OTHER_CLIENT_ADDRESS)
     try:
         status, _ = other.unary(LIST_MODELS, b"", timeout=5.0,
                                 metadata=[("authorization", f"Bearer {TOKEN}")])
