@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/engine/support/sanitized_build.hpp"
 #include "torqued/client.hpp"
 #include "torqued/v1/dynamics.grpc.pb.h"
 #include "torqued/v1/model.grpc.pb.h"
@@ -136,14 +137,7 @@ std::int64_t rss_bytes(pid_t pid);
 
 // Whether this build, and so the server it tests, runs under AddressSanitizer or
 // ThreadSanitizer.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitizedBuild = true;
-#elif defined(__has_feature)
-inline constexpr bool kSanitizedBuild =
-    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer);
-#else
-inline constexpr bool kSanitizedBuild = false;
-#endif
+using test_support::kSanitizedBuild;
 
 // Under a sanitizer the server holds freed memory in quarantine and shadows all of it: its RSS
 // measures the sanitizer, and bounds on it are not checked.

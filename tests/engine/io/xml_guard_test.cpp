@@ -17,6 +17,7 @@
 #include <string>
 
 #include "engine/io/urdf.hpp"
+#include "tests/engine/support/sanitized_build.hpp"
 
 namespace torqued {
 namespace {
@@ -258,8 +259,10 @@ double milliseconds_to_load(const std::string& xml, bool& built) {
 
 // The caps bound urdfdom's work (urdf.hpp): the documents that make it work hardest within them
 // and within the server's default --max-urdf-bytes (4 MiB) all load in milliseconds. The bound
-// checked is loose (a loaded machine, sanitizers); the times are printed.
+// checked is loose, for a loaded machine: 2 s, and 10 s under a sanitizer, where the worst
+// document took 2.2 s with two CPU-bound processes beside the tests. The times are printed.
 TEST(XmlGuardTest, DocumentsAtTheCapsLoadInMilliseconds) {
+  const double bound_ms = test_support::kSanitizedBuild ? 10000.0 : 2000.0;
   constexpr std::size_t kMaxUrdfBytes = 4 << 20;
   struct Document {
     std::string what;
@@ -315,7 +318,7 @@ TEST(XmlGuardTest, DocumentsAtTheCapsLoadInMilliseconds) {
     std::cout << document.what << ": " << document.xml.size() << " bytes, "
               << (built ? "parsed and built" : "parsed and refused") << " in " << ms << " ms\n";
     EXPECT_EQ(built, document.is_model) << document.what;
-    EXPECT_LT(ms, 2000.0) << document.what;
+    EXPECT_LT(ms, bound_ms) << document.what;
   }
 }
 
