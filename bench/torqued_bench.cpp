@@ -199,13 +199,13 @@ void register_benchmarks(const ModelPtr& model_ptr, const StatePool& pool, int t
   add("rnea_derivatives", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       rnea_derivatives(model, d, pool.q[k], pool.v[k], pool.a[k]);
-      benchmark::DoNotOptimize(d.rnea_derivatives->dtau_dq.data());
+      benchmark::DoNotOptimize(d.workspace<RneaDerivativesWorkspace>().dtau_dq.data());
     });
   });
   add("aba_derivatives", [&](benchmark::State& s) {
     run(s, model, [&](Data& d, int k) {
       aba_derivatives(model, d, pool.q[k], pool.v[k], pool.tau[k]);
-      benchmark::DoNotOptimize(d.aba_derivatives->ddq_dq.data());
+      benchmark::DoNotOptimize(d.workspace<AbaDerivativesWorkspace>().ddq_dq.data());
     });
   });
   add("forward_kinematics", [&](benchmark::State& s) {

@@ -16,7 +16,7 @@ class SingularSystemError : public std::runtime_error {
 
 // What aba() binds in Data: the articulated-body core's workspace (articulated_body.hpp), which
 // hybrid dynamics, floating-base inverse dynamics, the innovations factorization and M⁻¹ share.
-inline constexpr WorkspaceSet kAbaWorkspaces{Workspace::kArticulatedBody};
+inline constexpr WorkspaceSet kAbaWorkspaces = WorkspaceSet::of<ArticulatedBodyWorkspace>();
 
 // q̈ = M⁻¹ (τ − C q̇ − g + Σ J_iᵀ f_ext,i), in data.ddq. `external_forces` as in rnea().
 // Throws SingularSystemError naming the joint whose articulated inertia is singular.

@@ -178,7 +178,7 @@ const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
                                                std::span<const Force> external_forces) {
   assert(fits(model, data, q, v, tau));
   data.bind(model, kAbaDerivativesWorkspaces);
-  AbaDerivativesWorkspace& w = *data.aba_derivatives;
+  AbaDerivativesWorkspace& w = data.workspace<AbaDerivativesWorkspace>();
   aba(model, data, q, v, tau, external_forces);
   const RneaDerivativesWorkspace& dtau =
       rnea_derivatives(model, data, q, v, data.ddq, external_forces);
@@ -186,8 +186,8 @@ const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
   const int nv = model.nv;
   const std::vector<int>& parent = data.dof_parent;
   const std::vector<int>& end = data.dof_subtree_end;
-  ltdl_factorize(model, data, data.mass_matrix->M);
-  const double* h = data.mass_factor->ltdl.data();
+  ltdl_factorize(model, data, data.workspace<MassMatrixWorkspace>().M);
+  const double* h = data.workspace<MassFactorWorkspace>().ltdl.data();
   double* g = w.factor_inverse.data();
   InterruptionPoll poll(data.interruption);
   invert_unit_lower(end, nv, h, g, poll);

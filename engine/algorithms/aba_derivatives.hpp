@@ -13,15 +13,16 @@ namespace torqued {
 // LᵀDL's workspaces, and its own.
 inline constexpr WorkspaceSet kAbaDerivativesWorkspaces =
     kAbaWorkspaces | kRneaDerivativesWorkspaces |
-    WorkspaceSet{Workspace::kMassFactor, Workspace::kAbaDerivatives};
+    WorkspaceSet::of<MassFactorWorkspace, AbaDerivativesWorkspace>();
 
 // The partial derivatives of q̈ = aba(q, q̇, τ, f_ext) at the given state, in the returned
-// workspace (data.aba_derivatives):
+// workspace (the AbaDerivativesWorkspace):
 //   ddq_dq:   ∂q̈/∂q in the tangent space (column k = d/dε q̈(q ⊕ ε e_k));
 //   ddq_dv:   ∂q̈/∂q̇;
 //   ddq_dtau: ∂q̈/∂τ = M⁻¹, full and symmetric;
-// with q̈ itself in data.ddq. Also leaves the RNEA derivatives at (q, q̇, q̈) in
-// data.rnea_derivatives and M in data.mass_matrix. Throws SingularSystemError as aba() does.
+// with q̈ itself in data.ddq. Also leaves the RNEA derivatives at (q, q̇, q̈) in the
+// RneaDerivativesWorkspace and M in MassMatrixWorkspace::M. Throws SingularSystemError as aba()
+// does.
 const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
                                                const ConstVectorRef& q, const ConstVectorRef& v,
                                                const ConstVectorRef& tau,

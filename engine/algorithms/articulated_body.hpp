@@ -22,7 +22,8 @@
 // subtree i with its force-given joints articulated and its acceleration-given joints driven.
 // Pass 2's two halves are separate because the Riccati half (eliminate) needs q only: the
 // innovations factorization and M⁻¹ run it alone and then their own right-hand sides. The
-// functions of one body work in data.articulated, which their caller binds (kAbaWorkspaces).
+// functions of one body work in the ArticulatedBodyWorkspace, which their caller binds
+// (kAbaWorkspaces).
 #pragma once
 
 #include <Eigen/Cholesky>
@@ -100,7 +101,7 @@ ForceColumns force_columns(const Joint& joint, const Mask& mask) {
 
 // Pass 1 for the Riccati recursion alone: places body i and sets I^A_i = ⁰I_i.
 inline void load_inertia(const Model& model, Data& data, int i, const double* q) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   w.Ia[i] = model.inertias[i].transformed_by(place_in_world(model, data, i, q)).matrix();
 }
 
@@ -108,7 +109,7 @@ inline void load_inertia(const Model& model, Data& data, int i, const double* q)
 template <class Mask>
 void load_body(const Model& model, Data& data, int i, const double* q, const double* v,
                std::span<const Force> external_forces, const Mask& mask) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   const Transform& oMi = place_in_world(model, data, i, q);
   const Motion vj = world_joint_motion(joint, data, v);
@@ -173,7 +174,7 @@ Square<K> invert_pivot(const Model& model, int body, const Columns<K>& s, const 
 
 template <int K>
 void eliminate_columns(const Model& model, Data& data, int i, const ForceColumns& f) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
   const Mat6& ia = w.Ia[i];
@@ -194,7 +195,7 @@ void eliminate_columns(const Model& model, Data& data, int i, const ForceColumns
 template <int K, class Mask>
 void propagate_bias_columns(const Model& model, Data& data, int i, const ForceColumns& f,
                             const Mask& mask) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
   const Vec6 pa = w.pa[i].to_vector();
@@ -225,7 +226,7 @@ void propagate_bias_columns(const Model& model, Data& data, int i, const ForceCo
 template <int K, class Mask>
 void accelerate_columns(const Model& model, Data& data, int i, const ForceColumns& f,
                         const Mask& mask) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   Motion& acc = data.oa_gf[i];
   const Vec6 acc_vec = acc.to_vector();
@@ -250,7 +251,7 @@ void accelerate_columns(const Model& model, Data& data, int i, const ForceColumn
 // (top-left of its Dinv[i]) and the articulated inertia body i hands its parent.
 template <class Mask>
 void eliminate(const Model& model, Data& data, int i, const Mask& mask) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
   const Mat6& ia = w.Ia[i];
@@ -281,7 +282,7 @@ void eliminate(const Model& model, Data& data, int i, const Mask& mask) {
 // force body i hands its parent.
 template <class Mask>
 void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
   const Mat6& ia = w.Ia[i];
@@ -312,7 +313,7 @@ void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
 // alongside, so that data.ddq and data.tau are complete).
 template <class Mask>
 void accelerate(const Model& model, Data& data, int i, const Mask& mask) {
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   Motion& acc = data.oa_gf[i];
   acc = data.oa_gf[model.parent[i]] + w.c[i];

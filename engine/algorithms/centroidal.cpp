@@ -18,7 +18,7 @@ namespace {
 
 // The centre of mass from data.oMi; returns the total mass.
 double compute_com(const Model& model, Data& data) {
-  CentroidalWorkspace& w = *data.centroidal;
+  CentroidalWorkspace& w = data.workspace<CentroidalWorkspace>();
   double mass = 0.0;
   Vec3 first_moment = Vec3::Zero();
   for (int i = 1; i < model.nbodies(); ++i) {
@@ -33,7 +33,7 @@ double compute_com(const Model& model, Data& data) {
 
 // World-frame ⁰S columns and composite inertias I^c_i after forward_kinematics(q).
 void composite_world_inertias(const Model& model, Data& data) {
-  CentroidalWorkspace& w = *data.centroidal;
+  CentroidalWorkspace& w = data.workspace<CentroidalWorkspace>();
   const int n = model.nbodies();
   for (int i = 1; i < n; ++i) {
     world_subspace(model.joints[i], data.oMi[i], data.oS.col(model.joints[i].idx_v).data());
@@ -49,7 +49,7 @@ void composite_world_inertias(const Model& model, Data& data) {
 const Vec3& center_of_mass(const Model& model, Data& data, const ConstVectorRef& q) {
   assert(fits(model, data, q));
   data.bind(model, kCentroidalWorkspaces);
-  CentroidalWorkspace& w = *data.centroidal;
+  CentroidalWorkspace& w = data.workspace<CentroidalWorkspace>();
   forward_kinematics(model, data, q);
   compute_com(model, data);
   return w.com;
@@ -59,7 +59,7 @@ void center_of_mass(const Model& model, Data& data, const ConstVectorRef& q,
                     const ConstVectorRef& v) {
   assert(fits(model, data, q, v));
   data.bind(model, kCentroidalWorkspaces);
-  CentroidalWorkspace& w = *data.centroidal;
+  CentroidalWorkspace& w = data.workspace<CentroidalWorkspace>();
   forward_kinematics(model, data, q, v);
   const double mass = compute_com(model, data);
   Vec3 momentum = Vec3::Zero();
@@ -76,7 +76,7 @@ const Eigen::Matrix<double, 3, Eigen::Dynamic>& center_of_mass_jacobian(const Mo
                                                                         const ConstVectorRef& q) {
   assert(fits(model, data, q));
   data.bind(model, kCentroidalWorkspaces);
-  CentroidalWorkspace& w = *data.centroidal;
+  CentroidalWorkspace& w = data.workspace<CentroidalWorkspace>();
   forward_kinematics(model, data, q);
   const double mass = compute_com(model, data);
   composite_world_inertias(model, data);
@@ -96,7 +96,7 @@ const Eigen::Matrix<double, 3, Eigen::Dynamic>& center_of_mass_jacobian(const Mo
 const Force& centroidal_momentum(const Model& model, Data& data, const ConstVectorRef& q,
                                  const ConstVectorRef& v) {
   center_of_mass(model, data, q, v);
-  CentroidalWorkspace& w = *data.centroidal;
+  CentroidalWorkspace& w = data.workspace<CentroidalWorkspace>();
   Force momentum = Force::Zero();  // about the world origin
   for (int i = 1; i < model.nbodies(); ++i) {
     momentum += data.oMi[i].act(model.inertias[i] * data.v[i]);
@@ -109,7 +109,7 @@ const Eigen::Matrix<double, 6, Eigen::Dynamic>& centroidal_momentum_matrix(
     const Model& model, Data& data, const ConstVectorRef& q) {
   assert(fits(model, data, q));
   data.bind(model, kCentroidalWorkspaces);
-  CentroidalWorkspace& w = *data.centroidal;
+  CentroidalWorkspace& w = data.workspace<CentroidalWorkspace>();
   forward_kinematics(model, data, q);
   compute_com(model, data);
   composite_world_inertias(model, data);

@@ -15,8 +15,8 @@
 
 namespace torqued {
 
-// What the functions below bind in Data; their results are in data.centroidal.
-inline constexpr WorkspaceSet kCentroidalWorkspaces{Workspace::kCentroidal};
+// What the functions below bind in Data; their results are in the CentroidalWorkspace.
+inline constexpr WorkspaceSet kCentroidalWorkspaces = WorkspaceSet::of<CentroidalWorkspace>();
 
 // The centre of mass (com). Leaves data.oMi current.
 const Vec3& center_of_mass(const Model& model, Data& data, const ConstVectorRef& q);

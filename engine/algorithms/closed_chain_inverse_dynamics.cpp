@@ -26,9 +26,9 @@ void closed_chain_inverse_dynamics(const Model& model, Data& data, const ConstVe
   assert(fits(model, data, q, v, ddq, tau) && static_cast<int>(input.size()) == nv &&
          lambda.size() == m);
   data.bind(model, kClosedChainInverseDynamicsWorkspaces);
-  ConstraintWorkspace& w = *data.constraints;
-  ClosedChainWorkspace& cc = *data.closed_chain;
-  w.reserve_rows(m);
+  ConstraintWorkspace& w = data.workspace<ConstraintWorkspace>();
+  ClosedChainWorkspace& cc = data.workspace<ClosedChainWorkspace>();
+  w.reserve_rows(model, m);
   constraint_kinematics(model, data, q, v);
   auto jacobian = w.jacobian.topRows(m);
   auto bias = w.bias.head(m);

@@ -21,8 +21,8 @@
 namespace torqued {
 
 // What closed_chain_inverse_dynamics() binds in Data.
-inline constexpr WorkspaceSet kClosedChainInverseDynamicsWorkspaces{Workspace::kConstraints,
-                                                                    Workspace::kClosedChain};
+inline constexpr WorkspaceSet kClosedChainInverseDynamicsWorkspaces =
+    WorkspaceSet::of<ConstraintWorkspace, ClosedChainWorkspace>();
 
 // `input` (nv entries) says which DOFs are actuated: kAcceleration = actuated, q̈_k read from
 // `ddq` (it must be consistent with the constraints) and τ_k computed; kForce = passive, τ_k read

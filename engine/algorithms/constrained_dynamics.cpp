@@ -26,8 +26,8 @@ void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& 
   const int nv = model.nv;
   assert(fits(model, data, q, v, tau) && ddq.size() == nv && lambda.size() == m);
   data.bind(model, kConstrainedDynamicsWorkspaces);
-  ConstraintWorkspace& w = *data.constraints;
-  w.reserve_rows(m);
+  ConstraintWorkspace& w = data.workspace<ConstraintWorkspace>();
+  w.reserve_rows(model, m);
   constraint_kinematics(model, data, q, v);
   auto jacobian = w.jacobian.topRows(m);
   auto bias = w.bias.head(m);
@@ -38,7 +38,8 @@ void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& 
   ltdl_solve(data, ddq);
   if (m == 0) return;
 
-  for (int i = 0; i < nv; ++i) w.dof_scale[i] = 1.0 / std::sqrt(data.mass_factor->ltdl(i, i));
+  for (int i = 0; i < nv; ++i)
+    w.dof_scale[i] = 1.0 / std::sqrt(data.workspace<MassFactorWorkspace>().ltdl(i, i));
   auto gain = w.gain.leftCols(m);
   for (int r = 0; r < m; ++r) {
     auto column = gain.col(r);

@@ -19,12 +19,12 @@
 namespace torqued {
 
 // What constrained_dynamics() binds in Data: the constraint workspace, CRBA's and the LᵀDL's.
-inline constexpr WorkspaceSet kConstrainedDynamicsWorkspaces{
-    Workspace::kConstraints, Workspace::kMassMatrix, Workspace::kMassFactor};
+inline constexpr WorkspaceSet kConstrainedDynamicsWorkspaces =
+    WorkspaceSet::of<ConstraintWorkspace, MassMatrixWorkspace, MassFactorWorkspace>();
 
 // q̈ (nv) and λ (constraint_rows(model, constraints)) for the model's loop closures followed by
 // `constraints`, with k as constraint_jacobian() defines it for `gains`. K and k stay in
-// data.constraints->jacobian / bias (leading rows). Throws SingularSystemError (aba.hpp) when M
+// ConstraintWorkspace::jacobian / bias (leading rows). Throws SingularSystemError (aba.hpp) when M
 // is singular (a joint moving no inertia).
 void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
                           const ConstVectorRef& v, const ConstVectorRef& tau,

@@ -89,10 +89,11 @@ ComplementarityResult contact_dynamics(const Model& model, Data& data, ContactWo
 
 // What contact_dynamics() and impact() bind in Data (beside their ContactWorkspace): CRBA's and
 // the LᵀDL's workspaces.
-inline constexpr WorkspaceSet kContactWorkspaces{Workspace::kMassMatrix, Workspace::kMassFactor};
+inline constexpr WorkspaceSet kContactWorkspaces =
+    WorkspaceSet::of<MassMatrixWorkspace, MassFactorWorkspace>();
 
-// M(q) by CRBA factored into data.mass_factor, and data.oMi placed from the joint transforms CRBA
-// leaves in data.liMi.
+// M(q) by CRBA factored into MassFactorWorkspace::ltdl, and data.oMi placed from the joint
+// transforms CRBA leaves in data.liMi.
 void factor_mass_and_place_bodies(const Model& model, Data& data, const ConstVectorRef& q);
 
 // True when some contact has friction (the problem then has 3 rows per contact).

@@ -61,7 +61,7 @@ const Eigen::MatrixXd& coriolis_matrix(const Model& model, Data& data, const Con
                                        const ConstVectorRef& v) {
   assert(fits(model, data, q, v));
   data.bind(model, kCoriolisWorkspaces);
-  CoriolisWorkspace& w = *data.coriolis;
+  CoriolisWorkspace& w = data.workspace<CoriolisWorkspace>();
   const double* qp = q.data();
   const double* vp = v.data();
   const int n = model.nbodies();

@@ -9,10 +9,10 @@
 namespace torqued {
 
 // What coriolis_matrix() binds in Data.
-inline constexpr WorkspaceSet kCoriolisWorkspaces{Workspace::kCoriolis};
+inline constexpr WorkspaceSet kCoriolisWorkspaces = WorkspaceSet::of<CoriolisWorkspace>();
 
-// C(q, v) in data.coriolis->C (nv x nv). Also leaves data.oMi, data.ov (world-frame body
-// velocities), data.oS (world-frame joint columns) and data.coriolis->odS (their time
+// C(q, v) in CoriolisWorkspace::C (nv x nv). Also leaves data.oMi, data.ov (world-frame body
+// velocities), data.oS (world-frame joint columns) and CoriolisWorkspace::odS (their time
 // derivatives) current.
 const Eigen::MatrixXd& coriolis_matrix(const Model& model, Data& data, const ConstVectorRef& q,
                                        const ConstVectorRef& v);

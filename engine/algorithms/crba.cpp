@@ -51,7 +51,7 @@ inline Force composite_times_subspace(const RigidInertia& composite, const Joint
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q) {
   assert(fits(model, data, q));
   data.bind(model, kCrbaWorkspaces);
-  MassMatrixWorkspace& w = *data.mass_matrix;
+  MassMatrixWorkspace& w = data.workspace<MassMatrixWorkspace>();
   const double* qp = q.data();
   const int n = model.nbodies();
   for (int i = 1; i < n; ++i) {

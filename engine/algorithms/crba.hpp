@@ -7,9 +7,9 @@
 namespace torqued {
 
 // What crba() binds in Data.
-inline constexpr WorkspaceSet kCrbaWorkspaces{Workspace::kMassMatrix};
+inline constexpr WorkspaceSet kCrbaWorkspaces = WorkspaceSet::of<MassMatrixWorkspace>();
 
-// M(q) in data.mass_matrix->M, full and symmetric. Also leaves data.liMi current (not data.oMi).
+// M(q) in MassMatrixWorkspace::M, full and symmetric. Also leaves data.liMi current (not data.oMi).
 const Eigen::MatrixXd& crba(const Model& model, Data& data, const ConstVectorRef& q);
 
 }  // namespace torqued

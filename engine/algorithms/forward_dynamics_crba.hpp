@@ -7,11 +7,12 @@
 namespace torqued {
 
 // What forward_dynamics_crba() binds in Data: CRBA's and the LᵀDL's workspaces.
-inline constexpr WorkspaceSet kForwardDynamicsCrbaWorkspaces{Workspace::kMassMatrix,
-                                                             Workspace::kMassFactor};
+inline constexpr WorkspaceSet kForwardDynamicsCrbaWorkspaces =
+    WorkspaceSet::of<MassMatrixWorkspace, MassFactorWorkspace>();
 
-// q̈ = M⁻¹ (τ − C q̇ − g) in data.ddq, with M from crba() (left in data.mass_matrix), its sparse
-// LᵀDL factors in data.mass_factor and the bias from RNEA. Throws SingularSystemError (aba.hpp).
+// q̈ = M⁻¹ (τ − C q̇ − g) in data.ddq, with M from crba() (left in MassMatrixWorkspace::M), its
+// sparse LᵀDL factors in MassFactorWorkspace::ltdl and the bias from RNEA. Throws
+// SingularSystemError (aba.hpp).
 const Eigen::VectorXd& forward_dynamics_crba(const Model& model, Data& data,
                                              const ConstVectorRef& q, const ConstVectorRef& v,
                                              const ConstVectorRef& tau);

@@ -13,7 +13,7 @@
 // in O(n); velocities and gravity enter only through T'. These are the articulated-body core's
 // passes (articulated_body.hpp): the Riccati recursion is its elimination, and the filter and
 // smoother are its bias and acceleration passes at rest, without gravity (c = 0, a_0 = 0), with
-// z in data.articulated->pa and λ in data.oa_gf.
+// z in ArticulatedBodyWorkspace::pa and λ in data.oa_gf.
 #include "engine/algorithms/forward_dynamics_factorization.hpp"
 
 #include <cassert>
@@ -38,7 +38,7 @@ const Eigen::VectorXd& solve_factorized(const Model& model, Data& data, const Co
   data.bind(model, kAbaWorkspaces);
   const int n = model.nbodies();
   const articulated::EveryForceGiven mask{rhs.data()};
-  ArticulatedBodyWorkspace& w = *data.articulated;
+  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   for (int i = 1; i < n; ++i) {
     w.pa[i] = Force::Zero();
     w.c[i] = Motion::Zero();

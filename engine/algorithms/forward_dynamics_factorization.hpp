@@ -6,11 +6,13 @@
 
 namespace torqued {
 
-// Every function here binds kAbaWorkspaces (aba.hpp): the factors live in data.articulated.
+// Every function here binds kAbaWorkspaces (aba.hpp): the factors live in the
+// ArticulatedBodyWorkspace.
 
 // The factors of M(q) = (I + HΦL) D (I + HΦL)ᵀ: the Riccati recursion for the articulated
-// inertias, leaving D⁻¹ in data.articulated->Dinv, the gains I^A ⁰S in data.articulated->U, ⁰S
-// in data.oS and data.oMi. Needs q only. Throws SingularSystemError as aba() does.
+// inertias, leaving D⁻¹ in ArticulatedBodyWorkspace::Dinv, the gains I^A ⁰S in
+// ArticulatedBodyWorkspace::U, ⁰S in data.oS and data.oMi. Needs q only. Throws SingularSystemError
+// as aba() does.
 void factorize_mass_matrix(const Model& model, Data& data, const ConstVectorRef& q);
 
 // x = M⁻¹ rhs from the factors of the last factorize_mass_matrix() (O(n) per right-hand side),

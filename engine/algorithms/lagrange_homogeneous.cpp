@@ -72,7 +72,7 @@ template <bool kVelocity, bool kAcceleration>
 void outward_pass(const Model& model, Data& data, const double* q, const double* v,
                   const double* a) {
   data.bind(model, kHomogeneousWorkspaces);
-  HomogeneousWorkspace& w = *data.homogeneous;
+  HomogeneousWorkspace& w = data.workspace<HomogeneousWorkspace>();
   w.W[0].setZero();
   w.H[0].setZero();
   double unit[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
@@ -110,7 +110,7 @@ template <bool kVelocity, bool kAcceleration, bool kGravity>
 const Eigen::VectorXd& generalized_forces(const Model& model, Data& data, const double* q,
                                           const double* v, const double* a) {
   outward_pass<kVelocity, kAcceleration>(model, data, q, v, a);
-  HomogeneousWorkspace& w = *data.homogeneous;
+  HomogeneousWorkspace& w = data.workspace<HomogeneousWorkspace>();
   Mat4 h_g = Mat4::Zero();
   if constexpr (kGravity) h_g.topRightCorner<3, 1>() = model.gravity;
   const int n = model.nbodies();
@@ -156,7 +156,7 @@ const Eigen::MatrixXd& lagrange_homogeneous_mass_matrix(const Model& model, Data
                                                         const ConstVectorRef& q) {
   assert(fits(model, data, q));
   outward_pass<false, false>(model, data, q.data(), nullptr, nullptr);
-  HomogeneousWorkspace& w = *data.homogeneous;
+  HomogeneousWorkspace& w = data.workspace<HomogeneousWorkspace>();
   Eigen::MatrixXd& mass = w.M;
   mass.setZero();
   for (int i = model.nbodies() - 1; i > 0; --i) {

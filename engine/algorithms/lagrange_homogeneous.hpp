@@ -27,22 +27,22 @@
 
 namespace torqued {
 
-// What the functions below bind in Data; their results are in data.homogeneous.
-inline constexpr WorkspaceSet kHomogeneousWorkspaces{Workspace::kHomogeneous};
+// What the functions below bind in Data; their results are in the HomogeneousWorkspace.
+inline constexpr WorkspaceSet kHomogeneousWorkspaces = WorkspaceSet::of<HomogeneousWorkspace>();
 
-// τ = M(q) a + C(q, v) v + g(q), in data.homogeneous->tau.
+// τ = M(q) a + C(q, v) v + g(q), in HomogeneousWorkspace::tau.
 const Eigen::VectorXd& lagrange_homogeneous(const Model& model, Data& data, const ConstVectorRef& q,
                                             const ConstVectorRef& v, const ConstVectorRef& a);
 
-// M(q), full and symmetric, in data.homogeneous->M.
+// M(q), full and symmetric, in HomogeneousWorkspace::M.
 const Eigen::MatrixXd& lagrange_homogeneous_mass_matrix(const Model& model, Data& data,
                                                         const ConstVectorRef& q);
 
-// C(q, v) v without gravity, in data.homogeneous->tau.
+// C(q, v) v without gravity, in HomogeneousWorkspace::tau.
 const Eigen::VectorXd& lagrange_homogeneous_bias(const Model& model, Data& data,
                                                  const ConstVectorRef& q, const ConstVectorRef& v);
 
-// g(q), in data.homogeneous->tau.
+// g(q), in HomogeneousWorkspace::tau.
 const Eigen::VectorXd& lagrange_homogeneous_gravity(const Model& model, Data& data,
                                                     const ConstVectorRef& q);
 

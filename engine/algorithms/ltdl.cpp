@@ -34,7 +34,7 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
   data.bind(model, kLtdlWorkspaces);
   const int nv = model.nv;
   const int* parent = data.dof_parent.data();
-  Eigen::MatrixXd& ltdl = data.mass_factor->ltdl;
+  Eigen::MatrixXd& ltdl = data.workspace<MassFactorWorkspace>().ltdl;
   ltdl.triangularView<Eigen::Upper>() = mass;
   double* h = ltdl.data();
   const auto at = [h, nv](int row, int col) -> double& {
@@ -67,7 +67,7 @@ void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass)
 namespace {
 
 double factor_at(const Data& data, int row, int col) {
-  const Eigen::MatrixXd& ltdl = data.mass_factor->ltdl;
+  const Eigen::MatrixXd& ltdl = data.workspace<MassFactorWorkspace>().ltdl;
   return ltdl.data()[row + static_cast<std::ptrdiff_t>(col) * ltdl.rows()];
 }
 

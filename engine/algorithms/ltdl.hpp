@@ -7,10 +7,10 @@
 namespace torqued {
 
 // What ltdl_factorize() binds in Data.
-inline constexpr WorkspaceSet kLtdlWorkspaces{Workspace::kMassFactor};
+inline constexpr WorkspaceSet kLtdlWorkspaces = WorkspaceSet::of<MassFactorWorkspace>();
 
 // Factors M = Lᵀ D L (L unit lower triangular with L(k, i) ≠ 0 only when DOF i is an ancestor of
-// DOF k) into data.mass_factor->ltdl; `mass` is typically crba()'s and is left unchanged.
+// DOF k) into MassFactorWorkspace::ltdl; `mass` is typically crba()'s and is left unchanged.
 // Throws SingularSystemError (aba.hpp) naming the joint of a non-positive pivot.
 void ltdl_factorize(const Model& model, Data& data, const Eigen::MatrixXd& mass);
 

@@ -41,8 +41,8 @@ int subtree_dof_end(const Model& model, int i) {
 // for the other multi-DOF joints; the 1-DOF case is written out in minverse() below.
 template <int K>
 void backward_rows(const Model& model, Data& data, int i, int e) {
-  const ArticulatedBodyWorkspace& ab = *data.articulated;
-  MassInverseWorkspace& mi = *data.mass_inverse;
+  const ArticulatedBodyWorkspace& ab = data.workspace<ArticulatedBodyWorkspace>();
+  MassInverseWorkspace& mi = data.workspace<MassInverseWorkspace>();
   using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
   const Joint& joint = model.joints[i];
   const int k = joint.nv;
@@ -70,8 +70,8 @@ void backward_rows(const Model& model, Data& data, int i, int e) {
 // `acc` is null when the body has no children to read it.
 template <int K>
 void forward_rows(Data& data, const Joint& joint, int body, const double* parent_acc, double* acc) {
-  const ArticulatedBodyWorkspace& ab = *data.articulated;
-  MassInverseWorkspace& mi = *data.mass_inverse;
+  const ArticulatedBodyWorkspace& ab = data.workspace<ArticulatedBodyWorkspace>();
+  MassInverseWorkspace& mi = data.workspace<MassInverseWorkspace>();
   using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
   const int k = joint.nv;
   const int c = joint.idx_v;
@@ -99,8 +99,8 @@ void forward_rows(Data& data, const Joint& joint, int body, const double* parent
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q) {
   assert(fits(model, data, q));
   data.bind(model, kMinverseWorkspaces);
-  const ArticulatedBodyWorkspace& ab = *data.articulated;
-  MassInverseWorkspace& mi = *data.mass_inverse;
+  const ArticulatedBodyWorkspace& ab = data.workspace<ArticulatedBodyWorkspace>();
+  MassInverseWorkspace& mi = data.workspace<MassInverseWorkspace>();
   const int n = model.nbodies();
   const int nv = model.nv;
   const double* os = data.oS.data();

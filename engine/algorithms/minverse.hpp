@@ -9,10 +9,10 @@ namespace torqued {
 using RowMatrixXd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // What minverse() binds in Data: the articulated-body core's workspace and its own.
-inline constexpr WorkspaceSet kMinverseWorkspaces{Workspace::kArticulatedBody,
-                                                  Workspace::kMassInverse};
+inline constexpr WorkspaceSet kMinverseWorkspaces =
+    WorkspaceSet::of<ArticulatedBodyWorkspace, MassInverseWorkspace>();
 
-// M(q)⁻¹ in data.mass_inverse->Minv, full and symmetric. Also leaves data.oMi current.
+// M(q)⁻¹ in MassInverseWorkspace::Minv, full and symmetric. Also leaves data.oMi current.
 // Throws SingularSystemError (aba.hpp) when a joint moves no inertia, as aba() does.
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q);
 

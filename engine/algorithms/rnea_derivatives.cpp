@@ -85,7 +85,7 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
                                                  std::span<const Force> external_forces) {
   assert(fits(model, data, q, v, a));
   data.bind(model, kRneaDerivativesWorkspaces);
-  RneaDerivativesWorkspace& w = *data.rnea_derivatives;
+  RneaDerivativesWorkspace& w = data.workspace<RneaDerivativesWorkspace>();
   const double* qp = q.data();
   const double* vp = v.data();
   const double* ap = a.data();
@@ -133,7 +133,7 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
 
   double* dq = w.dtau_dq.data();
   double* dv = w.dtau_dv.data();
-  double* m = data.mass_matrix->M.data();
+  double* m = data.workspace<MassMatrixWorkspace>().M.data();
   double* tau = data.tau.data();
   InterruptionPoll poll(data.interruption);
   for (int i = n - 1; i > 0; --i) {

@@ -11,92 +11,56 @@
 // at a time.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
-#include <optional>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "engine/algorithms/interruption.hpp"
 #include "engine/model/model.hpp"
+#include "engine/model/workspace.hpp"
 
 namespace torqued {
 
-// The workspaces of the algorithm families; each algorithm's header names those it binds (e.g.
-// kAbaWorkspaces in aba.hpp).
-enum class Workspace : std::uint8_t {
-  kMassMatrix,       // CRBA: composite inertias and M (nv x nv)
-  kArticulatedBody,  // the articulated-body core (articulated_body.hpp): I^A, p^A, U, D⁻¹
-  kMassInverse,      // M⁻¹ (nv x nv) and its column sweeps
-  kMassFactor,       // the sparse LᵀDL factors of M (nv x nv)
-  kRneaDerivatives,  // ∂τ/∂q, ∂τ/∂q̇ (2 nv x nv) and their composites
-  kAbaDerivatives,   // ∂q̈/∂q, ∂q̈/∂q̇, ∂q̈/∂τ and L⁻¹ (4 nv x nv)
-  kCoriolis,         // C (nv x nv) and its composites
-  kCentroidal,       // centre of mass, its Jacobian, centroidal momentum and its matrix
-  kHomogeneous,      // Legnani's 4x4 matrices and their M (nv x nv)
-  kConstraints,      // constraint Jacobians and the solves of constrained dynamics
-  kClosedChain,      // closed-chain inverse dynamics: the passive DOFs' Gram matrix (nv x nv)
-};
-
-class WorkspaceSet {
- public:
-  constexpr WorkspaceSet() = default;
-  constexpr WorkspaceSet(std::initializer_list<Workspace> workspaces) {
-    for (const Workspace w : workspaces) bits_ |= bit(w);
-  }
-  constexpr WorkspaceSet operator|(WorkspaceSet other) const {
-    WorkspaceSet out;
-    out.bits_ = bits_ | other.bits_;
-    return out;
-  }
-  constexpr bool contains(Workspace w) const { return (bits_ & bit(w)) != 0; }
-
- private:
-  static constexpr std::uint32_t bit(Workspace w) { return 1u << static_cast<int>(w); }
-  std::uint32_t bits_ = 0;
-};
-
-inline constexpr WorkspaceSet kEveryWorkspace{
-    Workspace::kMassMatrix,  Workspace::kArticulatedBody, Workspace::kMassInverse,
-    Workspace::kMassFactor,  Workspace::kRneaDerivatives, Workspace::kAbaDerivatives,
-    Workspace::kCoriolis,    Workspace::kCentroidal,      Workspace::kHomogeneous,
-    Workspace::kConstraints, Workspace::kClosedChain};
-
-// Each workspace is sized by its constructor, reports what it holds (heap_bytes) and what it
-// would hold for a model without being built (bytes), so that a server can refuse work before
-// allocating for it.
+// The workspaces of the algorithm families. Each lists its buffers and their sizes once, in
+// buffers() (workspace.hpp), from which binding, its bytes for a model without building it and
+// the bytes it holds are derived, so that a server can refuse work before allocating for it.
 
 // CRBA (crba.hpp): composite inertias, body frame, and M.
-struct MassMatrixWorkspace {
-  explicit MassMatrixWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct MassMatrixWorkspace : Workspace<MassMatrixWorkspace> {
   std::vector<RigidInertia> Ycrb;
   Eigen::MatrixXd M;
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.Ycrb, n.bodies);
+    buffer(self.M, n.dofs, n.dofs);
+  }
 };
 
 // The articulated-body core (articulated_body.hpp), world frame, per body and per DOF.
-struct ArticulatedBodyWorkspace {
-  explicit ArticulatedBodyWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct ArticulatedBodyWorkspace : Workspace<ArticulatedBodyWorkspace> {
   std::vector<Mat6> Ia;                        // articulated inertia
   std::vector<Force> pa;                       // articulated bias force
   std::vector<Motion> c;                       // velocity-product acceleration v × S q̇
   Eigen::Matrix<double, 6, Eigen::Dynamic> U;  // I^A ⁰S, per DOF column
   std::vector<Mat6> Dinv;                      // (Sᵀ I^A S)⁻¹ of each joint (top-left)
   Eigen::VectorXd u;                           // τ − Sᵀ p^A
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.Ia, n.bodies);
+    buffer(self.pa, n.bodies);
+    buffer(self.c, n.bodies);
+    buffer(self.U, 6, n.dofs);
+    buffer(self.Dinv, n.bodies);
+    buffer(self.u, n.dofs);
+  }
 };
 
 // M⁻¹ (minverse.cpp), upper triangle computed and mirrored. Row-major because both of its passes
 // sweep rows of M⁻¹ from the diagonal rightwards.
-struct MassInverseWorkspace {
-  explicit MassInverseWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct MassInverseWorkspace : Workspace<MassInverseWorkspace> {
   Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> Minv;
   // Backward pass: column j holds the articulated bias force that a unit τ_j induces on the body
   // being processed (6 x nv).
@@ -105,25 +69,27 @@ struct MassInverseWorkspace {
   // matrix per tree depth: a body's matrix is only read by its children, which come before the
   // next body of the same depth in the depth-first order.
   std::vector<Eigen::Matrix<double, 6, Eigen::Dynamic>> acceleration;
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.Minv, n.dofs, n.dofs);
+    buffer(self.bias, 6, n.dofs);
+    buffer(self.acceleration, n.depths, 6, n.dofs);
+  }
 };
 
 // Sparse LᵀDL factorization of M (ltdl.cpp): D on the diagonal and L(k, i) stored at (i, k),
 // above the diagonal, so that both triangular solves walk columns.
-struct MassFactorWorkspace {
-  explicit MassFactorWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct MassFactorWorkspace : Workspace<MassFactorWorkspace> {
   Eigen::MatrixXd ltdl;
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.ltdl, n.dofs, n.dofs);
+  }
 };
 
 // RNEA derivatives (rnea_derivatives.hpp), world frame. Per DOF column k, with λ the parent of
 // k's body and ⁰S_k its world subspace column:
-struct RneaDerivativesWorkspace {
-  explicit RneaDerivativesWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct RneaDerivativesWorkspace : Workspace<RneaDerivativesWorkspace> {
   Eigen::Matrix<double, 6, Eigen::Dynamic> dv_dq;  // ψ_k = v_λ × ⁰S_k
   Eigen::Matrix<double, 6, Eigen::Dynamic> da_dq;  // φ_k = a_λ × ⁰S_k + v_λ × ψ_k
   Eigen::Matrix<double, 6, Eigen::Dynamic> da_dv;  // χ_k = ψ_k + v_i × ⁰S_k
@@ -136,54 +102,70 @@ struct RneaDerivativesWorkspace {
   std::vector<Force> force;
   Eigen::MatrixXd dtau_dq;  // ∂τ/∂q in the tangent space, nv x nv
   Eigen::MatrixXd dtau_dv;  // ∂τ/∂q̇, nv x nv
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.dv_dq, 6, n.dofs);
+    buffer(self.da_dq, 6, n.dofs);
+    buffer(self.da_dv, 6, n.dofs);
+    buffer(self.composite, n.bodies);
+    buffer(self.momentum, n.bodies);
+    buffer(self.coupling, n.bodies);
+    buffer(self.force, n.bodies);
+    buffer(self.dtau_dq, n.dofs, n.dofs);
+    buffer(self.dtau_dv, n.dofs, n.dofs);
+  }
 };
 
 // ABA derivatives (aba_derivatives.hpp).
-struct AbaDerivativesWorkspace {
-  explicit AbaDerivativesWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct AbaDerivativesWorkspace : Workspace<AbaDerivativesWorkspace> {
   Eigen::MatrixXd ddq_dq;    // ∂q̈/∂q in the tangent space, nv x nv
   Eigen::MatrixXd ddq_dv;    // ∂q̈/∂q̇
   Eigen::MatrixXd ddq_dtau;  // ∂q̈/∂τ = M⁻¹, full and symmetric
   // L⁻¹ of the LᵀDL factors, column k on rows k .. dof_subtree_end[k] - 1.
   Eigen::MatrixXd factor_inverse;
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.ddq_dq, n.dofs, n.dofs);
+    buffer(self.ddq_dv, n.dofs, n.dofs);
+    buffer(self.ddq_dtau, n.dofs, n.dofs);
+    buffer(self.factor_inverse, n.dofs, n.dofs);
+  }
 };
 
 // Coriolis matrix (coriolis_matrix.hpp), world frame.
-struct CoriolisWorkspace {
-  explicit CoriolisWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct CoriolisWorkspace : Workspace<CoriolisWorkspace> {
   std::vector<RigidInertia> composite;           // composite inertia of i's subtree
   std::vector<Mat6> coupling;                    // Σ over i's subtree of B(I_h, v_h)
   Eigen::Matrix<double, 6, Eigen::Dynamic> odS;  // 6 x nv, d/dt of the oS columns: v_i × ⁰S
   Eigen::MatrixXd C;                             // nv x nv
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.composite, n.bodies);
+    buffer(self.coupling, n.bodies);
+    buffer(self.odS, 6, n.dofs);
+    buffer(self.C, n.dofs, n.dofs);
+  }
 };
 
 // Centroidal quantities (centroidal.hpp), world axes.
-struct CentroidalWorkspace {
-  explicit CentroidalWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct CentroidalWorkspace : Workspace<CentroidalWorkspace> {
   std::vector<RigidInertia> composite;            // composite inertia of i's subtree
   Vec3 com = Vec3::Zero();                        // centre of mass
   Vec3 vcom = Vec3::Zero();                       // its velocity
   Eigen::Matrix<double, 3, Eigen::Dynamic> Jcom;  // 3 x nv, vcom = Jcom v
   Force hg = Force::Zero();  // linear momentum; angular momentum about the centre of mass
   Eigen::Matrix<double, 6, Eigen::Dynamic> Ag;  // 6 x nv, hg = Ag v ([linear; angular] rows)
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.composite, n.bodies);
+    buffer(self.Jcom, 3, n.dofs);
+    buffer(self.Ag, 6, n.dofs);
+  }
 };
 
 // Homogeneous-matrix Lagrangian (lagrange_homogeneous.hpp), Legnani's 4x4 matrices, all in the
 // world frame (Legnani's subscript (0)).
-struct HomogeneousWorkspace {
-  explicit HomogeneousWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct HomogeneousWorkspace : Workspace<HomogeneousWorkspace> {
   std::vector<Eigen::Matrix4d> oMi;  // position matrix M_{0,i}
   std::vector<Eigen::Matrix4d> W;    // velocity matrix W_{0,i}
   std::vector<Eigen::Matrix4d> H;    // acceleration matrix H_{0,i}
@@ -192,57 +174,156 @@ struct HomogeneousWorkspace {
   std::vector<Eigen::Matrix4d> L;    // per DOF: joint matrix L_{(0)} (nv entries)
   Eigen::VectorXd tau;
   Eigen::MatrixXd M;
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.oMi, n.bodies, Eigen::Matrix4d::Identity().eval());
+    buffer(self.W, n.bodies);
+    buffer(self.H, n.bodies);
+    buffer(self.J, n.bodies);
+    buffer(self.P, n.bodies);
+    buffer(self.L, n.dofs);
+    buffer(self.tau, n.dofs);
+    buffer(self.M, n.dofs, n.dofs);
+  }
 };
 
 // Bilateral constraints (constraint_jacobian.hpp, constrained_dynamics.hpp,
-// closed_chain_inverse_dynamics.hpp). Capacity for `capacity` rows (initially the model's loop
-// closures); a call on m rows uses the leading m rows and columns.
-struct ConstraintWorkspace {
-  explicit ConstraintWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  // Its bytes once reserve_rows(rows) has run.
-  static std::size_t bytes(const Model& model, int rows);
-  std::size_t heap_bytes() const;
-  // Sizes the buffers for `rows` constraint rows (no-op when they already are): only a call with
-  // more rows than any before allocates.
-  void reserve_rows(int rows);
+// closed_chain_inverse_dynamics.hpp), with room for n.constraint_rows rows (initially the model's
+// loop closures'); a call on m rows uses the leading m rows and columns.
+struct ConstraintWorkspace : Workspace<ConstraintWorkspace> {
+  using Workspace::bytes;
+  // Its bytes once reserve_rows(model, rows) has run.
+  static std::size_t bytes(const Model& model, int rows) { return bytes(Extents(model, rows)); }
+  // Room for `rows` constraint rows (no-op when there is): only a call with more rows than any
+  // before allocates.
+  void reserve_rows(const Model& model, int rows) {
+    if (rows > jacobian.rows()) bind(Extents(model, rows));
+  }
 
-  int capacity = -1;
-  Eigen::MatrixXd jacobian;  // K, capacity x nv
+  Eigen::MatrixXd jacobian;  // K, rows x nv
   Eigen::VectorXd bias;      // k, with K q̈ = k
-  Eigen::MatrixXd gain;      // D^-1/2 L⁻ᵀ Kᵀ (nv x capacity), M = Lᵀ D L
+  Eigen::MatrixXd gain;      // D^-1/2 L⁻ᵀ Kᵀ (nv x rows), M = Lᵀ D L
   Eigen::MatrixXd system;    // K M⁻¹ Kᵀ, then its pivoted LDLᵀ factors
-  Eigen::MatrixXd scratch;   // capacity x capacity
+  Eigen::MatrixXd scratch;   // rows x rows
   Eigen::VectorXi permutation;
-  Eigen::VectorXd rhs;        // capacity
-  Eigen::VectorXd work;       // 2 capacity
+  Eigen::VectorXd rhs;        // rows
+  Eigen::VectorXd work;       // 2 rows
   Eigen::VectorXd dof_work;   // nv
   Eigen::VectorXd dof_scale;  // D^-1/2 of the mass matrix's LᵀDL factors, nv
-  // Closed-chain inverse dynamics: the passive and actuated columns of K gathered (capacity x nv).
+  // Closed-chain inverse dynamics: the passive and actuated columns of K gathered (rows x nv).
   Eigen::MatrixXd passive_columns;
   Eigen::MatrixXd actuated_columns;
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    const int rows = n.constraint_rows;
+    buffer(self.jacobian, rows, n.dofs);
+    buffer(self.bias, rows);
+    buffer(self.gain, n.dofs, rows);
+    buffer(self.system, rows, rows);
+    buffer(self.scratch, rows, rows);
+    buffer(self.permutation, rows);
+    buffer(self.rhs, rows);
+    buffer(self.work, 2 * rows);
+    buffer(self.dof_work, n.dofs);
+    buffer(self.dof_scale, n.dofs);
+    buffer(self.passive_columns, rows, n.dofs);
+    buffer(self.actuated_columns, rows, n.dofs);
+  }
 };
 
 // Closed-chain inverse dynamics (closed_chain_inverse_dynamics.hpp): the passive DOFs' Gram
 // matrix K_pᵀ K_p and its factors, nv x nv at most.
-struct ClosedChainWorkspace {
-  explicit ClosedChainWorkspace(const Model& model);
-  static std::size_t bytes(const Model& model);
-  std::size_t heap_bytes() const;
-
+struct ClosedChainWorkspace : Workspace<ClosedChainWorkspace> {
   Eigen::MatrixXd passive_gram;
   Eigen::MatrixXd passive_reduced;  // (K_pᵀ K_p)⁻¹ K_pᵀ K_a
   Eigen::VectorXi passive_permutation;
   Eigen::VectorXd dof_work;   // 2 nv
   Eigen::VectorXi dof_order;  // the passive DOFs, then the actuated ones
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.passive_gram, n.dofs, n.dofs);
+    buffer(self.passive_reduced, n.dofs, n.dofs);
+    buffer(self.passive_permutation, n.dofs);
+    buffer(self.dof_work, 2 * n.dofs);
+    buffer(self.dof_order, n.dofs);
+  }
 };
+
+// Every workspace a Data can bind: the one list Data's storage, binding and byte counts are
+// derived from.
+template <class... Ws>
+struct WorkspaceList {};
+using Workspaces =
+    WorkspaceList<MassMatrixWorkspace, ArticulatedBodyWorkspace, MassInverseWorkspace,
+                  MassFactorWorkspace, RneaDerivativesWorkspace, AbaDerivativesWorkspace,
+                  CoriolisWorkspace, CentroidalWorkspace, HomogeneousWorkspace, ConstraintWorkspace,
+                  ClosedChainWorkspace>;
+
+// A set of workspaces; each algorithm's header names those it binds (e.g. kAbaWorkspaces in
+// aba.hpp).
+class WorkspaceSet {
+ public:
+  constexpr WorkspaceSet() = default;
+  template <class... Ws>
+  static constexpr WorkspaceSet of() {
+    WorkspaceSet set;
+    set.bits_ = (0u | ... | bit<Ws>());
+    return set;
+  }
+  constexpr WorkspaceSet operator|(WorkspaceSet other) const {
+    WorkspaceSet out;
+    out.bits_ = bits_ | other.bits_;
+    return out;
+  }
+  template <class W>
+  constexpr bool contains() const {
+    return (bits_ & bit<W>()) != 0;
+  }
+  constexpr bool contains(WorkspaceSet other) const { return (bits_ & other.bits_) == other.bits_; }
+  constexpr bool operator==(const WorkspaceSet&) const = default;
+
+ private:
+  template <class W, class... Ws>
+  static constexpr int position(WorkspaceList<Ws...>) {
+    int position = 0;
+    const bool listed = ((std::is_same_v<W, Ws> || (++position, false)) || ...);
+    return listed ? position : -1;
+  }
+  template <class W>
+  static constexpr std::uint32_t bit() {
+    constexpr int kPosition = position<W>(Workspaces{});
+    static_assert(kPosition >= 0, "a workspace missing from Workspaces");
+    return 1u << kPosition;
+  }
+
+  std::uint32_t bits_ = 0;
+};
+
+inline constexpr WorkspaceSet kEveryWorkspace = []<class... Ws>(WorkspaceList<Ws...>) {
+  return WorkspaceSet::of<Ws...>();
+}(Workspaces{});
 
 struct Data {
   explicit Data(const Model& model);
 
   // Binds the workspaces of `set` not bound yet, sized for `model`. Every algorithm binds what it
   // needs on entry; a caller that must not allocate later binds ahead of time.
-  void bind(const Model& model, WorkspaceSet set);
+  void bind(const Model& model, WorkspaceSet set) {
+    if (!bound_.contains(set)) bind_missing(model, set);
+  }
+  // The workspaces bound so far.
+  WorkspaceSet bound() const { return bound_; }
+  // Workspace W, once bound.
+  template <class W>
+  W& workspace() {
+    assert(bound_.contains<W>());
+    return std::get<W>(workspaces_);
+  }
+  template <class W>
+  const W& workspace() const {
+    assert(bound_.contains<W>());
+    return std::get<W>(workspaces_);
+  }
 
   // Bytes held on the heap: the shared buffers and every workspace bound so far.
   std::size_t heap_bytes() const;
@@ -252,9 +333,9 @@ struct Data {
   static std::size_t workspace_bytes(const Model& model, WorkspaceSet set);
 
   // The shape of the model this Data was made for (checked by the algorithms in debug builds).
-  int nq;
-  int nv;
-  int nbodies;
+  int nq = 0;
+  int nv = 0;
+  int nbodies = 0;
 
   // Polled by the algorithms whose one call grows faster than the model (the derivatives, the
   // factorizations, M⁻¹: O(n²) and more, up to a second on a chain of 1,000 bodies) about every
@@ -292,18 +373,39 @@ struct Data {
   std::vector<int> dof_parent;
   std::vector<int> dof_subtree_end;
 
-  // The workspaces, empty until bound.
-  std::optional<MassMatrixWorkspace> mass_matrix;
-  std::optional<ArticulatedBodyWorkspace> articulated;
-  std::optional<MassInverseWorkspace> mass_inverse;
-  std::optional<MassFactorWorkspace> mass_factor;
-  std::optional<RneaDerivativesWorkspace> rnea_derivatives;
-  std::optional<AbaDerivativesWorkspace> aba_derivatives;
-  std::optional<CoriolisWorkspace> coriolis;
-  std::optional<CentroidalWorkspace> centroidal;
-  std::optional<HomogeneousWorkspace> homogeneous;
-  std::optional<ConstraintWorkspace> constraints;
-  std::optional<ClosedChainWorkspace> closed_chain;
+  // The shared buffers above, as a workspace lists its own (workspace.hpp).
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.liMi, n.bodies, Transform::Identity());
+    buffer(self.oMi, n.bodies, Transform::Identity());
+    buffer(self.v, n.bodies);
+    buffer(self.a, n.bodies);
+    buffer(self.oMf, n.frames, Transform::Identity());
+    buffer(self.a_gf, n.bodies);
+    buffer(self.f, n.bodies);
+    buffer(self.tau, n.dofs);
+    buffer(self.ddq, n.dofs);
+    buffer(self.oS, 6, n.dofs);
+    buffer(self.ov, n.bodies);
+    buffer(self.oa_gf, n.bodies);
+    buffer(self.J, 6, n.dofs);
+    buffer(self.dof_parent, n.dofs, -1);
+    buffer(self.dof_subtree_end, n.dofs, n.dofs);
+  }
+
+ private:
+  Data() = default;  // no buffers: for workspace_bytes()
+
+  template <class List>
+  struct Tuple;
+  template <class... Ws>
+  struct Tuple<WorkspaceList<Ws...>> {
+    using type = std::tuple<Ws...>;
+  };
+
+  void bind_missing(const Model& model, WorkspaceSet set);
+
+  Tuple<Workspaces>::type workspaces_;
+  WorkspaceSet bound_;
 };
 
 // True when `data` was made for a model of this shape.

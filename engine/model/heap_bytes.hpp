@@ -4,18 +4,26 @@
 
 #include <Eigen/Core>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 namespace torqued {
 
-template <typename T>
-std::size_t heap_bytes(const std::vector<T>& buffer) {
-  return buffer.capacity() * sizeof(T);
-}
-
 template <typename Derived>
 std::size_t heap_bytes(const Eigen::PlainObjectBase<Derived>& buffer) {
   return static_cast<std::size_t>(buffer.size()) * sizeof(typename Derived::Scalar);
+}
+
+// With what its elements hold when they are dynamic Eigen matrices.
+template <typename T>
+std::size_t heap_bytes(const std::vector<T>& buffer) {
+  std::size_t bytes = buffer.capacity() * sizeof(T);
+  if constexpr (std::is_base_of_v<Eigen::PlainObjectBase<T>, T>) {
+    if constexpr (T::SizeAtCompileTime == Eigen::Dynamic) {
+      for (const T& element : buffer) bytes += heap_bytes(element);
+    }
+  }
+  return bytes;
 }
 
 template <typename... Buffers>

@@ -164,7 +164,7 @@ void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRe
           rnea_derivatives(model, ws.data, q, v, row(request.a(), s, model.nv), forces);
       copy_out_matrix(d.dtau_dq, out.d_dq, s);
       copy_out_matrix(d.dtau_dv, out.d_dv, s);
-      copy_out_matrix(ws.data.mass_matrix->M, out.d_du, s);
+      copy_out_matrix(ws.data.workspace<MassMatrixWorkspace>().M, out.d_du, s);
     }
   }
 }
@@ -186,8 +186,8 @@ void centroidal(const Model& model, ModelWorkspace& ws, const v1::CentroidalRequ
     const ConstMap q = row(request.q(), s, model.nq);
     const ConstMap v = row(request.v(), s, model.nv);
     center_of_mass(model, d, q, v);
-    copy_out(d.centroidal->com, out.com, s);
-    copy_out(d.centroidal->vcom, out.com_velocity, s);
+    copy_out(d.workspace<CentroidalWorkspace>().com, out.com, s);
+    copy_out(d.workspace<CentroidalWorkspace>().vcom, out.com_velocity, s);
     copy_out_matrix(center_of_mass_jacobian(model, d, q), out.com_jacobian, s);
     copy_out(centroidal_momentum(model, d, q, v).to_vector(), out.momentum, s);
     copy_out_matrix(centroidal_momentum_matrix(model, d, q), out.momentum_matrix, s);

@@ -1,5 +1,5 @@
-// Tests server/services/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC and
-// algorithm option returns bitwise what a direct engine call returns, for every bundled model,
+// Tests server/services/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC
+// and algorithm option returns bitwise what a direct engine call returns, for every bundled model,
 // with batches split into chunks across workers.
 #include <gtest/gtest.h>
 
@@ -80,7 +80,10 @@ class RpcEquivalenceTest : public ::testing::Test {
     std::vector<std::string> errors;
     for (const auto& entry : server::read_bundled_models(repository_dir(), errors)) {
       server::BuiltModel built;
-      ASSERT_TRUE(server::build_from_request(entry.request, server::model_limits(server::Config{}), built).ok()) << entry.path;
+      ASSERT_TRUE(
+          server::build_from_request(entry.request, server::model_limits(server::Config{}), built)
+              .ok())
+          << entry.path;
       grpc::ClientContext context;
       context.set_deadline(deadline_in(30));
       v1::GetModelRequest request;
@@ -380,15 +383,15 @@ TEST_F(RpcEquivalenceTest, DerivativesOfInverseAndForwardDynamics) {
         if (forward) {
           aba_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), row(u, s, m.nv),
                           forces_of(m, f, s));
-          append_matrix(want_dq, data.aba_derivatives->ddq_dq);
-          append_matrix(want_dv, data.aba_derivatives->ddq_dv);
-          append_matrix(want_du, data.aba_derivatives->ddq_dtau);
+          append_matrix(want_dq, data.workspace<AbaDerivativesWorkspace>().ddq_dq);
+          append_matrix(want_dv, data.workspace<AbaDerivativesWorkspace>().ddq_dv);
+          append_matrix(want_du, data.workspace<AbaDerivativesWorkspace>().ddq_dtau);
         } else {
           rnea_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), row(u, s, m.nv),
                            forces_of(m, f, s));
-          append_matrix(want_dq, data.rnea_derivatives->dtau_dq);
-          append_matrix(want_dv, data.rnea_derivatives->dtau_dv);
-          append_matrix(want_du, data.mass_matrix->M);
+          append_matrix(want_dq, data.workspace<RneaDerivativesWorkspace>().dtau_dq);
+          append_matrix(want_dv, data.workspace<RneaDerivativesWorkspace>().dtau_dv);
+          append_matrix(want_du, data.workspace<MassMatrixWorkspace>().M);
         }
       }
       expect_bitwise_equal(response.d_dq(), want_dq, what + " d/dq");
@@ -422,8 +425,8 @@ TEST_F(RpcEquivalenceTest, CoriolisMatrixAndCentroidal) {
     for (int s = 0; s < kStates; ++s) {
       append_matrix(want_c, coriolis_matrix(m, data, row(q, s, m.nq), row(v, s, m.nv)));
       center_of_mass(m, data, row(q, s, m.nq), row(v, s, m.nv));
-      append(com, data.centroidal->com);
-      append(vcom, data.centroidal->vcom);
+      append(com, data.workspace<CentroidalWorkspace>().com);
+      append(vcom, data.workspace<CentroidalWorkspace>().vcom);
       append_matrix(jcom, center_of_mass_jacobian(m, data, row(q, s, m.nq)));
       append(hg, centroidal_momentum(m, data, row(q, s, m.nq), row(v, s, m.nv)).to_vector());
       append_matrix(ag, centroidal_momentum_matrix(m, data, row(q, s, m.nq)));

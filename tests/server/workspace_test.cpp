@@ -150,7 +150,7 @@ TEST_F(WorkspaceBudgetTest, AWorkspaceWithoutRoomForACallIsReplaced) {
 
   workspace = pool.acquire(entry_, kAbaWorkspaces);
   EXPECT_EQ(pool.idle_count(), 0u);
-  EXPECT_FALSE(workspace->data.aba_derivatives.has_value());
+  EXPECT_FALSE(workspace->data.bound().contains<AbaDerivativesWorkspace>());
   EXPECT_EQ(workspace->heap_bytes_with(model(), kAbaWorkspaces), limit);
 }
 

@@ -90,8 +90,8 @@ TEST_P(CentroidalTree, CenterOfMassIsTheMassWeightedMean) {
     }
     EXPECT_LE(relative_error(center_of_mass(*model_, *data_, s.q), c), kSumTolerance);
     center_of_mass(*model_, *data_, s.q, s.v);
-    EXPECT_LE(relative_error(data_->centroidal->com, c), kSumTolerance);
-    EXPECT_LE(relative_error(data_->centroidal->vcom, c_dot), kSumTolerance);
+    EXPECT_LE(relative_error(data_->workspace<CentroidalWorkspace>().com, c), kSumTolerance);
+    EXPECT_LE(relative_error(data_->workspace<CentroidalWorkspace>().vcom, c_dot), kSumTolerance);
   }
 }
 
@@ -103,19 +103,21 @@ TEST_P(CentroidalTree, VelocityAndJacobianMatchFiniteDifferences) {
     const Vec3 minus = center_of_mass(*model_, *data_, integrate(*model_, s.q, -kStep * s.v));
     const Vec3 difference = (plus - minus) / (2.0 * kStep);
     center_of_mass(*model_, *data_, s.q, s.v);
-    EXPECT_LE(relative_error(data_->centroidal->vcom, difference), kDifferenceTolerance)
+    EXPECT_LE(relative_error(data_->workspace<CentroidalWorkspace>().vcom, difference),
+              kDifferenceTolerance)
         << "state " << k;
 
     const Eigen::MatrixXd jacobian = center_of_mass_jacobian(*model_, *data_, s.q);
     ASSERT_EQ(jacobian.cols(), model_->nv);
-    EXPECT_LE(relative_error(jacobian * s.v, data_->centroidal->vcom), kSumTolerance)
+    EXPECT_LE(relative_error(jacobian * s.v, data_->workspace<CentroidalWorkspace>().vcom),
+              kSumTolerance)
         << "state " << k;
     // Column by column: unit velocities.
     Eigen::MatrixXd columns(3, model_->nv);
     for (int j = 0; j < model_->nv; ++j) {
       const Eigen::VectorXd e = Eigen::VectorXd::Unit(model_->nv, j);
-      // Copies: center_of_mass() returns a reference to data.centroidal->com, which the next call
-      // changes.
+      // Copies: center_of_mass() returns a reference to data.workspace<CentroidalWorkspace>().com,
+      // which the next call changes.
       const Vec3 up = center_of_mass(*model_, *data_, integrate(*model_, s.q, kStep * e));
       const Vec3 down = center_of_mass(*model_, *data_, integrate(*model_, s.q, -kStep * e));
       columns.col(j) = (up - down) / (2.0 * kStep);

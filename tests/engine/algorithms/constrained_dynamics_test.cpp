@@ -140,8 +140,8 @@ Solution solve(const Model& model, Data& data, const Eigen::VectorXd& q, const E
   const int m = constraint_rows(model, constraints);
   Solution s{Eigen::VectorXd(model.nv), Eigen::VectorXd(m), {}, {}};
   constrained_dynamics(model, data, q, v, tau, constraints, gains, s.ddq, s.lambda);
-  s.jacobian = data.constraints->jacobian.topRows(m);
-  s.bias = data.constraints->bias.head(m);
+  s.jacobian = data.workspace<ConstraintWorkspace>().jacobian.topRows(m);
+  s.bias = data.workspace<ConstraintWorkspace>().bias.head(m);
   return s;
 }
 

@@ -105,14 +105,16 @@ void expect_algorithms_agree(const Model& model) {
   EXPECT_LE(relative_error(mass * hybrid_ddq + bias, hybrid_tau), kAgreement) << "hybrid, CRBA";
 
   aba_derivatives(model, data, s.q, s.v, s.tau);
-  EXPECT_LE(relative_error(data.aba_derivatives->ddq_dtau, inverse), kAgreement)
+  EXPECT_LE(relative_error(data.workspace<AbaDerivativesWorkspace>().ddq_dtau, inverse), kAgreement)
       << "dABA/dtau, M^-1";
   // At q̈ = ABA(τ) the identity M ∂q̈/∂(q, v) = −∂τ/∂(q, v) holds with the RNEA derivatives
   // taken there, which aba_derivatives leaves in data.
-  EXPECT_LE(relative_error(mass * data.aba_derivatives->ddq_dq, -data.rnea_derivatives->dtau_dq),
+  EXPECT_LE(relative_error(mass * data.workspace<AbaDerivativesWorkspace>().ddq_dq,
+                           -data.workspace<RneaDerivativesWorkspace>().dtau_dq),
             kAgreement)
       << "dABA/dq, dRNEA/dq";
-  EXPECT_LE(relative_error(mass * data.aba_derivatives->ddq_dv, -data.rnea_derivatives->dtau_dv),
+  EXPECT_LE(relative_error(mass * data.workspace<AbaDerivativesWorkspace>().ddq_dv,
+                           -data.workspace<RneaDerivativesWorkspace>().dtau_dv),
             kAgreement)
       << "dABA/dv, dRNEA/dv";
 }

@@ -123,11 +123,14 @@ TEST_P(GoldenDerivativesTest, RneaDerivatives) {
     SCOPED_TRACE("state " + std::to_string(st.at("index").get<int>()));
     rnea_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_),
                      ours(st.at("v"), v_of_golden_), ours(st.at("a"), v_of_golden_));
-    const double e_dq = relative_error(golden_layout(data_->rnea_derivatives->dtau_dq),
-                                       to_matrix(st.at("drnea_dq")));
-    const double e_dv = relative_error(golden_layout(data_->rnea_derivatives->dtau_dv),
-                                       to_matrix(st.at("drnea_dv")));
-    const double e_m = relative_error(golden_layout(data_->mass_matrix->M), to_matrix(st.at("M")));
+    const double e_dq =
+        relative_error(golden_layout(data_->workspace<RneaDerivativesWorkspace>().dtau_dq),
+                       to_matrix(st.at("drnea_dq")));
+    const double e_dv =
+        relative_error(golden_layout(data_->workspace<RneaDerivativesWorkspace>().dtau_dv),
+                       to_matrix(st.at("drnea_dv")));
+    const double e_m = relative_error(golden_layout(data_->workspace<MassMatrixWorkspace>().M),
+                                      to_matrix(st.at("M")));
     const double e_tau =
         relative_error(golden_layout(data_->tau.transpose()), to_matrix(st.at("rnea")).transpose());
     EXPECT_LE(e_dq, kGoldenTol) << "drnea_dq";
@@ -149,11 +152,14 @@ TEST_P(GoldenDerivativesTest, AbaDerivatives) {
     aba_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_), ours(st.at("v"), v_of_golden_),
                     ours(st.at("tau"), v_of_golden_));
     const double e_dq =
-        relative_error(golden_layout(data_->aba_derivatives->ddq_dq), to_matrix(st.at("daba_dq")));
+        relative_error(golden_layout(data_->workspace<AbaDerivativesWorkspace>().ddq_dq),
+                       to_matrix(st.at("daba_dq")));
     const double e_dv =
-        relative_error(golden_layout(data_->aba_derivatives->ddq_dv), to_matrix(st.at("daba_dv")));
+        relative_error(golden_layout(data_->workspace<AbaDerivativesWorkspace>().ddq_dv),
+                       to_matrix(st.at("daba_dv")));
     const double e_minv =
-        relative_error(golden_layout(data_->aba_derivatives->ddq_dtau), to_matrix(st.at("Minv")));
+        relative_error(golden_layout(data_->workspace<AbaDerivativesWorkspace>().ddq_dtau),
+                       to_matrix(st.at("Minv")));
     const double e_ddq =
         relative_error(golden_layout(data_->ddq.transpose()), to_matrix(st.at("aba")).transpose());
     EXPECT_LE(e_dq, kGoldenTol) << "daba_dq";
@@ -265,10 +271,10 @@ TEST_P(RandomTreeDerivativesTest, RneaDerivativesMatchFiniteDifferences) {
     return rnea(model(), scratch, s.q, v, s.a, s.f_ext);
   };
   rnea_derivatives(model(), *data_, s.q, s.v, s.a, s.f_ext);
-  const double e_dq =
-      relative_error(data_->rnea_derivatives->dtau_dq, finite_difference_q(model(), s.q, tau_of_q));
-  const double e_dv =
-      relative_error(data_->rnea_derivatives->dtau_dv, finite_difference_v(model(), s.v, tau_of_v));
+  const double e_dq = relative_error(data_->workspace<RneaDerivativesWorkspace>().dtau_dq,
+                                     finite_difference_q(model(), s.q, tau_of_q));
+  const double e_dv = relative_error(data_->workspace<RneaDerivativesWorkspace>().dtau_dv,
+                                     finite_difference_v(model(), s.v, tau_of_v));
   EXPECT_LE(e_dq, kFiniteDifferenceTol);
   EXPECT_LE(e_dv, kFiniteDifferenceTol);
   std::printf("[ errors   ] nv %d: dtau_dq %.2e, dtau_dv %.2e\n", model().nv, e_dq, e_dv);
@@ -284,10 +290,10 @@ TEST_P(RandomTreeDerivativesTest, AbaDerivativesMatchFiniteDifferences) {
     return aba(model(), scratch, s.q, v, s.tau, s.f_ext);
   };
   aba_derivatives(model(), *data_, s.q, s.v, s.tau, s.f_ext);
-  const double e_dq =
-      relative_error(data_->aba_derivatives->ddq_dq, finite_difference_q(model(), s.q, ddq_of_q));
-  const double e_dv =
-      relative_error(data_->aba_derivatives->ddq_dv, finite_difference_v(model(), s.v, ddq_of_v));
+  const double e_dq = relative_error(data_->workspace<AbaDerivativesWorkspace>().ddq_dq,
+                                     finite_difference_q(model(), s.q, ddq_of_q));
+  const double e_dv = relative_error(data_->workspace<AbaDerivativesWorkspace>().ddq_dv,
+                                     finite_difference_v(model(), s.v, ddq_of_v));
   EXPECT_LE(e_dq, kFiniteDifferenceTol);
   EXPECT_LE(e_dv, kFiniteDifferenceTol);
   std::printf("[ errors   ] nv %d: ddq_dq %.2e, ddq_dv %.2e\n", model().nv, e_dq, e_dv);
@@ -302,13 +308,14 @@ TEST_P(RandomTreeDerivativesTest, ByProductsMatchRneaCrbaAndAba) {
   rnea_derivatives(model(), *data_, s.q, s.v, s.a, s.f_ext);
   EXPECT_LE(relative_error(data_->tau, rnea(model(), other, s.q, s.v, s.a, s.f_ext)), 1e-11);
   const Eigen::MatrixXd mass = crba(model(), other, s.q);
-  EXPECT_LE(relative_error(data_->mass_matrix->M, mass), 1e-11) << "∂τ/∂q̈ = M";
+  EXPECT_LE(relative_error(data_->workspace<MassMatrixWorkspace>().M, mass), 1e-11) << "∂τ/∂q̈ = M";
 
   aba_derivatives(model(), *data_, s.q, s.v, s.tau, s.f_ext);
   EXPECT_LE(relative_error(data_->ddq, aba(model(), other, s.q, s.v, s.tau, s.f_ext)), 1e-9);
-  EXPECT_LE(relative_error(data_->aba_derivatives->ddq_dtau, mass.inverse()), 1e-9)
+  EXPECT_LE(relative_error(data_->workspace<AbaDerivativesWorkspace>().ddq_dtau, mass.inverse()),
+            1e-9)
       << "∂q̈/∂τ = M⁻¹";
-  EXPECT_LE(relative_error(data_->aba_derivatives->ddq_dtau * mass,
+  EXPECT_LE(relative_error(data_->workspace<AbaDerivativesWorkspace>().ddq_dtau * mass,
                            Eigen::MatrixXd::Identity(model().nv, model().nv)),
             1e-9);
 }

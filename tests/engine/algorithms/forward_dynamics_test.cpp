@@ -200,7 +200,7 @@ TEST_P(RandomTreeTest, SparseLtdlFactorsAndSolves) {
   const Eigen::MatrixXd mass = crba(model(), *data_, s.q);
   const double kappa = condition(mass);
   ltdl_factorize(model(), *data_, mass);
-  const Eigen::MatrixXd packed = data_->mass_factor->ltdl;
+  const Eigen::MatrixXd packed = data_->workspace<MassFactorWorkspace>().ltdl;
   Eigen::MatrixXd l = packed.triangularView<Eigen::StrictlyUpper>().transpose();
   l.diagonal().setOnes();
   const Eigen::MatrixXd rebuilt = l.transpose() * packed.diagonal().asDiagonal() * l;

@@ -333,13 +333,14 @@ TEST_P(GoldenTest, ConstrainedDynamics) {
     Eigen::VectorXd ddq(model().nv), lambda(m);
     constrained_dynamics(model(), *data_, q, v, tau, constraints, BaumgarteGains{}, ddq, lambda);
 
-    const Eigen::MatrixXd jacobian = data_->constraints->jacobian.topRows(m);
+    const Eigen::MatrixXd jacobian = data_->workspace<ConstraintWorkspace>().jacobian.topRows(m);
     Eigen::MatrixXd jacobian_golden_order(m, model().nv);
     for (int k = 0; k < model().nv; ++k) {
       jacobian_golden_order.col(k) = jacobian.col(case_->v_of_golden[k]);
     }
     EXPECT_LE(relative(jacobian_golden_order, to_matrix(result.at("J"))), kConstrainedTol);
-    EXPECT_LE(relative(-data_->constraints->bias.head(m), to_vector(result.at("gamma"))),
+    EXPECT_LE(relative(-data_->workspace<ConstraintWorkspace>().bias.head(m),
+                       to_vector(result.at("gamma"))),
               kConstrainedTol);
     EXPECT_LE(relative(case_->v_to_golden(ddq), to_vector(result.at("qdd"))), kConstrainedTol);
     EXPECT_LE(relative(lambda, to_vector(result.at("lambda"))), kConstrainedTol);

@@ -365,7 +365,9 @@ class NoAllocationTest : public ::testing::Test {
     for (const Step& step : steps) {
       Data bound(model);
       bound.bind(model, step.binds);
-      if (bound.constraints) bound.constraints->reserve_rows(rows);
+      if (bound.bound().contains<ConstraintWorkspace>()) {
+        bound.workspace<ConstraintWorkspace>().reserve_rows(model, rows);
+      }
       for (Data* d : {&bound, &data}) {
         const Counts c = allocations_during([&] { step.run(*d); });
         const char* which = d == &bound ? " (its workspaces bound ahead)" : " (after every step)";

@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <typeinfo>
 
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/kinematics.hpp"
@@ -22,12 +23,6 @@
 
 namespace torqued {
 namespace {
-
-constexpr Workspace kWorkspaces[] = {
-    Workspace::kMassMatrix,  Workspace::kArticulatedBody, Workspace::kMassInverse,
-    Workspace::kMassFactor,  Workspace::kRneaDerivatives, Workspace::kAbaDerivatives,
-    Workspace::kCoriolis,    Workspace::kCentroidal,      Workspace::kHomogeneous,
-    Workspace::kConstraints, Workspace::kClosedChain};
 
 LinkSpec box_link(const std::string& name) {
   LinkSpec link;
@@ -63,17 +58,23 @@ ModelSpec humanoid_spec(int limbs = 4, int links_per_limb = 8) {
   return spec;
 }
 
+template <class W>
+void expect_workspace_bytes_match_heap(const Model& model, std::size_t shared) {
+  SCOPED_TRACE(typeid(W).name());
+  const WorkspaceSet set = WorkspaceSet::of<W>();
+  Data data(model);
+  EXPECT_EQ(data.heap_bytes_with(model, set), Data::workspace_bytes(model, set));
+  data.bind(model, set);
+  EXPECT_EQ(data.heap_bytes(), Data::workspace_bytes(model, set));
+  EXPECT_GT(data.heap_bytes(), shared);
+}
+
 void expect_bytes_match_heap(const Model& model) {
   const std::size_t shared = Data::workspace_bytes(model, {});
   EXPECT_EQ(Data(model).heap_bytes(), shared);
-  for (const Workspace w : kWorkspaces) {
-    SCOPED_TRACE("workspace " + std::to_string(static_cast<int>(w)));
-    Data data(model);
-    EXPECT_EQ(data.heap_bytes_with(model, {w}), Data::workspace_bytes(model, {w}));
-    data.bind(model, {w});
-    EXPECT_EQ(data.heap_bytes(), Data::workspace_bytes(model, {w}));
-    EXPECT_GT(data.heap_bytes(), shared);
-  }
+  [&]<class... Ws>(WorkspaceList<Ws...>) {
+    (expect_workspace_bytes_match_heap<Ws>(model, shared), ...);
+  }(Workspaces{});
   Data every(model);
   every.bind(model, kEveryWorkspace);
   EXPECT_EQ(every.heap_bytes(), Data::workspace_bytes(model, kEveryWorkspace));
@@ -97,11 +98,11 @@ TEST(DataTest, BindingTwiceKeepsTheBoundWorkspace) {
   const ModelPtr model = build_model(humanoid_spec());
   Data data(*model);
   data.bind(*model, kAbaWorkspaces);
-  const Mat6* inertias = data.articulated->Ia.data();
-  data.bind(*model, kAbaWorkspaces | WorkspaceSet{Workspace::kCentroidal});
-  EXPECT_EQ(data.articulated->Ia.data(), inertias);
-  EXPECT_TRUE(data.centroidal.has_value());
-  EXPECT_FALSE(data.mass_matrix.has_value());
+  const Mat6* inertias = data.workspace<ArticulatedBodyWorkspace>().Ia.data();
+  data.bind(*model, kAbaWorkspaces | WorkspaceSet::of<CentroidalWorkspace>());
+  EXPECT_EQ(data.workspace<ArticulatedBodyWorkspace>().Ia.data(), inertias);
+  EXPECT_TRUE(data.bound().contains<CentroidalWorkspace>());
+  EXPECT_FALSE(data.bound().contains<MassMatrixWorkspace>());
 }
 
 // RNEA on a fresh Data binds nothing: every workspace stays empty and the bytes are the shared
@@ -112,9 +113,7 @@ void expect_inverse_dynamics_binds_nothing(const Model& model) {
   const Eigen::VectorXd q = random_configuration(model, rng);
   const Eigen::VectorXd v = Eigen::VectorXd::Constant(model.nv, 0.3);
   rnea(model, data, q, v, v);
-  EXPECT_FALSE(data.mass_matrix || data.articulated || data.mass_inverse || data.mass_factor ||
-               data.rnea_derivatives || data.aba_derivatives || data.coriolis || data.centroidal ||
-               data.homogeneous || data.constraints || data.closed_chain);
+  EXPECT_EQ(data.bound(), WorkspaceSet{});
   EXPECT_EQ(data.heap_bytes(), Data::workspace_bytes(model, {}));
 }
 
