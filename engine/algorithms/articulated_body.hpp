@@ -129,47 +129,79 @@ void load_body(const Model& model, Data& data, int i, const double* q, const dou
   if (!external_forces.empty()) w.pa[i] -= oMi.act(external_forces[i]);
 }
 
-// Multi-DOF joints go through blocks of K force-given columns: K = 6 for free-flyers, whose fixed
-// sizes the compiler unrolls, Eigen::Dynamic (at most 6) for the others. with_column_count()
-// calls step(std::integral_constant<int, K>) with the K for `count` columns.
+// Each pass is written once, for the K force-given columns of a joint, with K known to the
+// compiler for the common cases: 1 (revolute, prismatic, helical: the blocks are 6-vectors and the
+// pivot a scalar), 6 (free-flyers) and 0 (fixed joints, and joints whose every acceleration is
+// given: S_f is empty); Eigen::Dynamic, at most 6, for the others. with_column_count() calls
+// step(std::integral_constant<int, K>) with the K for `count` columns.
 template <class Step>
 void with_column_count(int count, Step&& step) {
-  if (count == 6) {
-    step(std::integral_constant<int, 6>{});
-  } else {
-    step(std::integral_constant<int, Eigen::Dynamic>{});
+  switch (count) {
+    case 0:
+      step(std::integral_constant<int, 0>{});
+      break;
+    case 1:
+      step(std::integral_constant<int, 1>{});
+      break;
+    case 6:
+      step(std::integral_constant<int, 6>{});
+      break;
+    default:
+      step(std::integral_constant<int, Eigen::Dynamic>{});
   }
 }
 template <int K>
-using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
+inline constexpr int kMaxColumns = K == Eigen::Dynamic ? 6 : K;
 template <int K>
-using Square = Eigen::Matrix<double, K, K, 0, 6, 6>;
+using Columns = Eigen::Matrix<double, 6, K, 0, 6, kMaxColumns<K>>;
 template <int K>
-using Entries = Eigen::Matrix<double, K, 1, 0, 6, 1>;
+using Square = Eigen::Matrix<double, K, K, 0, kMaxColumns<K>, kMaxColumns<K>>;
+template <int K>
+using Entries = Eigen::Matrix<double, K, 1, 0, kMaxColumns<K>, 1>;
 
-// The force-given world columns S_f of joint i, gathered.
+// The force-given columns of a joint out of a 6 x nv matrix (data.oS, the workspace's U), and
+// back, each through a map of its 6 doubles: Eigen sizes a column of a matrix without columns as
+// empty, so .col(r) would not compile for K = 0.
 template <int K>
-Columns<K> gather(const Data& data, const Joint& joint, const ForceColumns& f) {
+Columns<K> gather(const Eigen::Matrix<double, 6, Eigen::Dynamic>& all, const Joint& joint,
+                  const ForceColumns& f) {
   Columns<K> out(6, f.count);
-  for (int r = 0; r < f.count; ++r) out.col(r) = data.oS.col(joint.idx_v + f.offset[r]);
+  for (int r = 0; r < out.cols(); ++r) {
+    Vec6::Map(out.data() + 6 * r) = all.col(joint.idx_v + f.offset[r]);
+  }
   return out;
 }
 
+template <int K>
+void scatter(const Columns<K>& columns, const Joint& joint, const ForceColumns& f,
+             Eigen::Matrix<double, 6, Eigen::Dynamic>& all) {
+  for (int r = 0; r < columns.cols(); ++r) {
+    all.col(joint.idx_v + f.offset[r]) = Vec6::Map(columns.data() + 6 * r);
+  }
+}
+
 // D⁻¹ for a pivot D = Sᵀ U (K x K, U = I^A S), or SingularSystemError naming the joint when D
-// is not positive definite.
+// is not positive definite: the reciprocal of one column's, the Cholesky factors' inverse of more.
 template <int K>
 Square<K> invert_pivot(const Model& model, int body, const Columns<K>& s, const Columns<K>& u,
                        const Mat6& articulated) {
   const int k = static_cast<int>(s.cols());
   Square<K> d(k, k);
   d.noalias() = s.transpose() * u;
-  const Eigen::LLT<Square<K>> llt(d);
-  if (llt.info() != Eigen::Success) throw_singular(model, body);
-  const double smallest = llt.matrixLLT().diagonal().minCoeff();
-  if (is_degenerate(smallest * smallest, articulated)) throw_singular(model, body);
-  Square<K> d_inv = Square<K>::Identity(k, k);
-  llt.solveInPlace(d_inv);
-  return d_inv;
+  if constexpr (K == 0) {
+    return d;
+  } else if constexpr (K == 1) {
+    if (is_degenerate(d(0, 0), articulated)) throw_singular(model, body);
+    return Square<1>(1.0 / d(0, 0));
+  } else {
+    const Eigen::LLT<Square<K>> llt(d);
+    if (llt.info() != Eigen::Success) throw_singular(model, body);
+    const double smallest = llt.matrixLLT().diagonal().minCoeff();
+    if (is_degenerate(smallest * smallest, articulated)) throw_singular(model, body);
+    Square<K> d_inv = Square<K>::Identity(k, k);
+    llt.solveInPlace(d_inv);
+    return d_inv;
+  }
 }
 
 template <int K>
@@ -178,12 +210,12 @@ void eliminate_columns(const Model& model, Data& data, int i, const ForceColumns
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
   const Mat6& ia = w.Ia[i];
-  const Columns<K> s = gather<K>(data, joint, f);
+  const Columns<K> s = gather<K>(data.oS, joint, f);
   Columns<K> u(6, f.count);
   u.noalias() = ia * s;
   const Square<K> d_inv = invert_pivot<K>(model, i, s, u, ia);
-  w.Dinv[i].topLeftCorner(f.count, f.count) = d_inv;
-  for (int r = 0; r < f.count; ++r) w.U.col(joint.idx_v + f.offset[r]) = u.col(r);
+  w.Dinv[i].template topLeftCorner<K, K>(f.count, f.count) = d_inv;
+  scatter<K>(u, joint, f, w.U);
   if (parent > 0) {
     Columns<K> u_dinv(6, f.count);
     u_dinv.noalias() = u * d_inv;
@@ -199,23 +231,17 @@ void propagate_bias_columns(const Model& model, Data& data, int i, const ForceCo
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
   const Vec6 pa = w.pa[i].to_vector();
-  const Columns<K> s = gather<K>(data, joint, f);
-  Columns<K> u_f(6, f.count);
   Entries<K> u(f.count);
-  for (int r = 0; r < f.count; ++r) {
-    const int dof = joint.idx_v + f.offset[r];
-    u_f.col(r) = w.U.col(dof);
-    u[r] = mask.force(dof);
-  }
-  u.noalias() -= s.transpose() * pa;
-  for (int r = 0; r < f.count; ++r) w.u[joint.idx_v + f.offset[r]] = u[r];
+  for (int r = 0; r < u.size(); ++r) u[r] = mask.force(joint.idx_v + f.offset[r]);
+  u.noalias() -= gather<K>(data.oS, joint, f).transpose() * pa;
+  for (int r = 0; r < u.size(); ++r) w.u[joint.idx_v + f.offset[r]] = u[r];
   if (parent > 0) {
     const Vec6 c = w.c[i].to_vector();
+    const Columns<K> u_f = gather<K>(w.U, joint, f);
     Entries<K> rhs = u;
     rhs.noalias() -= u_f.transpose() * c;
-    const Square<K> d_inv = w.Dinv[i].topLeftCorner(f.count, f.count);
     Entries<K> gain(f.count);
-    gain.noalias() = d_inv * rhs;
+    gain.noalias() = w.Dinv[i].template topLeftCorner<K, K>(f.count, f.count) * rhs;
     Vec6 pa_parent = pa;
     pa_parent.noalias() += w.Ia[i] * c;
     pa_parent.noalias() += u_f * gain;
@@ -226,20 +252,16 @@ void propagate_bias_columns(const Model& model, Data& data, int i, const ForceCo
 template <int K, class Mask>
 void accelerate_columns(const Model& model, Data& data, int i, const ForceColumns& f,
                         const Mask& mask) {
-  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
+  const ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   Motion& acc = data.oa_gf[i];
-  const Vec6 acc_vec = acc.to_vector();
   Entries<K> rhs(f.count);
-  for (int r = 0; r < f.count; ++r) {
-    const int dof = joint.idx_v + f.offset[r];
-    rhs[r] = w.u[dof] - w.U.col(dof).dot(acc_vec);
-  }
-  const Square<K> d_inv = w.Dinv[i].topLeftCorner(f.count, f.count);
+  for (int r = 0; r < rhs.size(); ++r) rhs[r] = w.u[joint.idx_v + f.offset[r]];
+  rhs.noalias() -= gather<K>(w.U, joint, f).transpose() * acc.to_vector();
   Entries<K> qdd(f.count);
-  qdd.noalias() = d_inv * rhs;
+  qdd.noalias() = w.Dinv[i].template topLeftCorner<K, K>(f.count, f.count) * rhs;
   const double* s = data.oS.data() + 6 * joint.idx_v;
-  for (int r = 0; r < f.count; ++r) {
+  for (int r = 0; r < qdd.size(); ++r) {
     const int dof = joint.idx_v + f.offset[r];
     data.ddq[dof] = qdd[r];
     if constexpr (!Mask::kEveryForceGiven) data.tau[dof] = mask.force(dof);
@@ -251,61 +273,16 @@ void accelerate_columns(const Model& model, Data& data, int i, const ForceColumn
 // (top-left of its Dinv[i]) and the articulated inertia body i hands its parent.
 template <class Mask>
 void eliminate(const Model& model, Data& data, int i, const Mask& mask) {
-  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
-  const Joint& joint = model.joints[i];
-  const int parent = model.parent[i];
-  const Mat6& ia = w.Ia[i];
-  if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
-    auto u = w.U.col(joint.idx_v);
-    const auto s = data.oS.col(joint.idx_v);
-    u.noalias() = ia * s;
-    const double d = s.dot(u);
-    if (is_degenerate(d, ia)) throw_singular(model, i);
-    const double inv_d = 1.0 / d;
-    w.Dinv[i](0, 0) = inv_d;
-    if (parent > 0) {
-      const Vec6 uc = u;
-      w.Ia[parent] += ia;
-      w.Ia[parent].noalias() -= (inv_d * uc) * uc.transpose();
-    }
-    return;
-  }
-  const ForceColumns f = force_columns(joint, mask);
-  if (f.count > 0) {
-    with_column_count(f.count, [&](auto k) { eliminate_columns<k()>(model, data, i, f); });
-  } else if (parent > 0) {
-    w.Ia[parent] += ia;
-  }
+  const ForceColumns f = force_columns(model.joints[i], mask);
+  with_column_count(f.count, [&](auto k) { eliminate_columns<k()>(model, data, i, f); });
 }
 
 // Pass 2, the bias half, after eliminate(i): u (at the force-given DOFs) and the bias
 // force body i hands its parent.
 template <class Mask>
 void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
-  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
-  const Joint& joint = model.joints[i];
-  const int parent = model.parent[i];
-  const Mat6& ia = w.Ia[i];
-  const Vec6 pa = w.pa[i].to_vector();
-  const Vec6 c = w.c[i].to_vector();
-  if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
-    const int dof = joint.idx_v;
-    const double u = mask.force(dof) - data.oS.col(dof).dot(pa);
-    w.u[dof] = u;
-    if (parent > 0) {
-      const Vec6 uc = w.U.col(dof);
-      const double gain = w.Dinv[i](0, 0) * (u - uc.dot(c));
-      w.pa[parent] += Force::FromVector(pa + ia * c + uc * gain);
-    }
-    return;
-  }
-  const ForceColumns f = force_columns(joint, mask);
-  if (f.count > 0) {
-    with_column_count(f.count,
-                      [&](auto k) { propagate_bias_columns<k()>(model, data, i, f, mask); });
-  } else if (parent > 0) {
-    w.pa[parent] += Force::FromVector(pa + ia * c);
-  }
+  const ForceColumns f = force_columns(model.joints[i], mask);
+  with_column_count(f.count, [&](auto k) { propagate_bias_columns<k()>(model, data, i, f, mask); });
 }
 
 // Pass 3: body i's acceleration in data.oa_gf[i] from its parent's (data.oa_gf[0] must hold the
@@ -313,32 +290,21 @@ void propagate_bias(const Model& model, Data& data, int i, const Mask& mask) {
 // alongside, so that data.ddq and data.tau are complete).
 template <class Mask>
 void accelerate(const Model& model, Data& data, int i, const Mask& mask) {
-  ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
+  const ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   Motion& acc = data.oa_gf[i];
   acc = data.oa_gf[model.parent[i]] + w.c[i];
-  const double* s = data.oS.data() + 6 * joint.idx_v;
-  double* ddq = data.ddq.data();
-  if (joint.nv == 1 && (Mask::kEveryForceGiven || mask.force_given(joint.idx_v))) {
-    const int dof = joint.idx_v;
-    const double qdd = w.Dinv[i](0, 0) * (w.u[dof] - w.U.col(dof).dot(acc.to_vector()));
-    ddq[dof] = qdd;
-    if constexpr (!Mask::kEveryForceGiven) data.tau[dof] = mask.force(dof);
-    acc += motion_at(s) * qdd;
-    return;
-  }
   const ForceColumns f = force_columns(joint, mask);
-  if (f.count > 0) {
-    with_column_count(f.count, [&](auto k) { accelerate_columns<k()>(model, data, i, f, mask); });
-  }
+  with_column_count(f.count, [&](auto k) { accelerate_columns<k()>(model, data, i, f, mask); });
   if constexpr (!Mask::kEveryForceGiven) {
     if (f.count == joint.nv) return;
     // τ_a = S_aᵀ (I^A_i a_i + p^A_i), the force the driven DOFs transmit (7.38).
     const Force force = w.Ia[i] * acc + w.pa[i];
+    const double* s = data.oS.data() + 6 * joint.idx_v;
     for (int k = 0; k < joint.nv; ++k) {
       const int dof = joint.idx_v + k;
       if (mask.force_given(dof)) continue;
-      ddq[dof] = mask.acceleration(dof);
+      data.ddq[dof] = mask.acceleration(dof);
       data.tau[dof] = motion_at(s + 6 * k).dot(force);
     }
   }
