@@ -15,7 +15,8 @@
 // B[:, j] is the articulated bias force and A[:, j] the body acceleration a unit τ_j produces.
 // Columns of B for different subtrees never overlap, so one 6 x nv matrix serves every body.
 // Passes 1 and the Riccati half of 2 are the articulated-body core's (articulated_body.hpp);
-// what is M⁻¹'s own is sweeping all nv right-hand sides through its bias and acceleration halves.
+// what is M⁻¹'s own is sweeping all nv right-hand sides through its bias and acceleration halves,
+// written once for the K rows of a joint as the core's passes are (K = 1 for most joints).
 #include "engine/algorithms/minverse.hpp"
 
 #include <cassert>
@@ -26,62 +27,55 @@ namespace torqued {
 
 namespace {
 
-inline double dot6(const double* x, const double* y) {
-  return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5];
-}
-
 // One past the last DOF of body i's subtree: subtrees are contiguous in the DOF order.
 int subtree_dof_end(const Model& model, int i) {
   const int end = model.subtree_end[i];
   return end < model.nbodies() ? model.joints[end].idx_v : model.nv;
 }
 
-// Rows of body i's joint for the columns of its subtree, and B, once eliminate() has left U and
-// D⁻¹. K = 6 for free-flyers, whose fixed sizes the compiler unrolls; Eigen::Dynamic up to 6
-// for the other multi-DOF joints; the 1-DOF case is written out in minverse() below.
+// Pass 2 for body i's K = nv_i rows, once eliminate() has left U_i and D_i⁻¹: its rows for the
+// columns of its subtree (DOFs c .. e − 1), zero beyond, and B_λ.
 template <int K>
 void backward_rows(const Model& model, Data& data, int i, int e) {
   const ArticulatedBodyWorkspace& ab = data.workspace<ArticulatedBodyWorkspace>();
   MassInverseWorkspace& mi = data.workspace<MassInverseWorkspace>();
-  using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
   const Joint& joint = model.joints[i];
   const int k = joint.nv;
   const int c = joint.idx_v;
-  const Columns s = data.oS.middleCols(c, k);
-  const Columns u = ab.U.middleCols(c, k);
-  const Eigen::Matrix<double, K, K, 0, 6, 6> d_inv = ab.Dinv[i].topLeftCorner(k, k);
-  auto rows = mi.Minv.middleRows(c, k);
-  rows.middleCols(c, k) = d_inv;
-  Columns s_dinv(6, k);
+  const bool has_parent = model.parent[i] > 0;
+  const articulated::Columns<K> s = data.oS.middleCols<K>(c, k);
+  const articulated::Columns<K> u = ab.U.middleCols<K>(c, k);
+  const articulated::Square<K> d_inv = ab.Dinv[i].template topLeftCorner<K, K>(k, k);
+  articulated::Columns<K> s_dinv(6, k);
   s_dinv.noalias() = s * d_inv;
+  auto rows = mi.Minv.middleRows<K>(c, k);
+  rows.template middleCols<K>(c, k) = d_inv;
+  if (has_parent) mi.bias.middleCols<K>(c, k).noalias() = u * d_inv;
   for (int j = c + k; j < e; ++j) {
-    rows.col(j).noalias() = -(s_dinv.transpose() * mi.bias.col(j));
+    auto b = mi.bias.col(j);
+    articulated::Entries<K> x(k);
+    x.noalias() = -(s_dinv.transpose() * b);
+    rows.col(j) = x;
+    if (has_parent) b.noalias() += u * x;
   }
   rows.rightCols(model.nv - e).setZero();
-  if (model.parent[i] > 0) {
-    mi.bias.middleCols(c, k).noalias() = u * d_inv;
-    for (int j = c + k; j < e; ++j) {
-      const Eigen::Matrix<double, K, 1, 0, 6, 1> x = rows.col(j);
-      mi.bias.col(j).noalias() += u * x;
-    }
-  }
 }
 
-// `acc` is null when the body has no children to read it.
+// Pass 3 for body i's K = nv_i rows, from A_λ (null at the root) into A_i (null when the body has
+// no children to read it).
 template <int K>
 void forward_rows(Data& data, const Joint& joint, int body, const double* parent_acc, double* acc) {
   const ArticulatedBodyWorkspace& ab = data.workspace<ArticulatedBodyWorkspace>();
   MassInverseWorkspace& mi = data.workspace<MassInverseWorkspace>();
-  using Columns = Eigen::Matrix<double, 6, K, 0, 6, 6>;
   const int k = joint.nv;
   const int c = joint.idx_v;
   const int nv = static_cast<int>(mi.Minv.cols());
-  const Columns s = data.oS.middleCols(c, k);
-  Columns u_dinv(6, k);
-  u_dinv.noalias() = ab.U.middleCols(c, k) * ab.Dinv[body].topLeftCorner(k, k);
-  auto rows = mi.Minv.middleRows(c, k);
+  const articulated::Columns<K> s = data.oS.middleCols<K>(c, k);
+  articulated::Columns<K> u_dinv(6, k);
+  u_dinv.noalias() = ab.U.middleCols<K>(c, k) * ab.Dinv[body].template topLeftCorner<K, K>(k, k);
+  auto rows = mi.Minv.middleRows<K>(c, k);
   for (int j = c; j < nv; ++j) {
-    Eigen::Matrix<double, K, 1, 0, 6, 1> x = rows.col(j);
+    articulated::Entries<K> x = rows.col(j);
     if (parent_acc != nullptr) {
       x.noalias() -= u_dinv.transpose() * Eigen::Map<const Vec6>(parent_acc + 6 * j);
       rows.col(j) = x;
@@ -99,14 +93,9 @@ void forward_rows(Data& data, const Joint& joint, int body, const double* parent
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q) {
   assert(fits(model, data, q));
   data.bind(model, kMinverseWorkspaces);
-  const ArticulatedBodyWorkspace& ab = data.workspace<ArticulatedBodyWorkspace>();
   MassInverseWorkspace& mi = data.workspace<MassInverseWorkspace>();
   const int n = model.nbodies();
   const int nv = model.nv;
-  const double* os = data.oS.data();
-  double* minv = mi.Minv.data();
-  double* bias = mi.bias.data();
-  const double* ucols = ab.U.data();
   const articulated::EveryForceGiven riccati_only{nullptr};
 
   InterruptionPoll poll(data.interruption);
@@ -115,78 +104,25 @@ const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef
   for (int i = n - 1; i > 0; --i) {
     articulated::eliminate(model, data, i, riccati_only);
     const Joint& joint = model.joints[i];
-    const int k = joint.nv;
-    const int c = joint.idx_v;
     const int e = subtree_dof_end(model, i);
-    poll.add(24.0 * k * (e - c));
-    if (k == 6) {
-      backward_rows<6>(model, data, i, e);
-      continue;
-    }
-    if (k != 1) {
-      backward_rows<Eigen::Dynamic>(model, data, i, e);
-      continue;
-    }
-    double* row = minv + static_cast<std::ptrdiff_t>(c) * nv;
-    const double* s = os + 6 * c;
-    const double* u = ucols + 6 * c;
-    const double inv_d = ab.Dinv[i](0, 0);
-    row[c] = inv_d;
-    for (int j = e; j < nv; ++j) row[j] = 0.0;
-    if (model.parent[i] > 0) {
-      for (int r = 0; r < 6; ++r) bias[6 * c + r] = u[r] * inv_d;
-      for (int j = c + 1; j < e; ++j) {
-        double* b = bias + 6 * j;
-        const double x = -inv_d * dot6(s, b);
-        row[j] = x;
-        for (int r = 0; r < 6; ++r) b[r] += u[r] * x;
-      }
-    } else {
-      for (int j = c + 1; j < e; ++j) row[j] = -inv_d * dot6(s, bias + 6 * j);
-    }
+    poll.add(24.0 * joint.nv * (e - joint.idx_v));
+    articulated::with_column_count(joint.nv,
+                                   [&](auto k) { backward_rows<k()>(model, data, i, e); });
   }
 
   for (int i = 1; i < n; ++i) {
     const Joint& joint = model.joints[i];
     const int parent = model.parent[i];
-    const int k = joint.nv;
-    const int c = joint.idx_v;
-    poll.add(24.0 * k * (nv - c));
+    poll.add(24.0 * joint.nv * (nv - joint.idx_v));
     // A_i is only read by i's children.
     const bool has_children = model.subtree_end[i] > i + 1;
     const double* parent_acc = parent > 0 ? mi.acceleration[model.depth[parent]].data() : nullptr;
-    double* acc = mi.acceleration[model.depth[i]].data();
-    if (k == 1) {
-      double* row = minv + static_cast<std::ptrdiff_t>(c) * nv;
-      const double* s = os + 6 * c;
-      if (parent_acc != nullptr) {
-        const double inv_d = ab.Dinv[i](0, 0);
-        const double* u = ucols + 6 * c;
-        const double ud[6] = {u[0] * inv_d, u[1] * inv_d, u[2] * inv_d,
-                              u[3] * inv_d, u[4] * inv_d, u[5] * inv_d};
-        if (has_children) {
-          for (int j = c; j < nv; ++j) {
-            const double* pa = parent_acc + 6 * j;
-            const double x = row[j] - dot6(ud, pa);
-            row[j] = x;
-            for (int r = 0; r < 6; ++r) acc[6 * j + r] = pa[r] + s[r] * x;
-          }
-        } else {
-          for (int j = c; j < nv; ++j) row[j] -= dot6(ud, parent_acc + 6 * j);
-        }
-      } else if (has_children) {
-        for (int j = c; j < nv; ++j) {
-          const double x = row[j];
-          for (int r = 0; r < 6; ++r) acc[6 * j + r] = s[r] * x;
-        }
-      }
-    } else if (k == 6) {
-      forward_rows<6>(data, joint, i, parent_acc, has_children ? acc : nullptr);
-    } else {
-      forward_rows<Eigen::Dynamic>(data, joint, i, parent_acc, has_children ? acc : nullptr);
-    }
+    double* acc = has_children ? mi.acceleration[model.depth[i]].data() : nullptr;
+    articulated::with_column_count(
+        joint.nv, [&](auto k) { forward_rows<k()>(data, joint, i, parent_acc, acc); });
   }
 
+  double* minv = mi.Minv.data();
   for (int r = 0; r < nv; ++r) {
     for (int col = r + 1; col < nv; ++col) {
       minv[static_cast<std::ptrdiff_t>(col) * nv + r] =
