@@ -121,14 +121,11 @@ TEST_P(GoldenDerivativesTest, RneaDerivatives) {
   double worst_dq = 0.0, worst_dv = 0.0, worst_m = 0.0;
   for (const json& st : doc_.at("states")) {
     SCOPED_TRACE("state " + std::to_string(st.at("index").get<int>()));
-    rnea_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_),
-                     ours(st.at("v"), v_of_golden_), ours(st.at("a"), v_of_golden_));
-    const double e_dq =
-        relative_error(golden_layout(data_->workspace<RneaDerivativesWorkspace>().dtau_dq),
-                       to_matrix(st.at("drnea_dq")));
-    const double e_dv =
-        relative_error(golden_layout(data_->workspace<RneaDerivativesWorkspace>().dtau_dv),
-                       to_matrix(st.at("drnea_dv")));
+    const RneaDerivativesWorkspace& d =
+        rnea_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_),
+                         ours(st.at("v"), v_of_golden_), ours(st.at("a"), v_of_golden_));
+    const double e_dq = relative_error(golden_layout(d.dtau_dq), to_matrix(st.at("drnea_dq")));
+    const double e_dv = relative_error(golden_layout(d.dtau_dv), to_matrix(st.at("drnea_dv")));
     const double e_m = relative_error(golden_layout(data_->workspace<MassMatrixWorkspace>().M),
                                       to_matrix(st.at("M")));
     const double e_tau =
@@ -149,17 +146,12 @@ TEST_P(GoldenDerivativesTest, AbaDerivatives) {
   double worst_dq = 0.0, worst_dv = 0.0, worst_minv = 0.0;
   for (const json& st : doc_.at("states")) {
     SCOPED_TRACE("state " + std::to_string(st.at("index").get<int>()));
-    aba_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_), ours(st.at("v"), v_of_golden_),
-                    ours(st.at("tau"), v_of_golden_));
-    const double e_dq =
-        relative_error(golden_layout(data_->workspace<AbaDerivativesWorkspace>().ddq_dq),
-                       to_matrix(st.at("daba_dq")));
-    const double e_dv =
-        relative_error(golden_layout(data_->workspace<AbaDerivativesWorkspace>().ddq_dv),
-                       to_matrix(st.at("daba_dv")));
-    const double e_minv =
-        relative_error(golden_layout(data_->workspace<AbaDerivativesWorkspace>().ddq_dtau),
-                       to_matrix(st.at("Minv")));
+    const AbaDerivativesWorkspace& d =
+        aba_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_),
+                        ours(st.at("v"), v_of_golden_), ours(st.at("tau"), v_of_golden_));
+    const double e_dq = relative_error(golden_layout(d.ddq_dq), to_matrix(st.at("daba_dq")));
+    const double e_dv = relative_error(golden_layout(d.ddq_dv), to_matrix(st.at("daba_dv")));
+    const double e_minv = relative_error(golden_layout(d.ddq_dtau), to_matrix(st.at("Minv")));
     const double e_ddq =
         relative_error(golden_layout(data_->ddq.transpose()), to_matrix(st.at("aba")).transpose());
     EXPECT_LE(e_dq, kGoldenTol) << "daba_dq";
