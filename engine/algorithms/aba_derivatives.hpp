@@ -5,15 +5,16 @@
 #include <span>
 
 #include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 
 namespace torqued {
 
-// What aba_derivatives() binds in Data: ABA's, the RNEA derivatives' (with CRBA's) and the
-// LᵀDL's workspaces, and its own.
+// What aba_derivatives() binds in Data: ABA's, M⁻¹'s, the RNEA derivatives' (with CRBA's) and
+// its own workspaces.
 inline constexpr WorkspaceSet kAbaDerivativesWorkspaces =
-    kAbaWorkspaces | kRneaDerivativesWorkspaces |
-    WorkspaceSet::of<MassFactorWorkspace, AbaDerivativesWorkspace>();
+    kAbaWorkspaces | kMinverseWorkspaces | kRneaDerivativesWorkspaces |
+    WorkspaceSet::of<AbaDerivativesWorkspace>();
 
 // The partial derivatives of q̈ = aba(q, q̇, τ, f_ext) at the given state, in the returned
 // workspace (the AbaDerivativesWorkspace):

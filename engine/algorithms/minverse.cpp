@@ -14,14 +14,16 @@
 //             M⁻¹[i, j] −= D_i⁻¹ U_iᵀ A_λ[:, j],   A_i[:, j] = A_λ[:, j] + ⁰S_i M⁻¹[i, j]
 // B[:, j] is the articulated bias force and A[:, j] the body acceleration a unit τ_j produces.
 // Columns of B for different subtrees never overlap, so one 6 x nv matrix serves every body.
-// Passes 1 and the Riccati half of 2 are the articulated-body core's (articulated_body.hpp);
-// what is M⁻¹'s own is sweeping all nv right-hand sides through its bias and acceleration halves,
-// written once for the K rows of a joint as the core's passes are (K = 1 for most joints).
+// Passes 1 and the Riccati half of 2 are the articulated-body core's (articulated_body.hpp), run
+// by factorize_mass_matrix() or by aba(), which leaves the same factors; what is M⁻¹'s own is
+// sweeping all nv right-hand sides through its bias and acceleration halves, written once for the
+// K rows of a joint as the core's passes are (K = 1 for most joints).
 #include "engine/algorithms/minverse.hpp"
 
 #include <cassert>
 
 #include "engine/algorithms/articulated_body.hpp"
+#include "engine/algorithms/forward_dynamics_factorization.hpp"
 
 namespace torqued {
 
@@ -92,17 +94,19 @@ void forward_rows(Data& data, const Joint& joint, int body, const double* parent
 
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q) {
   assert(fits(model, data, q));
+  factorize_mass_matrix(model, data, q);
+  return minverse_from_factors(model, data);
+}
+
+const RowMatrixXd& minverse_from_factors(const Model& model, Data& data) {
+  assert(fits(model, data));
   data.bind(model, kMinverseWorkspaces);
   MassInverseWorkspace& mi = data.workspace<MassInverseWorkspace>();
   const int n = model.nbodies();
   const int nv = model.nv;
-  const articulated::EveryForceGiven riccati_only{nullptr};
 
   InterruptionPoll poll(data.interruption);
-  for (int i = 1; i < n; ++i) articulated::load_inertia(model, data, i, q.data());
-
   for (int i = n - 1; i > 0; --i) {
-    articulated::eliminate(model, data, i, riccati_only);
     const Joint& joint = model.joints[i];
     const int e = subtree_dof_end(model, i);
     poll.add(24.0 * joint.nv * (e - joint.idx_v));

@@ -16,4 +16,9 @@ inline constexpr WorkspaceSet kMinverseWorkspaces =
 // Throws SingularSystemError (aba.hpp) when a joint moves no inertia, as aba() does.
 const RowMatrixXd& minverse(const Model& model, Data& data, const ConstVectorRef& q);
 
+// The same from the factors that the Riccati pass of aba() or factorize_mass_matrix()
+// (forward_dynamics_factorization.hpp) left in the ArticulatedBodyWorkspace and data.oS: the
+// O(n²) sweeps alone.
+const RowMatrixXd& minverse_from_factors(const Model& model, Data& data);
+
 }  // namespace torqued

@@ -121,14 +121,11 @@ struct AbaDerivativesWorkspace : Workspace<AbaDerivativesWorkspace> {
   Eigen::MatrixXd ddq_dq;    // ∂q̈/∂q in the tangent space, nv x nv
   Eigen::MatrixXd ddq_dv;    // ∂q̈/∂q̇
   Eigen::MatrixXd ddq_dtau;  // ∂q̈/∂τ = M⁻¹, full and symmetric
-  // L⁻¹ of the LᵀDL factors, column k on rows k .. dof_subtree_end[k] - 1.
-  Eigen::MatrixXd factor_inverse;
 
   static void buffers(auto& self, const Extents& n, auto&& buffer) {
     buffer(self.ddq_dq, n.dofs, n.dofs);
     buffer(self.ddq_dv, n.dofs, n.dofs);
     buffer(self.ddq_dtau, n.dofs, n.dofs);
-    buffer(self.factor_inverse, n.dofs, n.dofs);
   }
 };
 
