@@ -3,6 +3,8 @@
 // allocates (tests/engine/model/data_test.cpp holds them equal to what binding holds).
 #include "engine/model/data.hpp"
 
+#include <type_traits>
+
 namespace torqued {
 
 namespace {
@@ -33,17 +35,17 @@ void set_dof_subtree_ends(const Model& model, std::vector<int>& ends) {
   }
 }
 
-// Calls visit(workspace) for each workspace of the list.
+// Calls visit(std::type_identity<W>) for each workspace W of the list.
 template <class Visit, class... Ws>
 void for_each_workspace(WorkspaceList<Ws...>, Visit&& visit) {
-  (visit(static_cast<Ws*>(nullptr)), ...);
+  (visit(std::type_identity<Ws>{}), ...);
 }
 
 // The bytes of the workspaces of `set` that are not in `bound`.
 std::size_t bytes_to_bind(const Model& model, WorkspaceSet set, WorkspaceSet bound) {
   const Extents extents(model);
   std::size_t bytes = 0;
-  for_each_workspace(Workspaces{}, [&]<class W>(W*) {
+  for_each_workspace(Workspaces{}, [&]<class W>(std::type_identity<W>) {
     if (set.contains<W>() && !bound.contains<W>()) bytes += W::bytes(extents);
   });
   return bytes;
@@ -59,7 +61,7 @@ Data::Data(const Model& model) : nq(model.nq), nv(model.nv), nbodies(model.nbodi
 
 void Data::bind_missing(const Model& model, WorkspaceSet set) {
   const Extents extents(model);
-  for_each_workspace(Workspaces{}, [&]<class W>(W*) {
+  for_each_workspace(Workspaces{}, [&]<class W>(std::type_identity<W>) {
     if (set.contains<W>() && !bound_.contains<W>()) std::get<W>(workspaces_).bind(extents);
   });
   bound_ = bound_ | set;
@@ -68,7 +70,7 @@ void Data::bind_missing(const Model& model, WorkspaceSet set) {
 std::size_t Data::heap_bytes() const {
   std::size_t bytes = 0;
   buffers(*this, Extents(), buffers::HeapBytes{bytes});
-  for_each_workspace(Workspaces{}, [&]<class W>(W*) {
+  for_each_workspace(Workspaces{}, [&]<class W>(std::type_identity<W>) {
     if (bound_.contains<W>()) bytes += workspace<W>().heap_bytes();
   });
   return bytes;

@@ -280,17 +280,18 @@ class WorkspaceSet {
   constexpr bool operator==(const WorkspaceSet&) const = default;
 
  private:
+  // W's place in the list, -1 when it is not listed.
   template <class W, class... Ws>
-  static constexpr int position(WorkspaceList<Ws...>) {
-    int position = 0;
-    const bool listed = ((std::is_same_v<W, Ws> || (++position, false)) || ...);
-    return listed ? position : -1;
+  static constexpr int index_of(WorkspaceList<Ws...>) {
+    int index = 0;
+    const bool listed = ((std::is_same_v<W, Ws> || (++index, false)) || ...);
+    return listed ? index : -1;
   }
   template <class W>
   static constexpr std::uint32_t bit() {
-    constexpr int kPosition = position<W>(Workspaces{});
-    static_assert(kPosition >= 0, "a workspace missing from Workspaces");
-    return 1u << kPosition;
+    constexpr int kIndex = index_of<W>(Workspaces{});
+    static_assert(kIndex >= 0, "a workspace missing from Workspaces");
+    return 1u << kIndex;
   }
 
   std::uint32_t bits_ = 0;
