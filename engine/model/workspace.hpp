@@ -61,13 +61,14 @@ struct Allocate {
   void operator()(std::vector<T>& buffer, int count, int rows, int cols) const {
     buffer.assign(count, T::Zero(rows, cols));
   }
+  // Built from Zero() and moved in, so that the zeros come with the allocation (calloc).
   template <class D>
   void operator()(Eigen::PlainObjectBase<D>& buffer, int size) const {
-    buffer.setZero(size);
+    buffer.derived() = D(D::Zero(size));
   }
   template <class D>
   void operator()(Eigen::PlainObjectBase<D>& buffer, int rows, int cols) const {
-    buffer.setZero(rows, cols);
+    buffer.derived() = D(D::Zero(rows, cols));
   }
 };
 
