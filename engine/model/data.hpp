@@ -246,6 +246,21 @@ struct ClosedChainWorkspace : Workspace<ClosedChainWorkspace> {
   }
 };
 
+// The Euler steps' derivatives (euler_step_derivatives.hpp).
+struct EulerStepWorkspace : Workspace<EulerStepWorkspace> {
+  Eigen::VectorXd tau;              // B u
+  Eigen::VectorXd step;             // dt times the velocity over the step (v⁺ or q̇)
+  Eigen::MatrixXd integrate_dq;     // d(q ⊕ step)/dq, block diagonal: zero off the joints' blocks
+  Eigen::MatrixXd integrate_dstep;  // d(q ⊕ step)/d(step), likewise
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.tau, n.dofs);
+    buffer(self.step, n.dofs);
+    buffer(self.integrate_dq, n.dofs, n.dofs);
+    buffer(self.integrate_dstep, n.dofs, n.dofs);
+  }
+};
+
 // Every workspace a Data can bind: the one list Data's storage, binding and byte counts are
 // derived from.
 template <class... Ws>
@@ -254,7 +269,7 @@ using Workspaces =
     WorkspaceList<MassMatrixWorkspace, ArticulatedBodyWorkspace, MassInverseWorkspace,
                   MassFactorWorkspace, RneaDerivativesWorkspace, AbaDerivativesWorkspace,
                   CoriolisWorkspace, CentroidalWorkspace, HomogeneousWorkspace, ConstraintWorkspace,
-                  ClosedChainWorkspace>;
+                  ClosedChainWorkspace, EulerStepWorkspace>;
 
 // A set of workspaces; each algorithm's header names those it binds (e.g. kAbaWorkspaces in
 // aba.hpp).

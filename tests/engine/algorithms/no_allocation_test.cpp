@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <random>
 
 #include "engine/algorithms/aba.hpp"
@@ -34,6 +35,7 @@
 #include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/euler_step_derivatives.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 #include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
@@ -224,6 +226,10 @@ class NoAllocationTest : public ::testing::Test {
     Eigen::VectorXd constraint_b(rows), lambda(rows), ddq_out(model.nv), tau_out(model.nv);
     const std::vector<DofInput> all_actuated(model.nv, DofInput::kAcceleration);
     const BaumgarteGains gains{10.0, 5.0};
+    std::vector<int> every_dof(model.nv);
+    std::iota(every_dof.begin(), every_dof.end(), 0);
+    Eigen::VectorXd q_next(model.nq), v_next(model.nv);
+    RowMajorMatrix fx(2 * model.nv, 2 * model.nv), fu(2 * model.nv, model.nv);
 
     // Each step runs on a fresh Data with the workspaces its algorithms name bound ahead of time
     // (and the constraint buffers reserved for the constraint set), so that a set missing a
@@ -282,6 +288,16 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) { aba_derivatives(model, data, s.q, s.v, s.tau); }},
         {"aba_derivatives with external forces", kAbaDerivativesWorkspaces,
          [&](Data& data) { aba_derivatives(model, data, s.q, s.v, s.tau, s.f_ext); }},
+        {"euler_step_derivatives, semi-implicit", kEulerStepWorkspaces,
+         [&](Data& data) {
+           euler_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, EulerStep::kSemiImplicit,
+                                  every_dof, {q_next, v_next, fx, fu});
+         }},
+        {"euler_step_derivatives, explicit", kEulerStepWorkspaces,
+         [&](Data& data) {
+           euler_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, EulerStep::kExplicit,
+                                  every_dof, {q_next, v_next, fx, fu});
+         }},
         {"hybrid_dynamics", kAbaWorkspaces,
          [&](Data& data) {
            hybrid_dynamics(model, data, s.q, s.v, s.a, s.tau, mixed_mask, s.f_ext);

@@ -1,0 +1,48 @@
+// The discrete dynamics a trajectory optimizer linearizes at every knot: an Euler step of forward
+// dynamics and its Jacobians in the tangent space, as Crocoddyl's IntegratedActionModelEuler
+// computes them over free forward dynamics (Mastalli et al. 2020, "Crocoddyl: An Efficient and
+// Versatile Framework for Multi-Contact Optimal Control", ICRA, §IV; the tangent-space chain rule
+// of Kim 2012, §1). The semi-implicit (symplectic) step, Crocoddyl's:
+//   q̈ = FD(q, q̇, B u),   v⁺ = q̇ + dt q̈,   q⁺ = q ⊕ dt v⁺
+//   ∂v⁺/∂q = dt ∂q̈/∂q     ∂v⁺/∂q̇ = I + dt ∂q̈/∂q̇     ∂v⁺/∂u = dt ∂q̈/∂τ B
+//   ∂q⁺/∂q = J_q + dt J_w ∂v⁺/∂q     ∂q⁺/∂q̇ = dt J_w ∂v⁺/∂q̇     ∂q⁺/∂u = dt J_w ∂v⁺/∂u
+// where J_q and J_w are the Jacobians of q ⊕ w at w = dt v⁺ (integrate_jacobians()). The explicit
+// step moves q with the velocity at the start, q⁺ = q ⊕ dt q̇:
+//   ∂q⁺/∂q = J_q     ∂q⁺/∂q̇ = dt J_w     ∂q⁺/∂u = 0,   at w = dt q̇.
+// J_q and J_w are block diagonal, so that the q⁺ rows cost a 6 x 6 or 3 x 3 product per multi-DOF
+// joint and a copy per 1-DOF joint, and the step little beyond the dynamics derivatives
+// (aba_derivatives()).
+#pragma once
+
+#include <span>
+
+#include "engine/algorithms/aba_derivatives.hpp"
+
+namespace torqued {
+
+inline constexpr WorkspaceSet kEulerStepWorkspaces =
+    kAbaDerivativesWorkspaces | WorkspaceSet::of<EulerStepWorkspace>();
+
+using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMajorMatrixRef = Eigen::Ref<RowMajorMatrix>;
+
+// The step's results, written where the caller says (row-major, as the wire carries them).
+struct EulerStepOutput {
+  Eigen::Ref<Eigen::VectorXd> q_next;  // nq
+  Eigen::Ref<Eigen::VectorXd> v_next;  // nv
+  RowMajorMatrixRef fx;                // ∂(q⁺, v⁺)/∂(q, q̇), 2 nv x 2 nv
+  RowMajorMatrixRef fu;                // ∂(q⁺, v⁺)/∂u, 2 nv x nu
+};
+
+enum class EulerStep { kSemiImplicit, kExplicit };
+
+// One step of `kind` from (q, q̇) under controls u over dt: τ = B u, where control c drives the DOF
+// actuated_dofs[c] (B's columns are those of the identity) and the other DOFs get no torque.
+// Leaves aba_derivatives()'s results in data (q̈ in data.ddq, ∂q̈/∂(q, q̇, τ) in the
+// AbaDerivativesWorkspace). Throws SingularSystemError as aba() does.
+void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
+                            const ConstVectorRef& v, const ConstVectorRef& u, double dt,
+                            EulerStep kind, std::span<const int> actuated_dofs, EulerStepOutput out,
+                            std::span<const Force> external_forces = {});
+
+}  // namespace torqued
