@@ -1,15 +1,21 @@
 // Tests engine/algorithms/euler_step_derivatives.hpp, both steps: the step against its definition
-// (ABA, then integrate()), and Fx, Fu against fourth-order central differences of the engine's own
+// (ABA, then integrate()); Fx, Fu against fourth-order central differences of the engine's own
 // step taken in the tangent space, on random trees with every joint kind, fully actuated and with
 // an unactuated free-flyer root.
 #include "engine/algorithms/euler_step_derivatives.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
 #include "tests/engine/support/random_tree.hpp"
@@ -127,6 +133,116 @@ INSTANTIATE_TEST_SUITE_P(RandomTrees, EulerStepDerivativesTest, ::testing::Value
                                   (info.param.unactuated_root ? "_unactuated_root" : "_actuated") +
                                   (info.param.kind == EulerStep::kSemiImplicit ? "_semi_implicit"
                                                                                : "_explicit");
+                         });
+
+// ---- Against Pinocchio -------------------------------------------------------------------------
+
+// anchor_horizon, as ../shared/anchors/build.sh leaves it ($ANCHORS_DIR, by default
+// ~/.cache/torqued-anchors), or "" when it is not built here.
+std::string anchor_horizon() {
+  const char* dir = std::getenv("ANCHORS_DIR");
+  const char* home = std::getenv("HOME");
+  const std::filesystem::path root =
+      dir != nullptr
+          ? std::filesystem::path(dir)
+          : std::filesystem::path(home != nullptr ? home : "/") / ".cache/torqued-anchors";
+  const std::filesystem::path exe = root / "native" / "anchor_horizon";
+  std::error_code ec;
+  return std::filesystem::is_regular_file(exe, ec) ? exe.string() : "";
+}
+
+Eigen::MatrixXd to_matrix(const nlohmann::json& rows) {
+  Eigen::MatrixXd out(rows.size(), rows[0].size());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (std::size_t c = 0; c < rows[r].size(); ++c) out(r, c) = rows[r][c].get<double>();
+  }
+  return out;
+}
+
+Eigen::VectorXd to_vector(const nlohmann::json& values) {
+  Eigen::VectorXd out(values.size());
+  for (std::size_t k = 0; k < values.size(); ++k) out[k] = values[k].get<double>();
+  return out;
+}
+
+struct Robot {
+  const char* name;
+  bool floating;
+};
+
+class EulerStepAgainstPinocchioTest : public ::testing::TestWithParam<Robot> {};
+
+// Both are analytic: they differ by rounding, amplified by κ(M) (up to ~1e4 on talos_reduced), so
+// 1e-9 of the largest entry separates agreement from a wrong term (≳ 1e-4).
+TEST_P(EulerStepAgainstPinocchioTest, SemiImplicitStepMatchesAnchorHorizon) {
+  const Robot robot = GetParam();
+  const std::filesystem::path urdf =
+      std::filesystem::path(TORQUED_SHARED_DIR) / "models" / (std::string(robot.name) + ".urdf");
+  if (!std::filesystem::exists(urdf)) GTEST_SKIP() << urdf << " is not checked out";
+  const std::string exe = anchor_horizon();
+  if (exe.empty()) GTEST_SKIP() << "anchor_horizon is not built here (../shared/anchors/build.sh)";
+  const std::filesystem::path dump =
+      std::filesystem::temp_directory_path() / ("euler_step_" + std::string(robot.name) + ".json");
+  const std::string command = exe + " --urdf " + urdf.string() + " --base " +
+                              (robot.floating ? "floating" : "fixed") +
+                              " --knots 3 --seconds 0.01 --dump " + dump.string() + " > /dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(dump);
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  std::filesystem::remove(dump);
+
+  UrdfOptions options;
+  options.floating_base = robot.floating;
+  const ModelPtr model_ptr = build_model(read_urdf_file(urdf.string(), options));
+  const Model& model = *model_ptr;
+  const int nv = model.nv;
+  // Pinocchio's coordinates in ours, by joint name; its controls drive its DOFs past the root's.
+  std::vector<int> q_of(model.nq), v_of(nv);
+  for (const nlohmann::json& j : reference.at("joints")) {
+    const int body = model.find_joint(j.at("name").get<std::string>());
+    ASSERT_GT(body, 0) << j.at("name");
+    const Joint& joint = model.joints[body];
+    for (int k = 0; k < joint.nq; ++k) q_of[j.at("idx_q").get<int>() + k] = joint.idx_q + k;
+    for (int k = 0; k < joint.nv; ++k) v_of[j.at("idx_v").get<int>() + k] = joint.idx_v + k;
+  }
+  const int nu = reference.at("nu").get<int>();
+  std::vector<int> actuated(nu);
+  for (int c = 0; c < nu; ++c) actuated[c] = v_of[nv - nu + c];
+  auto tangent_index = [&](int k) { return k < nv ? v_of[k] : nv + v_of[k - nv]; };
+
+  Data data(model);
+  for (const nlohmann::json& knot : reference.at("knots")) {
+    const Eigen::VectorXd q_pin = to_vector(knot.at("q")), v_pin = to_vector(knot.at("v"));
+    Eigen::VectorXd q(model.nq), v(nv);
+    for (int k = 0; k < model.nq; ++k) q[q_of[k]] = q_pin[k];
+    for (int k = 0; k < nv; ++k) v[v_of[k]] = v_pin[k];
+    const Eigen::VectorXd u = to_vector(knot.at("u"));
+    RowMajorMatrix fx(2 * nv, 2 * nv), fu(2 * nv, nu);
+    Eigen::VectorXd q_next(model.nq), v_next(nv);
+    euler_step_derivatives(model, data, q, v, u, reference.at("dt").get<double>(),
+                           EulerStep::kSemiImplicit, actuated, {q_next, v_next, fx, fu});
+
+    const Eigen::MatrixXd fx_pin = to_matrix(knot.at("Fx")), fu_pin = to_matrix(knot.at("Fu"));
+    Eigen::MatrixXd fx_ours(2 * nv, 2 * nv), fu_ours(2 * nv, nu);
+    for (int r = 0; r < 2 * nv; ++r) {
+      for (int c = 0; c < 2 * nv; ++c) fx_ours(r, c) = fx(tangent_index(r), tangent_index(c));
+      for (int c = 0; c < nu; ++c) fu_ours(r, c) = fu(tangent_index(r), c);
+    }
+    const Eigen::VectorXd q_next_pin = to_vector(knot.at("q_next"));
+    const Eigen::VectorXd v_next_pin = to_vector(knot.at("v_next"));
+    for (int k = 0; k < model.nq; ++k) EXPECT_NEAR(q_next[q_of[k]], q_next_pin[k], 1e-12) << k;
+    for (int k = 0; k < nv; ++k) EXPECT_NEAR(v_next[v_of[k]], v_next_pin[k], 1e-9) << k;
+    EXPECT_LT(relative_error(fx_ours, fx_pin), 1e-9) << "Fx";
+    EXPECT_LT(relative_error(fu_ours, fu_pin), 1e-9) << "Fu";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedRobots, EulerStepAgainstPinocchioTest,
+                         ::testing::Values(Robot{"ur5", false}, Robot{"panda", false},
+                                           Robot{"solo12", true}, Robot{"talos_reduced", true}),
+                         [](const ::testing::TestParamInfo<Robot>& info) {
+                           return std::string(info.param.name) +
+                                  (info.param.floating ? "_floating" : "_fixed");
                          });
 
 }  // namespace
