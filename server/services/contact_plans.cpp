@@ -5,7 +5,6 @@
 // assumes.
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <type_traits>
 
 #include "server/compute/contact_kernels.hpp"
@@ -39,26 +38,6 @@ Options interruptible(Options options, const WorkerContext& worker) {
     options.interruption = worker.interruption();
   }
   return options;
-}
-
-std::string number(double x) {
-  std::ostringstream out;
-  out.precision(17);
-  out << x;
-  return out.str();
-}
-
-// A scalar option must be finite and within [low, high].
-grpc::Status check_range(const std::string& field, double value, double low, double high,
-                         const std::string& range) {
-  if (!std::isfinite(value)) {
-    return invalid(field + " is " + (std::isnan(value) ? "NaN" : "infinite") +
-                   "; it must be finite");
-  }
-  if (value < low || value > high) {
-    return invalid(field + ": " + number(value) + " is out of range; it must be " + range);
-  }
-  return grpc::Status::OK;
 }
 
 // The body and the point in the body frame of `point` given in the frame (or link) `name`.

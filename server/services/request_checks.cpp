@@ -98,6 +98,25 @@ grpc::Status check_empty(const char* field, const DoubleArray& values, const std
                  std::to_string(values.size()) + " values");
 }
 
+std::string number(double x) {
+  std::ostringstream out;
+  out.precision(17);
+  out << x;
+  return out.str();
+}
+
+grpc::Status check_range(const std::string& field, double value, double low, double high,
+                         const std::string& range) {
+  if (!std::isfinite(value)) {
+    return invalid(field + " is " + (std::isnan(value) ? "NaN" : "infinite") +
+                   "; it must be finite");
+  }
+  if (value < low || value > high) {
+    return invalid(field + ": " + number(value) + " is out of range; it must be " + range);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status check_enum(const char* field, int value, bool (*is_valid)(int)) {
   if (is_valid(value)) return grpc::Status::OK;
   return invalid(std::string(field) + ": unknown value " + std::to_string(value));

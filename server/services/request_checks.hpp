@@ -37,6 +37,14 @@ grpc::Status check_array(const char* field, const DoubleArray& values, int state
 // empty with DERIVATIVES_OF_INVERSE_DYNAMICS, got 12 values").
 grpc::Status check_empty(const char* field, const DoubleArray& values, const std::string& reason);
 
+// A number in a message, with the 17 digits that tell it apart from its neighbours.
+std::string number(double x);
+
+// A scalar must be finite and within [low, high]; `range` says so in the message ("dt: -1 is out
+// of range; it must be > 0").
+grpc::Status check_range(const std::string& field, double value, double low, double high,
+                         const std::string& range);
+
 // An enum field must hold a value its type defines (`is_valid` is the generated *_IsValid).
 grpc::Status check_enum(const char* field, int value, bool (*is_valid)(int));
 
