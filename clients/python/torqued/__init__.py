@@ -7,30 +7,5 @@
 The generated messages and stubs are in torqued.v1 (model_pb2, dynamics_pb2 and *_pb2_grpc).
 """
 
-from torqued.client import (
-    AccelerationsAndForces,
-    Centroidal,
-    Client,
-    ConstrainedDynamics,
-    ContactSolution,
-    Derivatives,
-    Error,
-    Kinematics,
-    Session,
-    SessionReply,
-    Simulation,
-)
-
-__all__ = [
-    "AccelerationsAndForces",
-    "Centroidal",
-    "Client",
-    "ConstrainedDynamics",
-    "ContactSolution",
-    "Derivatives",
-    "Error",
-    "Kinematics",
-    "Session",
-    "SessionReply",
-    "Simulation",
-]
+from torqued.client import *  # noqa: F401,F403 (the names of torqued.client.__all__)
+from torqued.client import __all__

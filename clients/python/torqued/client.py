@@ -53,6 +53,22 @@ from google.protobuf.message import Message
 from torqued import _split
 from torqued.v1 import dynamics_pb2, model_pb2, model_pb2_grpc
 
+# What `import torqued` exports: the client, its errors and sessions, and the results of its
+# methods.
+__all__ = [
+    "AccelerationsAndForces",
+    "Centroidal",
+    "Client",
+    "ConstrainedDynamics",
+    "ContactSolution",
+    "Derivatives",
+    "Error",
+    "Kinematics",
+    "Session",
+    "SessionReply",
+    "Simulation",
+]
+
 Response = TypeVar("Response", bound=Message)
 Array = npt.NDArray[np.float64]
 
