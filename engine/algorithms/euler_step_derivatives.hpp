@@ -17,22 +17,12 @@
 #include <span>
 
 #include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 
 namespace torqued {
 
 inline constexpr WorkspaceSet kEulerStepWorkspaces =
-    kAbaDerivativesWorkspaces | WorkspaceSet::of<EulerStepWorkspace>();
-
-using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using RowMajorMatrixRef = Eigen::Ref<RowMajorMatrix>;
-
-// The step's results, written where the caller says (row-major, as the wire carries them).
-struct EulerStepOutput {
-  Eigen::Ref<Eigen::VectorXd> q_next;  // nq
-  Eigen::Ref<Eigen::VectorXd> v_next;  // nv
-  RowMajorMatrixRef fx;                // ∂(q⁺, v⁺)/∂(q, q̇), 2 nv x 2 nv
-  RowMajorMatrixRef fu;                // ∂(q⁺, v⁺)/∂u, 2 nv x nu
-};
+    kAbaDerivativesWorkspaces | WorkspaceSet::of<DiscreteStepWorkspace>();
 
 enum class EulerStep { kSemiImplicit, kExplicit };
 
@@ -42,7 +32,7 @@ enum class EulerStep { kSemiImplicit, kExplicit };
 // AbaDerivativesWorkspace). Throws SingularSystemError as aba() does.
 void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                             const ConstVectorRef& v, const ConstVectorRef& u, double dt,
-                            EulerStep kind, std::span<const int> actuated_dofs, EulerStepOutput out,
-                            std::span<const Force> external_forces = {});
+                            EulerStep kind, std::span<const int> actuated_dofs,
+                            DiscreteStepOutput out, std::span<const Force> external_forces = {});
 
 }  // namespace torqued

@@ -246,10 +246,12 @@ struct ClosedChainWorkspace : Workspace<ClosedChainWorkspace> {
   }
 };
 
-// The Euler steps' derivatives (euler_step_derivatives.hpp).
-struct EulerStepWorkspace : Workspace<EulerStepWorkspace> {
+// What the discrete steps' derivatives share (euler_step_derivatives.hpp,
+// runge_kutta_step_derivatives.hpp): the torques of the controls and the Jacobians of one
+// integration q ⊕ step.
+struct DiscreteStepWorkspace : Workspace<DiscreteStepWorkspace> {
   Eigen::VectorXd tau;              // B u
-  Eigen::VectorXd step;             // dt times the velocity over the step (v⁺ or q̇)
+  Eigen::VectorXd step;             // the tangent vector integrated
   Eigen::MatrixXd integrate_dq;     // d(q ⊕ step)/dq, block diagonal: zero off the joints' blocks
   Eigen::MatrixXd integrate_dstep;  // d(q ⊕ step)/d(step), likewise
 
@@ -261,6 +263,31 @@ struct EulerStepWorkspace : Workspace<EulerStepWorkspace> {
   }
 };
 
+// The stages of the Runge-Kutta step and their derivatives (runge_kutta_step_derivatives.hpp).
+// The u columns are room for every DOF; a step with nu controls uses the first nu.
+struct RungeKuttaWorkspace : Workspace<RungeKuttaWorkspace> {
+  Eigen::VectorXd stage_q;                 // the stage's configuration, nq
+  Eigen::VectorXd stage_v;                 // the stage's velocity, nv
+  Eigen::VectorXd slope;                   // the stage's k = (q̇, q̈), 2 nv
+  Eigen::VectorXd slopes;                  // Σ b_i k_i, 2 nv
+  Eigen::MatrixXd dstage_dx, dstage_du;    // ∂y_i/∂x, 2 nv x 2 nv, and ∂y_i/∂u, 2 nv x nv
+  Eigen::MatrixXd dslope_dx, dslope_du;    // ∂k_i/∂x and ∂k_i/∂u
+  Eigen::MatrixXd dslopes_dx, dslopes_du;  // Σ b_i ∂k_i/∂x and Σ b_i ∂k_i/∂u
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    buffer(self.stage_q, n.positions);
+    buffer(self.stage_v, n.dofs);
+    buffer(self.slope, 2 * n.dofs);
+    buffer(self.slopes, 2 * n.dofs);
+    buffer(self.dstage_dx, 2 * n.dofs, 2 * n.dofs);
+    buffer(self.dstage_du, 2 * n.dofs, n.dofs);
+    buffer(self.dslope_dx, 2 * n.dofs, 2 * n.dofs);
+    buffer(self.dslope_du, 2 * n.dofs, n.dofs);
+    buffer(self.dslopes_dx, 2 * n.dofs, 2 * n.dofs);
+    buffer(self.dslopes_du, 2 * n.dofs, n.dofs);
+  }
+};
+
 // Every workspace a Data can bind: the one list Data's storage, binding and byte counts are
 // derived from.
 template <class... Ws>
@@ -269,7 +296,7 @@ using Workspaces =
     WorkspaceList<MassMatrixWorkspace, ArticulatedBodyWorkspace, MassInverseWorkspace,
                   MassFactorWorkspace, RneaDerivativesWorkspace, AbaDerivativesWorkspace,
                   CoriolisWorkspace, CentroidalWorkspace, HomogeneousWorkspace, ConstraintWorkspace,
-                  ClosedChainWorkspace, EulerStepWorkspace>;
+                  ClosedChainWorkspace, DiscreteStepWorkspace, RungeKuttaWorkspace>;
 
 // A set of workspaces; each algorithm's header names those it binds (e.g. kAbaWorkspaces in
 // aba.hpp).

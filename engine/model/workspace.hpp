@@ -27,6 +27,7 @@ struct Extents {
   // Room for `reserved_rows` constraint rows, or the loop closures' if they have more.
   explicit Extents(const Model& model, int reserved_rows = 0)
       : bodies(model.nbodies()),
+        positions(model.nq),
         dofs(model.nv),
         frames(static_cast<int>(model.frames.size())),
         depths(*std::max_element(model.depth.begin(), model.depth.end()) + 1),
@@ -39,6 +40,7 @@ struct Extents {
   }
 
   int bodies = 0;
+  int positions = 0;  // nq
   int dofs = 0;
   int frames = 0;
   int depths = 0;           // tree depths, the root's included

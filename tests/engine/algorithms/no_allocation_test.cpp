@@ -46,6 +46,7 @@
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -297,6 +298,11 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) {
            euler_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, EulerStep::kExplicit,
                                   every_dof, {q_next, v_next, fx, fu});
+         }},
+        {"runge_kutta_step_derivatives", kRungeKuttaStepWorkspaces,
+         [&](Data& data) {
+           runge_kutta_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, every_dof,
+                                        {q_next, v_next, fx, fu});
          }},
         {"hybrid_dynamics", kAbaWorkspaces,
          [&](Data& data) {

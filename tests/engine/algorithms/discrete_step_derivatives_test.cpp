@@ -1,9 +1,8 @@
-// Tests engine/algorithms/euler_step_derivatives.hpp, both steps: the step against its definition
-// (ABA, then integrate()); Fx, Fu against fourth-order central differences of the engine's own
+// Tests the discrete steps of engine/algorithms/euler_step_derivatives.hpp (semi-implicit and
+// explicit) and runge_kutta_step_derivatives.hpp: each step against its definition (ABA at the
+// stages, then integrate()); Fx, Fu against fourth-order central differences of the engine's own
 // step taken in the tangent space, on random trees with every joint kind, fully actuated and with
-// an unactuated free-flyer root.
-#include "engine/algorithms/euler_step_derivatives.hpp"
-
+// an unactuated free-flyer root; the semi-implicit step against Pinocchio's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,8 +12,11 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/algorithms/euler_step_derivatives.hpp"
+#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -36,18 +38,27 @@ struct Step {
   RowMajorMatrix fx, fu;
 };
 
+enum class Scheme { kSemiImplicitEuler, kExplicitEuler, kRungeKutta4 };
+
 struct Case {
   std::uint64_t seed;
   bool unactuated_root;
-  EulerStep kind;
+  Scheme scheme;
 };
 
 Step step(const Model& model, Data& data, const Case& c, const Eigen::VectorXd& q,
           const Eigen::VectorXd& v, const Eigen::VectorXd& u, const std::vector<int>& actuated) {
   Step s{Eigen::VectorXd(model.nq), Eigen::VectorXd(model.nv),
          RowMajorMatrix(2 * model.nv, 2 * model.nv), RowMajorMatrix(2 * model.nv, u.size())};
-  euler_step_derivatives(model, data, q, v, u, kDt, c.kind, actuated,
-                         {s.q_next, s.v_next, s.fx, s.fu});
+  const DiscreteStepOutput out{s.q_next, s.v_next, s.fx, s.fu};
+  if (c.scheme == Scheme::kRungeKutta4) {
+    runge_kutta_step_derivatives(model, data, q, v, u, kDt, actuated, out);
+  } else {
+    euler_step_derivatives(
+        model, data, q, v, u, kDt,
+        c.scheme == Scheme::kSemiImplicitEuler ? EulerStep::kSemiImplicit : EulerStep::kExplicit,
+        actuated, out);
+  }
   return s;
 }
 
@@ -72,9 +83,36 @@ double relative_error(const Eigen::MatrixXd& got, const Eigen::MatrixXd& expecte
   return (got - expected).cwiseAbs().maxCoeff() / std::max(1.0, expected.cwiseAbs().maxCoeff());
 }
 
-class EulerStepDerivativesTest : public ::testing::TestWithParam<Case> {};
+// The step by its definition, from ABA and integrate() alone: (q⁺, v⁺).
+std::pair<Eigen::VectorXd, Eigen::VectorXd> defined_step(const Model& model, Scheme scheme,
+                                                         const Eigen::VectorXd& q,
+                                                         const Eigen::VectorXd& v,
+                                                         const Eigen::VectorXd& tau) {
+  Data data(model);
+  auto slope = [&](double h, const Eigen::VectorXd& dq, const Eigen::VectorXd& dv) {
+    const Eigen::VectorXd stage_q = integrate(model, q, h * dq);
+    const Eigen::VectorXd stage_v = v + h * dv;
+    return std::pair<Eigen::VectorXd, Eigen::VectorXd>(stage_v,
+                                                       aba(model, data, stage_q, stage_v, tau));
+  };
+  if (scheme != Scheme::kRungeKutta4) {
+    const Eigen::VectorXd v_next = v + kDt * aba(model, data, q, v, tau);
+    const Eigen::VectorXd& moved_with = scheme == Scheme::kSemiImplicitEuler ? v_next : v;
+    return {integrate(model, q, kDt * moved_with), v_next};
+  }
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(model.nv);
+  const auto k1 = slope(0.0, zero, zero);
+  const auto k2 = slope(kDt / 2, k1.first, k1.second);
+  const auto k3 = slope(kDt / 2, k2.first, k2.second);
+  const auto k4 = slope(kDt, k3.first, k3.second);
+  const Eigen::VectorXd dq = (k1.first + 2 * k2.first + 2 * k3.first + k4.first) / 6;
+  const Eigen::VectorXd dv = (k1.second + 2 * k2.second + 2 * k3.second + k4.second) / 6;
+  return {integrate(model, q, kDt * dq), v + kDt * dv};
+}
 
-TEST_P(EulerStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteDifferences) {
+class DiscreteStepDerivativesTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteDifferences) {
   const Case c = GetParam();
   test_support::RandomTreeOptions options;
   options.min_links = 6;
@@ -93,11 +131,9 @@ TEST_P(EulerStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteDiff
 
   Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
   for (std::size_t k = 0; k < actuated.size(); ++k) tau[actuated[k]] = u[k];
-  Data reference(model);
-  const Eigen::VectorXd v_next = state.v + kDt * aba(model, reference, state.q, state.v, tau);
+  const auto [q_next, v_next] = defined_step(model, c.scheme, state.q, state.v, tau);
   EXPECT_LT((at.v_next - v_next).cwiseAbs().maxCoeff(), 1e-12);
-  const Eigen::VectorXd& moved_with = c.kind == EulerStep::kSemiImplicit ? v_next : state.v;
-  EXPECT_LT((at.q_next - integrate(model, state.q, kDt * moved_with)).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((at.q_next - q_next).cwiseAbs().maxCoeff(), 1e-12);
 
   Data scratch(model);
   const int nv = model.nv;
@@ -120,20 +156,25 @@ TEST_P(EulerStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteDiff
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
-    out.push_back(
-        {seed, seed % 2 == 0, seed <= 6 ? EulerStep::kSemiImplicit : EulerStep::kExplicit});
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    out.push_back({seed, seed % 2 == 0,
+                   seed <= 6   ? Scheme::kSemiImplicitEuler
+                   : seed <= 8 ? Scheme::kExplicitEuler
+                               : Scheme::kRungeKutta4});
   }
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(RandomTrees, EulerStepDerivativesTest, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return "seed" + std::to_string(info.param.seed) +
-                                  (info.param.unactuated_root ? "_unactuated_root" : "_actuated") +
-                                  (info.param.kind == EulerStep::kSemiImplicit ? "_semi_implicit"
-                                                                               : "_explicit");
-                         });
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  static constexpr const char* kSchemes[] = {"_semi_implicit_euler", "_explicit_euler",
+                                             "_runge_kutta_4"};
+  return "seed" + std::to_string(info.param.seed) +
+         (info.param.unactuated_root ? "_unactuated_root" : "_actuated") +
+         kSchemes[static_cast<int>(info.param.scheme)];
+}
+
+INSTANTIATE_TEST_SUITE_P(RandomTrees, DiscreteStepDerivativesTest, ::testing::ValuesIn(cases()),
+                         case_name);
 
 // ---- Against Pinocchio -------------------------------------------------------------------------
 
