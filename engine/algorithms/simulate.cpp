@@ -29,6 +29,14 @@ void euler_step(const Model& model, Data& data, SimulationWorkspace& ws, const C
   integrate(model, ws.q, ws.scaled_v, ws.q);
 }
 
+// q moves with the velocity at the start of the step.
+void explicit_euler_step(const Model& model, Data& data, SimulationWorkspace& ws,
+                         const ConstVectorRef& tau, double h) {
+  ws.scaled_v = h * ws.v;
+  ws.v += h * forward_dynamics(model, data, ws.q, ws.v, tau);
+  integrate(model, ws.q, ws.scaled_v, ws.q);
+}
+
 void runge_kutta_step(const Model& model, Data& data, SimulationWorkspace& ws,
                       const ConstVectorRef& tau, double h) {
   static constexpr double kStageTime[4] = {0.0, 0.5, 0.5, 1.0};
@@ -167,6 +175,8 @@ SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& w
       merge(result, step, active);
     } else if (options.integrator == Integrator::kRungeKutta4) {
       runge_kutta_step(model, data, ws, tau, options.time_step);
+    } else if (options.integrator == Integrator::kExplicitEuler) {
+      explicit_euler_step(model, data, ws, tau, options.time_step);
     } else {
       euler_step(model, data, ws, tau, options.time_step);
     }

@@ -25,7 +25,7 @@
 
 namespace torqued {
 
-enum class Integrator { kSemiImplicitEuler, kRungeKutta4 };
+enum class Integrator { kSemiImplicitEuler, kExplicitEuler, kRungeKutta4 };
 
 // A point of a body that may touch the ground.
 struct ContactCandidate {

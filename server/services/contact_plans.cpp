@@ -297,13 +297,16 @@ grpc::Status SimulateRpc::plan(const Planning& planning, const RegisteredModelPt
   if (s = check_enum("integrator", request->integrator(), v1::Integrator_IsValid); !s.ok()) {
     return s;
   }
-  const bool rk4 = request->integrator() == v1::INTEGRATOR_RK4;
-  if (rk4 && !request->candidates().empty()) {
-    return invalid(
-        "integrator: INTEGRATOR_RK4 is for contact-free runs; with candidates the time "
-        "stepping is INTEGRATOR_SEMI_IMPLICIT_EULER");
+  if (request->integrator() != v1::INTEGRATOR_SEMI_IMPLICIT_EULER &&
+      !request->candidates().empty()) {
+    return invalid("integrator: " + v1::Integrator_Name(request->integrator()) +
+                   " is for contact-free runs; with candidates the time stepping is "
+                   "INTEGRATOR_SEMI_IMPLICIT_EULER");
   }
-  options.integrator = rk4 ? Integrator::kRungeKutta4 : Integrator::kSemiImplicitEuler;
+  options.integrator = request->integrator() == v1::INTEGRATOR_RK4 ? Integrator::kRungeKutta4
+                       : request->integrator() == v1::INTEGRATOR_EXPLICIT_EULER
+                           ? Integrator::kExplicitEuler
+                           : Integrator::kSemiImplicitEuler;
   const v1::GroundPlane& ground = request->ground();
   if (s = check_range("ground.height", ground.height(), -INFINITY, INFINITY, "finite"); !s.ok()) {
     return s;

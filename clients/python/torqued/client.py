@@ -77,7 +77,7 @@ ForwardDynamicsAlgorithm = Literal["aba", "crba", "factorization", "auto"]
 MassMatrixAlgorithm = Literal["crba", "lagrange_homogeneous"]
 ReferenceFrame = Literal["local", "local_world_aligned", "world"]
 ConstrainedDynamicsMode = Literal["forward", "inverse"]
-Integrator = Literal["semi_implicit_euler", "rk4"]
+Integrator = Literal["semi_implicit_euler", "explicit_euler", "rk4"]
 # A proto message, or a dict in its proto JSON form.
 Constraint = Union[dynamics_pb2.Constraint, Mapping[str, Any]]
 PointContact = Union[dynamics_pb2.PointContact, Mapping[str, Any]]
@@ -1506,7 +1506,7 @@ class Client:
             q, v: initial states, (batch, nq) and (batch, nv), or 1-D for one trajectory.
             steps: 1 to 100,000.
             time_step: seconds; None: the server's default (1e-3).
-            integrator: "semi_implicit_euler" or "rk4" (contact-free only).
+            integrator: "semi_implicit_euler", or "explicit_euler" or "rk4" (contact-free only).
             tau: None (zero torque); one per state, held for every step ((batch, nv) or (nv,));
                 or one per step ((batch, steps, nv) or (steps, nv)).
             candidates: dynamics_pb2.ContactCandidate messages or their proto JSON dicts, e.g.
