@@ -3,11 +3,13 @@
 #include "server/services/dynamics_plans.hpp"
 
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "server/compute/dynamics_kernels.hpp"
+#include "server/compute/state_arrays.hpp"
 #include "server/models/model_layout.hpp"
 #include "server/services/dynamics_rpcs.hpp"
 #include "server/services/request_checks.hpp"
@@ -569,6 +571,159 @@ grpc::Status ConstrainedDynamicsRpc::plan(const Planning& planning, const Regist
            constrained_dynamics(*entry->model, w.workspace(*entry), *request, constraints, gains,
                                 inputs, rows, b, e, out);
          }};
+  return grpc::Status::OK;
+}
+
+namespace {
+
+// The DOFs the controls drive, in the controls' order (Actuation), or INVALID_ARGUMENT naming
+// the field that does not fit the model.
+grpc::Status actuated_dofs(const Model& m, const v1::Actuation& actuation, std::vector<int>& dofs) {
+  if (grpc::Status s = check_enum("actuation.kind", actuation.kind(), v1::ActuationKind_IsValid);
+      !s.ok()) {
+    return s;
+  }
+  const bool by_name = actuation.kind() == v1::ACTUATION_KIND_JOINTS;
+  if (!by_name && !actuation.joints().empty()) {
+    return invalid("actuation.joints: must be empty with " +
+                   v1::ActuationKind_Name(actuation.kind()) + ", got " +
+                   std::to_string(actuation.joints().size()) + " names");
+  }
+  dofs.clear();
+  if (actuation.kind() == v1::ACTUATION_KIND_ALL) {
+    for (int dof = 0; dof < m.nv; ++dof) dofs.push_back(dof);
+  } else if (actuation.kind() == v1::ACTUATION_KIND_UNACTUATED_ROOT) {
+    if (!m.floating_base) {
+      return invalid(
+          "actuation.kind: ACTUATION_KIND_UNACTUATED_ROOT needs a floating-base model; " +
+          quote_input(m.name) + " has a fixed base");
+    }
+    const Joint& root = m.joints[1];
+    for (int dof = 0; dof < m.nv; ++dof) {
+      if (dof < root.idx_v || dof >= root.idx_v + root.nv) dofs.push_back(dof);
+    }
+  } else {
+    if (actuation.joints().empty()) {
+      return invalid(
+          "actuation.joints: names no joint, which leaves no control (nu = 0); name at least one "
+          "with ACTUATION_KIND_JOINTS");
+    }
+    std::set<int> named;
+    for (int i = 0; i < actuation.joints().size(); ++i) {
+      const std::string field = "actuation.joints[" + std::to_string(i) + "]";
+      const std::string& name = actuation.joints(i);
+      const int body = m.find_joint(name);
+      if (body <= 0) {
+        return invalid(field + ": model " + quote_input(m.name) + " has no joint " +
+                       quote_input(name));
+      }
+      if (m.joints[body].nv == 0) {
+        return invalid(field + ": joint " + quote_input(name) + " has no DOF");
+      }
+      if (!named.insert(body).second) {
+        return invalid(field + ": joint " + quote_input(name) + " is named twice");
+      }
+      for (int k = 0; k < m.joints[body].nv; ++k) dofs.push_back(m.joints[body].idx_v + k);
+    }
+  }
+  if (dofs.empty()) {
+    return invalid("actuation: leaves no control (nu = 0) on model " + quote_input(m.name));
+  }
+  return grpc::Status::OK;
+}
+
+// Where Linearize's kernel writes: the response's arrays (the continuous derivatives' null when
+// not asked for).
+struct LinearizeOutput {
+  double* q_next;
+  double* v_next;
+  double* fx;
+  double* fu;
+  double* da_dq;
+  double* da_dv;
+  double* da_dtau;
+};
+
+}  // namespace
+
+grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                                const v1::LinearizeRequest* request,
+                                v1::LinearizeResponse* response, PlannedWork& job,
+                                Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (s = check_range("dt", request->dt(), std::numeric_limits<double>::min(), INFINITY,
+                      "> 0 (seconds)");
+      !s.ok()) {
+    return s;
+  }
+  if (s = check_enum("integrator", request->integrator(), v1::Integrator_IsValid); !s.ok()) {
+    return s;
+  }
+  std::vector<int> actuated;
+  if (s = actuated_dofs(m, request->actuation(), actuated); !s.ok()) return s;
+  const int nu = static_cast<int>(actuated.size());
+  if (s = check_array("u", request->u(), n, nu); !s.ok()) return s;
+
+  const std::int64_t states = n;
+  const std::int64_t nx = 2 * m.nv;
+  const std::int64_t nv2 = static_cast<std::int64_t>(m.nv) * m.nv;
+  const bool continuous = request->continuous_derivatives();
+  if (s = planning.reserve_response(
+          states * (m.nq + m.nv + nx * nx + nx * nu + (continuous ? 3 * nv2 : 0)), memory);
+      !s.ok()) {
+    return s;
+  }
+  response->set_batch_size(n);
+  response->set_nu(nu);
+  const LinearizeOutput out{
+      resize(response->mutable_q_next(), states * m.nq),
+      resize(response->mutable_v_next(), states * m.nv),
+      resize(response->mutable_fx(), states * nx * nx),
+      resize(response->mutable_fu(), states * nx * nu),
+      continuous ? resize(response->mutable_da_dq(), states * nv2) : nullptr,
+      continuous ? resize(response->mutable_da_dv(), states * nv2) : nullptr,
+      continuous ? resize(response->mutable_da_dtau(), states * nv2) : nullptr};
+  const v1::Integrator integrator = request->integrator();
+  const bool rk4 = integrator == v1::INTEGRATOR_RK4;
+  const EulerStep euler =
+      integrator == v1::INTEGRATOR_EXPLICIT_EULER ? EulerStep::kExplicit : EulerStep::kSemiImplicit;
+  // An RK4 step runs the dynamics derivatives four times.
+  job = {rk4 ? kRungeKuttaStep : kEulerStep,
+         [entry, request, actuated = std::move(actuated), out, rk4, euler](WorkerContext& w, int b,
+                                                                           int e) {
+           const Model& model = *entry->model;
+           Data& data = w.workspace(*entry).data;
+           const int nq = model.nq, nv = model.nv, nx = 2 * nv;
+           const int nu = static_cast<int>(actuated.size());
+           const double dt = request->dt();
+           for (int k = b; k < e; ++k) {
+             const ConstMap q = row(request->q(), k, nq);
+             const ConstMap v = row(request->v(), k, nv);
+             const ConstMap u = row(request->u(), k, nu);
+             const DiscreteStepOutput step{
+                 Eigen::Map<Eigen::VectorXd>(out.q_next + std::ptrdiff_t{k} * nq, nq),
+                 Eigen::Map<Eigen::VectorXd>(out.v_next + std::ptrdiff_t{k} * nv, nv),
+                 Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * nx * nx, nx, nx),
+                 Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * nx * nu, nx, nu)};
+             if (rk4) {
+               runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, step);
+             } else {
+               euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, step);
+             }
+             if (out.da_dq == nullptr) continue;
+             // The Euler steps leave the derivatives at the knot; RK4 leaves its last stage's.
+             const AbaDerivativesWorkspace& d =
+                 rk4 ? aba_derivatives(model, data, q, v,
+                                       data.workspace<DiscreteStepWorkspace>().tau)
+                     : data.workspace<AbaDerivativesWorkspace>();
+             copy_out_matrix(d.ddq_dq, out.da_dq, k);
+             copy_out_matrix(d.ddq_dv, out.da_dv, k);
+             copy_out_matrix(d.ddq_dtau, out.da_dtau, k);
+           }
+         },
+         rk4 ? 4 : 1};
   return grpc::Status::OK;
 }
 

@@ -32,10 +32,12 @@
 #include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/euler_step_derivatives.hpp"
 #include "engine/algorithms/forward_dynamics_crba.hpp"
 #include "engine/algorithms/lagrange_homogeneous.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "server/compute/algorithms.hpp"
 #include "server/services/dynamics_plans.hpp"
@@ -162,12 +164,20 @@ struct SimulateRpc : BatchRpc<v1::SimulateRequest, v1::SimulateResponse> {
   static Plan plan;
 };
 
+struct LinearizeRpc : BatchRpc<v1::LinearizeRequest, v1::LinearizeResponse> {
+  static constexpr Algorithm kEulerStep{"euler_step_derivatives", kEulerStepWorkspaces};
+  static constexpr Algorithm kRungeKuttaStep{"runge_kutta_step_derivatives",
+                                             kRungeKuttaStepWorkspaces};
+  static constexpr Algorithm algorithms[] = {kEulerStep, kRungeKuttaStep};
+  static Plan plan;
+};
+
 // The table, in the service's order.
 using BatchRpcs =
     std::tuple<InverseDynamicsRpc, ForwardDynamicsRpc, MassMatrixRpc, NonlinearEffectsRpc,
                GravityRpc, KinematicsRpc, HybridDynamicsRpc, FloatingBaseInverseDynamicsRpc,
                DerivativesRpc, CoriolisMatrixRpc, CentroidalRpc, ConstrainedDynamicsRpc,
-               ContactDynamicsRpc, ImpactRpc, SimulateRpc>;
+               ContactDynamicsRpc, ImpactRpc, SimulateRpc, LinearizeRpc>;
 
 // Calls `visit(row)` for every row, in order.
 template <typename Visit>

@@ -462,6 +462,12 @@ const std::map<std::string, ClientCall>& client_calls() {
          options.steps = 2;
          c.simulate(in.id, in.q, in.v, options);
        }},
+      {"Linearize",
+       [](Client& c, const CallInputs& in) {
+         client::LinearizeOptions options;
+         options.dt = 0.01;
+         c.linearize(in.id, in.q, in.v, in.a, options);
+       }},
       {"Session",
        [](Client& c, const CallInputs& in) {
          client::Session session = c.session();

@@ -309,6 +309,9 @@ const std::map<std::string, std::string>& call_requests() {
       {"ContactDynamics", "{" + model + q + ", " + v + ", " + tau + ", " + contact + "}"},
       {"Impact", "{" + model + q + ", " + v + ", " + contact + R"(, "restitution": 0.5})"},
       {"Simulate", "{" + model + q + ", " + v + R"(, "steps": 3})"},
+      {"Linearize", "{" + model + q + ", " + v +
+                        R"(, "u": [0.3, 0.1], "dt": 0.01, "integrator": "INTEGRATOR_RK4",
+          "actuation": {"kind": "ACTUATION_KIND_UNACTUATED_ROOT"}})"},
   };
   return requests;
 }

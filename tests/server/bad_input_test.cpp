@@ -71,7 +71,8 @@ const std::vector<std::string> kServerFlags = {
 // hostile client sent would cross it.
 constexpr std::int64_t kRssGrowthBound = 96LL << 20;
 
-// A status message quotes at most this much (server/transport/unary_call.cpp cuts at 1 KB, then says so).
+// A status message quotes at most this much (server/transport/unary_call.cpp cuts at 1 KB, then
+// says so).
 constexpr std::size_t kMaxStatusBytes = 1100;
 
 // Bytes that are no protobuf message: field 0x1fffffff with wire type 7, which does not exist.
@@ -466,6 +467,15 @@ v1::ImpactRequest impact() {
   fill(r.mutable_v(), nv("quadruped"), -0.5);
   for (const std::string& foot : kFeet) *r.add_contacts() = contact(foot);
   r.set_restitution(0.5);
+  return r;
+}
+
+// `knots` knots of the quadruped (nv = 18) with every DOF actuated.
+v1::LinearizeRequest linearize(int knots = 1) {
+  auto r = on<v1::LinearizeRequest>("quadruped", knots);
+  fill(r.mutable_v(), knots * nv("quadruped"));
+  fill(r.mutable_u(), knots * nv("quadruped"));
+  r.set_dt(0.01);
   return r;
 }
 
@@ -1372,7 +1382,7 @@ std::vector<Row> undecodable_rows() {
        {"InverseDynamics", "ForwardDynamics", "MassMatrix", "NonlinearEffects", "Gravity",
         "Kinematics", "HybridDynamics", "FloatingBaseInverseDynamics", "Derivatives",
         "CoriolisMatrix", "Centroidal", "ConstrainedDynamics", "ContactDynamics", "Impact",
-        "Simulate", "Echo"}) {
+        "Simulate", "Linearize", "Echo"}) {
     const std::string path = std::string("/torqued.v1.DynamicsService/") + method;
     rows.push_back({std::string(method) + "Undecodable",
                     StatusCode::INVALID_ARGUMENT,
@@ -1853,6 +1863,129 @@ std::vector<Row> dynamics_rows() {
          r.mutable_ground()->set_restitution(kNaN);
          return call(&Dynamics::Simulate, r);
        }},
+      {"LinearizeZeroDt",
+       C::INVALID_ARGUMENT,
+       {"dt: 0 is out of range", "> 0"},
+       [] {
+         auto r = linearize();
+         r.set_dt(0.0);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeNegativeDt",
+       C::INVALID_ARGUMENT,
+       {"dt: -0.01 is out of range"},
+       [] {
+         auto r = linearize();
+         r.set_dt(-0.01);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeNanDt",
+       C::INVALID_ARGUMENT,
+       {"dt is NaN"},
+       [] {
+         auto r = linearize();
+         r.set_dt(kNaN);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeUWrongRowCount",
+       C::INVALID_ARGUMENT,
+       {"u: expected 54 values (batch_size 3 × 18 per state), got 36"},
+       [] {
+         auto r = linearize(3);
+         r.mutable_u()->Truncate(36);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeVWrongRowCount",
+       C::INVALID_ARGUMENT,
+       {"v: expected 54 values"},
+       [] {
+         auto r = linearize(3);
+         r.mutable_v()->Truncate(18);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeInfiniteU",
+       C::INVALID_ARGUMENT,
+       {"u[5]", "infinite"},
+       [] {
+         auto r = linearize();
+         r.set_u(5, kInf);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeUnknownIntegrator",
+       C::INVALID_ARGUMENT,
+       {"integrator", "9"},
+       [] {
+         auto r = linearize();
+         r.set_integrator(static_cast<v1::Integrator>(9));
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeUnknownJoint",
+       C::INVALID_ARGUMENT,
+       {"actuation.joints[1]", "no joint", "FL_wrist"},
+       [] {
+         auto r = linearize();
+         r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_JOINTS);
+         r.mutable_actuation()->add_joints("FL_knee");
+         r.mutable_actuation()->add_joints("FL_wrist");
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeJointNamedTwice",
+       C::INVALID_ARGUMENT,
+       {"actuation.joints[1]", "named twice"},
+       [] {
+         auto r = linearize();
+         r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_JOINTS);
+         r.mutable_actuation()->add_joints("FL_knee");
+         r.mutable_actuation()->add_joints("FL_knee");
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeActuationOfNoJoint",
+       C::INVALID_ARGUMENT,
+       {"actuation.joints", "nu = 0"},
+       [] {
+         auto r = linearize();
+         r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_JOINTS);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeJointsWithEveryDofActuated",
+       C::INVALID_ARGUMENT,
+       {"actuation.joints: must be empty with ACTUATION_KIND_ALL"},
+       [] {
+         auto r = linearize();
+         r.mutable_actuation()->add_joints("FL_knee");
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeUnactuatedRootOfAFixedBase",
+       C::INVALID_ARGUMENT,
+       {"ACTUATION_KIND_UNACTUATED_ROOT", "fixed base"},
+       [] {
+         auto r = on<v1::LinearizeRequest>("puma560");
+         fill(r.mutable_v(), nv("puma560"));
+         fill(r.mutable_u(), nv("puma560"));
+         r.set_dt(0.01);
+         r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeUnactuatedRootWithEveryDofsControls",
+       C::INVALID_ARGUMENT,
+       {"u: expected 12 values (batch_size 1 × 12 per state), got 18"},
+       [] {
+         auto r = linearize();
+         r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeOverMaxBatchStates",
+       C::RESOURCE_EXHAUSTED,
+       {"--max-batch-states"},
+       [] {
+         auto r = linearize();
+         r.set_batch_size(10001);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeResponseOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"--max-message-bytes"},
+       [] { return call(&Dynamics::Linearize, linearize(400)); }},
       {"EchoResponseOverMessageBytes",
        C::RESOURCE_EXHAUSTED,
        {"response_values", "--max-message-bytes"},
@@ -2498,9 +2631,8 @@ TEST(BadInputTableTest, EveryMethodOfTheServicesHasRows) {
                               v1::InverseDynamicsRequest::descriptor()->file()->service(0)}) {
     for (int m = 0; m < service->method_count(); ++m) {
       const std::string method = service->method(m)->name();
-      const bool covered = std::any_of(rows.begin(), rows.end(), [&](const Row& row) {
-        return row.name.rfind(method, 0) == 0;
-      });
+      const bool covered = std::any_of(
+          rows.begin(), rows.end(), [&](const Row& row) { return row.name.rfind(method, 0) == 0; });
       EXPECT_TRUE(covered) << service->full_name() << "/" << method << " has no row";
     }
   }

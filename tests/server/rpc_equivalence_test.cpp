@@ -13,6 +13,7 @@
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/euler_step_derivatives.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 #include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
@@ -21,6 +22,7 @@
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "server/models/bundled_models.hpp"
 #include "server/models/model_from_request.hpp"
 #include "tests/server/bitwise.hpp"
@@ -397,6 +399,84 @@ TEST_F(RpcEquivalenceTest, DerivativesOfInverseAndForwardDynamics) {
       expect_bitwise_equal(response.d_dq(), want_dq, what + " d/dq");
       expect_bitwise_equal(response.d_dv(), want_dv, what + " d/dv");
       expect_bitwise_equal(response.d_du(), want_du, what + " d/du");
+    }
+  }
+}
+
+// Every integrator, with every DOF actuated and, on floating bases, with the root unactuated;
+// the continuous derivatives with RK4, whose last stage is not the knot.
+TEST_F(RpcEquivalenceTest, LinearizeByEachIntegratorAndActuation) {
+  for (const auto& [name, local] : *models_) {
+    const Model& m = *local.model;
+    const int nx = 2 * m.nv;
+    Data data(m);
+    const auto q = random_configurations(local.layout, kStates, 61);
+    const auto v = random_values(kStates * m.nv, 62);
+    for (const v1::ActuationKind actuation :
+         {v1::ACTUATION_KIND_ALL, v1::ACTUATION_KIND_UNACTUATED_ROOT}) {
+      if (actuation == v1::ACTUATION_KIND_UNACTUATED_ROOT && !m.floating_base) continue;
+      std::vector<int> actuated;
+      for (int dof = actuation == v1::ACTUATION_KIND_ALL ? 0 : 6; dof < m.nv; ++dof) {
+        actuated.push_back(dof);
+      }
+      const int nu = static_cast<int>(actuated.size());
+      const auto u = random_values(kStates * nu, 63);
+      for (const v1::Integrator integrator : {v1::INTEGRATOR_SEMI_IMPLICIT_EULER,
+                                              v1::INTEGRATOR_EXPLICIT_EULER, v1::INTEGRATOR_RK4}) {
+        const bool rk4 = integrator == v1::INTEGRATOR_RK4;
+        const std::string what =
+            name + " " + v1::Integrator_Name(integrator) + " " + v1::ActuationKind_Name(actuation);
+        v1::LinearizeRequest request;
+        fill_batch(request, local, q, v);
+        request.mutable_u()->Add(u.begin(), u.end());
+        request.set_dt(0.01);
+        request.set_integrator(integrator);
+        request.mutable_actuation()->set_kind(actuation);
+        request.set_continuous_derivatives(rk4);
+        v1::LinearizeResponse response;
+        const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+          return server_->dynamics()->Linearize(c, request, &response);
+        });
+        ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+        EXPECT_EQ(response.nu(), static_cast<std::uint32_t>(nu)) << what;
+        std::vector<double> want_q, want_v, want_fx, want_fu, want_dq, want_dv, want_dtau;
+        Vector q_next(m.nq), v_next(m.nv);
+        RowMajor fx(nx, nx), fu(nx, nu);
+        for (int s = 0; s < kStates; ++s) {
+          const DiscreteStepOutput out{q_next, v_next, fx, fu};
+          const Vector u_s = row(u, s, nu);
+          if (rk4) {
+            runge_kutta_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01,
+                                         actuated, out);
+          } else {
+            euler_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01,
+                                   integrator == v1::INTEGRATOR_EXPLICIT_EULER
+                                       ? EulerStep::kExplicit
+                                       : EulerStep::kSemiImplicit,
+                                   actuated, out);
+          }
+          want_q.insert(want_q.end(), q_next.data(), q_next.data() + m.nq);
+          want_v.insert(want_v.end(), v_next.data(), v_next.data() + m.nv);
+          append_matrix(want_fx, fx);
+          append_matrix(want_fu, fu);
+          if (rk4) {
+            Vector tau = Vector::Zero(m.nv);
+            for (int c = 0; c < nu; ++c) tau[actuated[c]] = u_s[c];
+            const AbaDerivativesWorkspace& d =
+                aba_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), tau);
+            append_matrix(want_dq, d.ddq_dq);
+            append_matrix(want_dv, d.ddq_dv);
+            append_matrix(want_dtau, d.ddq_dtau);
+          }
+        }
+        expect_bitwise_equal(response.q_next(), want_q, what + " q_next");
+        expect_bitwise_equal(response.v_next(), want_v, what + " v_next");
+        expect_bitwise_equal(response.fx(), want_fx, what + " fx");
+        expect_bitwise_equal(response.fu(), want_fu, what + " fu");
+        expect_bitwise_equal(response.da_dq(), want_dq, what + " da_dq");
+        expect_bitwise_equal(response.da_dv(), want_dv, what + " da_dv");
+        expect_bitwise_equal(response.da_dtau(), want_dtau, what + " da_dtau");
+      }
     }
   }
 }

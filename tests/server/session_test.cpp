@@ -1,7 +1,7 @@
-// Tests server/services/session_stream.cpp end to end: DynamicsService.Session over loopback answers every
-// message in order with what the unary RPC answers (bitwise, through both the inline and the
-// executor paths), answers a failing message with its status and goes on, and ends cleanly on
-// half-close (OK), on client cancellation (CANCELLED, server unharmed) and on server shutdown
+// Tests server/services/session_stream.cpp end to end: DynamicsService.Session over loopback
+// answers every message in order with what the unary RPC answers (bitwise, through both the inline
+// and the executor paths), answers a failing message with its status and goes on, and ends cleanly
+// on half-close (OK), on client cancellation (CANCELLED, server unharmed) and on server shutdown
 // with the stream open (UNAVAILABLE, long before the drain deadline, exit 0).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -117,6 +117,9 @@ class SessionTest : public ::testing::Test {
         break;
       case v1::SessionRequest::kSimulate:
         status = call(&Stub::Simulate, message.simulate(), model_id, out.mutable_simulate());
+        break;
+      case v1::SessionRequest::kLinearize:
+        status = call(&Stub::Linearize, message.linearize(), model_id, out.mutable_linearize());
         break;
       case v1::SessionRequest::kEcho:
         status = call(&Stub::Echo, message.echo(), model_id, out.mutable_echo());

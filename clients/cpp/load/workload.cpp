@@ -115,14 +115,20 @@ const Specifics* specifics(const std::string& rpc) {
         [](const v1::Model&, v1::SessionRequest& message) {
           message.mutable_simulate()->set_steps(1);
         }}},
+      // Every DOF actuated (u has nv values per knot), Crocoddyl's usual step.
+      {"Linearize",
+       {{},
+        [](const v1::Model&, v1::SessionRequest& message) {
+          message.mutable_linearize()->set_dt(0.01);
+        }}},
   };
   const auto it = by_method.find(rpc);
   return it == by_method.end() ? nullptr : &it->second;
 }
 
 // Sets the request's model and batch size, and fills its repeated double fields by name, but
-// those `left_empty`: q with random valid configurations, v, a and tau with nv random numbers per
-// state. Its other fields stay empty.
+// those `left_empty`: q with random valid configurations, v, a, tau and u (the controls of every
+// DOF) with nv random numbers per state. Its other fields stay empty.
 void fill_by_names(const v1::Model& model, int batch, const std::set<std::string>& left_empty,
                    StateSource& states, google::protobuf::Message& request) {
   const google::protobuf::Descriptor& d = *request.GetDescriptor();
@@ -138,7 +144,7 @@ void fill_by_names(const v1::Model& model, int batch, const std::set<std::string
     google::protobuf::RepeatedField<double> values;
     if (f->name() == "q") {
       states.configurations(batch, &values);
-    } else if (f->name() == "v" || f->name() == "a" || f->name() == "tau") {
+    } else if (f->name() == "v" || f->name() == "a" || f->name() == "tau" || f->name() == "u") {
       states.values(batch * model.nv(), &values);
     } else {
       continue;

@@ -4,6 +4,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/client_interceptor.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <future>
@@ -682,6 +683,32 @@ SimulateResult Client::simulate(const std::string& model_id, const MatrixRef& q0
     result.status.push_back(static_cast<v1::ContactSolverStatus>(s));
   }
   return result;
+}
+
+LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& q,
+                                  const MatrixRef& v, const MatrixRef& u,
+                                  const LinearizeOptions& options, const CallOptions& call) {
+  v1::LinearizeRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
+  put(q, request.mutable_q());
+  put(v, request.mutable_v());
+  put(u, request.mutable_u());
+  request.set_dt(options.dt);
+  request.set_integrator(options.integrator);
+  request.mutable_actuation()->set_kind(options.actuation);
+  for (const std::string& joint : options.actuated_joints) {
+    request.mutable_actuation()->add_joints(joint);
+  }
+  request.set_continuous_derivatives(options.continuous_derivatives);
+  v1::LinearizeResponse response;
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Linearize);
+  const std::uint32_t knots = response.batch_size();
+  const Eigen::Index nx = response.v_next_size() / std::max<std::uint32_t>(knots, 1) * 2;
+  return {to_matrix(response.q_next(), knots),   to_matrix(response.v_next(), knots),
+          to_matrices(response.fx(), knots, nx), to_matrices(response.fu(), knots, nx),
+          to_matrices(response.da_dq(), knots),  to_matrices(response.da_dv(), knots),
+          to_matrices(response.da_dtau(), knots)};
 }
 
 const std::vector<const google::protobuf::ServiceDescriptor*>& services() {

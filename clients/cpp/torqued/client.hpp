@@ -278,6 +278,24 @@ struct SimulateResult {
   std::vector<std::uint32_t> max_contacts;
 };
 
+// Linearize: the step, its actuation and what to return beside Fx and Fu.
+struct LinearizeOptions {
+  double dt = 0.0;  // seconds, > 0; required
+  v1::Integrator integrator = v1::INTEGRATOR_SEMI_IMPLICIT_EULER;
+  v1::ActuationKind actuation = v1::ACTUATION_KIND_ALL;
+  std::vector<std::string> actuated_joints;  // ACTUATION_KIND_JOINTS: the joints u drives
+  bool continuous_derivatives = false;       // also ∂a/∂q, ∂a/∂v, ∂a/∂τ at each knot
+};
+
+// One entry per knot; x = (q, v) has 2 nv tangent coordinates, δq then δv.
+struct LinearizeResult {
+  Matrix q_next;                   // (knots, nq), on the manifold
+  Matrix v_next;                   // (knots, nv)
+  Matrices fx;                     // ∂x⁺/∂x, 2nv × 2nv per knot
+  Matrices fu;                     // ∂x⁺/∂u, 2nv × nu per knot
+  Matrices da_dq, da_dv, da_dtau;  // nv × nv per knot, with continuous_derivatives; else empty
+};
+
 // torqued.v1.ModelService and DynamicsService: the API this client covers, method by method.
 const std::vector<const google::protobuf::ServiceDescriptor*>& services();
 
@@ -400,6 +418,12 @@ class Client {
   // One trajectory per row of q0, v0.
   SimulateResult simulate(const std::string& model_id, const MatrixRef& q0, const MatrixRef& v0,
                           const SimulateOptions& options, const CallOptions& call = {});
+
+  // The discrete step and its Jacobians at each knot (row) of q, v and u (nu columns, as
+  // options.actuation makes nu).
+  LinearizeResult linearize(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
+                            const MatrixRef& u, const LinearizeOptions& options,
+                            const CallOptions& call = {});
 
   // A Session stream, its deadline the call's (see Session).
   Session session(const CallOptions& call = {});

@@ -111,6 +111,56 @@ def test_derivatives_end_in_the_mass_matrix_and_its_inverse(
 
 
 @pytest.mark.parametrize("name", BUNDLED)
+def test_linearize_is_the_semi_implicit_step_of_forward_dynamics(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str
+) -> None:
+    model = layouts[name]
+    nv, dt = model.nv, 0.01
+    q, v, tau = random_states(model, 3, seed=21)
+    result = client.linearize(model.id, q, v, tau, dt=dt, continuous_derivatives=True)
+    assert result.q_next.shape == (3, model.nq)
+    assert result.fx.shape == (3, 2 * nv, 2 * nv) and result.fu.shape == (3, 2 * nv, nv)
+    a = client.forward_dynamics(model.id, q, v, tau)
+    assert_close(result.v_next, v + dt * a)
+    # The v+ rows are those of v + dt a: I + dt da/dv, dt da/dq and dt da/dtau.
+    assert_close(result.fx[:, nv:, :nv], dt * result.da_dq)
+    assert_close(result.fx[:, nv:, nv:], np.eye(nv) + dt * result.da_dv)
+    assert_close(result.fu[:, nv:, :], dt * result.da_dtau)
+    assert_close(result.da_dtau, client.mass_matrix(model.id, q, inverse=True)[1], rel=1e-8)
+
+
+def test_linearize_actuations_select_the_columns_of_fu(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model]
+) -> None:
+    model = layouts["quadruped"]
+    q, v, tau = random_states(model, 2, seed=22)
+    # With the root unactuated its six torques are zero: the same step from u = tau[6:].
+    tau[:, :6] = 0.0
+    every = client.linearize(model.id, q, v, tau, dt=0.01)
+    legs = client.linearize(model.id, q, v, tau[:, 6:], dt=0.01, actuation="unactuated_root")
+    assert legs.fu.shape == (2, 36, 12)
+    assert_close(legs.q_next, every.q_next)
+    assert_close(legs.fx, every.fx)
+    assert_close(legs.fu, every.fu[:, :, 6:])
+    # Named joints drive their DOFs in the order named: the same step as every DOF driven with
+    # zero torque elsewhere.
+    layout = {joint.name: joint.idx_v for joint in model.joints}
+    knees = [layout["HR_knee"], layout["FL_knee"]]
+    knee_torques = np.array([[1.5, -2.0], [0.5, 3.0]])
+    only_knees = np.zeros_like(tau)
+    only_knees[:, knees] = knee_torques
+    every = client.linearize(model.id, q, v, only_knees, dt=0.01)
+    named = client.linearize(
+        model.id, q, v, knee_torques, dt=0.01, actuation=["HR_knee", "FL_knee"]
+    )
+    assert_close(named.fx, every.fx)
+    assert_close(named.fu, every.fu[:, :, knees])
+    with pytest.raises(torqued.Error) as refused:
+        client.linearize(model.id, q, v, tau, dt=0.0)
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "dt" in str(refused.value)
+
+
+@pytest.mark.parametrize("name", BUNDLED)
 def test_hybrid_dynamics_between_forward_and_inverse(
     client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str
 ) -> None:

@@ -64,6 +64,7 @@ __all__ = [
     "Derivatives",
     "Error",
     "Kinematics",
+    "Linearization",
     "Session",
     "SessionReply",
     "Simulation",
@@ -78,6 +79,8 @@ MassMatrixAlgorithm = Literal["crba", "lagrange_homogeneous"]
 ReferenceFrame = Literal["local", "local_world_aligned", "world"]
 ConstrainedDynamicsMode = Literal["forward", "inverse"]
 Integrator = Literal["semi_implicit_euler", "explicit_euler", "rk4"]
+# "all" DOFs, every DOF but a free-flyer root's ("unactuated_root"), or the joints named.
+Actuation = Union[Literal["all", "unactuated_root"], Sequence[str]]
 # A proto message, or a dict in its proto JSON form.
 Constraint = Union[dynamics_pb2.Constraint, Mapping[str, Any]]
 PointContact = Union[dynamics_pb2.PointContact, Mapping[str, Any]]
@@ -216,6 +219,29 @@ class Centroidal:
     com_jacobian: Array
     momentum: Array
     momentum_matrix: Array
+
+
+class Linearization(NamedTuple):
+    """A horizon's linearization, one entry per knot (no knot axis for 1-D inputs).
+
+    The state x = (q, v) has 2 nv tangent coordinates: dq (q + dq on the manifold), then dv.
+
+    Attributes:
+        q_next: the configuration after the step, on the manifold, (K, nq).
+        v_next: the velocity after the step, (K, nv).
+        fx: dx+/dx, (K, 2 nv, 2 nv).
+        fu: dx+/du, (K, 2 nv, nu).
+        da_dq, da_dv, da_dtau: with continuous_derivatives, the forward dynamics' derivatives
+            at each knot, (K, nv, nv); else None.
+    """
+
+    q_next: Array
+    v_next: Array
+    fx: Array
+    fu: Array
+    da_dq: Optional[Array]
+    da_dv: Optional[Array]
+    da_dtau: Optional[Array]
 
 
 class _Batch:
@@ -1562,6 +1588,66 @@ class Client:
             max_iterations=batch.unpack(np.array(response.max_iterations, dtype=np.uint32)),
             max_residual=batch.unpack(response.max_residual),
             max_contacts=batch.unpack(np.array(response.max_contacts, dtype=np.uint32)),
+        )
+
+    def linearize(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        u: npt.ArrayLike,
+        *,
+        dt: float,
+        integrator: Integrator = "semi_implicit_euler",
+        actuation: Actuation = "all",
+        continuous_derivatives: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Linearization:
+        """The discrete step x+ = f(x, u) and its Jacobians at each knot of a horizon.
+
+        Args:
+            q, v, u: the knots, (K, nq), (K, nv) and (K, nu), or 1-D for one knot.
+            dt: the step, seconds, > 0.
+            integrator: "semi_implicit_euler" (Crocoddyl's), "explicit_euler" or "rk4".
+            actuation: "all" (u = tau, nu = nv), "unactuated_root" (u = tau of every joint
+                but a free-flyer root, nu = nv - 6), or a list of joint names (u drives their
+                DOFs, in the order named).
+            continuous_derivatives: also return da/dq, da/dv and da/dtau at each knot.
+        """
+        batch = _Batch(q)
+        if isinstance(actuation, str):
+            kind = _enum(dynamics_pb2.ActuationKind, "ACTUATION_KIND_", actuation)
+            message = dynamics_pb2.Actuation(kind=kind)
+        else:
+            message = dynamics_pb2.Actuation(
+                kind=dynamics_pb2.ACTUATION_KIND_JOINTS, joints=list(actuation)
+            )
+        response = self._compute(
+            "Linearize",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            u=batch.rows("u", u),
+            dt=dt,
+            integrator=_enum(dynamics_pb2.Integrator, "INTEGRATOR_", integrator),
+            actuation=message,
+            continuous_derivatives=continuous_derivatives,
+        )
+        nx = 2 * (len(response.v_next) // batch.size)
+
+        def derivative(values: Any) -> Optional[Array]:
+            return batch.square(values) if len(values) else None
+
+        return Linearization(
+            q_next=batch.unpack(response.q_next, -1),
+            v_next=batch.unpack(response.v_next, -1),
+            fx=batch.unpack(response.fx, nx, nx),
+            fu=batch.unpack(response.fu, nx, response.nu),
+            da_dq=derivative(response.da_dq),
+            da_dv=derivative(response.da_dv),
+            da_dtau=derivative(response.da_dtau),
         )
 
     def session(self, model_id: str = "", *, timeout: Optional[float] = None) -> Session:
