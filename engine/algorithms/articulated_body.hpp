@@ -210,6 +210,12 @@ void eliminate_columns(const Model& model, Data& data, int i, const ForceColumns
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
   const Mat6& ia = w.Ia[i];
+  if constexpr (K == 0) {
+    // No force-given column: the body hands its parent its whole articulated inertia. (Eigen's
+    // products of 6 x 0 blocks offset their null data, which UBSan reports.)
+    if (parent > 0) w.Ia[parent] += ia;
+    return;
+  }
   const Columns<K> s = gather<K>(data.oS, joint, f);
   Columns<K> u(6, f.count);
   u.noalias() = ia * s;
@@ -230,6 +236,11 @@ void propagate_bias_columns(const Model& model, Data& data, int i, const ForceCo
   ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   const int parent = model.parent[i];
+  if constexpr (K == 0) {
+    // No force-given column: p^A_i + I^A_i c_i goes to the parent whole.
+    if (parent > 0) w.pa[parent] += w.pa[i] + w.Ia[i] * w.c[i];
+    return;
+  }
   const Vec6 pa = w.pa[i].to_vector();
   Entries<K> u(f.count);
   for (int r = 0; r < u.size(); ++r) u[r] = mask.force(joint.idx_v + f.offset[r]);
@@ -252,6 +263,7 @@ void propagate_bias_columns(const Model& model, Data& data, int i, const ForceCo
 template <int K, class Mask>
 void accelerate_columns(const Model& model, Data& data, int i, const ForceColumns& f,
                         const Mask& mask) {
+  if constexpr (K == 0) return;  // no force-given DOF: the acceleration is already complete
   const ArticulatedBodyWorkspace& w = data.workspace<ArticulatedBodyWorkspace>();
   const Joint& joint = model.joints[i];
   Motion& acc = data.oa_gf[i];
