@@ -34,8 +34,17 @@ class InterruptionPoll {
   // Counts `work` (floating-point operations, roughly) and polls once enough has accumulated.
   // Throws Interrupted.
   void add(double work) {
+    if (stop_requested(work)) throw Interrupted();
+  }
+
+  // The same without throwing: true when the poll says stop. For code that must not let an
+  // exception through (GCC's target_clones functions: an exception thrown in one terminates the
+  // process), whose caller then throws.
+  bool stop_requested(double work) {
     pending_ += work;
-    if (pending_ >= kWorkBetweenPolls) poll();
+    if (pending_ < kWorkBetweenPolls) return false;
+    pending_ = 0.0;
+    return interruption_.requested != nullptr && interruption_.requested(interruption_.state);
   }
 
   // Polls now. Throws Interrupted.

@@ -89,8 +89,10 @@ template <int kLanes>
 
 // out_a = −A W_a and out_b = −A W_b, all n x n and column-major (A symmetric, so that its rows
 // are its columns), for W_a and W_b with the sparsity of the DOF tree given by `parent` and
-// `end`, column by column.
-TORQUED_AVX2_CLONES inline void negated_products(const std::vector<int>& parent,
+// `end`, column by column. Returns false, the products unfinished, when `poll` says stop: an
+// exception must not leave a target_clones function (the process would terminate), so the caller
+// throws.
+TORQUED_AVX2_CLONES inline bool negated_products(const std::vector<int>& parent,
                                                  const std::vector<int>& end, int n,
                                                  const double* a, const double* wa,
                                                  const double* wb, double* out_a, double* out_b,
@@ -99,7 +101,7 @@ TORQUED_AVX2_CLONES inline void negated_products(const std::vector<int>& parent,
     // Two products per row of each column of A read: k's ancestors' and its subtree's.
     int related = end[k] - k;
     for (int j = parent[k]; j >= 0; j = parent[j]) ++related;
-    poll.add(4.0 * n * related);
+    if (poll.stop_requested(4.0 * n * related)) return false;
     const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(k) * n;
     int r = 0;
     for (; r + 16 <= n; r += 16) {
@@ -127,6 +129,7 @@ TORQUED_AVX2_CLONES inline void negated_products(const std::vector<int>& parent,
                            out_b + col);
     }
   }
+  return true;
 }
 
 }  // namespace torqued::tree_sparse

@@ -139,6 +139,26 @@ TEST_P(InterruptionTest, StopsTheCallAndLeavesTheDataUsable) {
   EXPECT_EQ(c.run(*model_, data, q_, v_, u_), expected) << c.name;
 }
 
+// Every poll of the call can stop it with Interrupted, not only the first: the ABA derivatives'
+// last poll is inside the products kernel (tree_sparse_product.hpp), a target_clones function
+// that an exception must not leave. Thrown there, it terminated the process (the server, under
+// a 10,000-knot Linearize past its deadline).
+TEST_P(InterruptionTest, EveryPollStopsTheCall) {
+  const Case c = cases()[GetParam()];
+  CountingTest never;
+  Data counted(*model_);
+  counted.interruption = never.interruption();
+  c.run(*model_, counted, q_, v_, u_);
+  for (int stop_at = 1; stop_at <= never.polls; ++stop_at) {
+    CountingTest stop;
+    stop.stop_at = stop_at;
+    Data data(*model_);
+    data.interruption = stop.interruption();
+    EXPECT_THROW(c.run(*model_, data, q_, v_, u_), Interrupted) << c.name << ", poll " << stop_at;
+    EXPECT_EQ(stop.polls, stop_at) << c.name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, InterruptionTest,
                          ::testing::Range(0, static_cast<int>(cases().size())),
                          [](const ::testing::TestParamInfo<int>& info) {
