@@ -632,6 +632,15 @@ grpc::Status actuated_dofs(const Model& m, const v1::Actuation& actuation, std::
   return grpc::Status::OK;
 }
 
+// Sizes a repeated double field to n values that the kernel writes every one of, without
+// writing them first: the pages of a large answer (hundreds of megabytes for a long horizon) are
+// touched once, by the workers, and not at all past a deadline.
+double* sized_for_writing(google::protobuf::RepeatedField<double>* field, std::int64_t n) {
+  field->Clear();
+  field->Reserve(static_cast<int>(n));
+  return field->AddNAlreadyReserved(static_cast<int>(n));
+}
+
 // Where Linearize's kernel writes: the response's arrays (the continuous derivatives' null when
 // not asked for).
 struct LinearizeOutput {
@@ -678,13 +687,13 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   response->set_batch_size(n);
   response->set_nu(nu);
   const LinearizeOutput out{
-      resize(response->mutable_q_next(), states * m.nq),
-      resize(response->mutable_v_next(), states * m.nv),
-      resize(response->mutable_fx(), states * nx * nx),
-      resize(response->mutable_fu(), states * nx * nu),
-      continuous ? resize(response->mutable_da_dq(), states * nv2) : nullptr,
-      continuous ? resize(response->mutable_da_dv(), states * nv2) : nullptr,
-      continuous ? resize(response->mutable_da_dtau(), states * nv2) : nullptr};
+      sized_for_writing(response->mutable_q_next(), states * m.nq),
+      sized_for_writing(response->mutable_v_next(), states * m.nv),
+      sized_for_writing(response->mutable_fx(), states * nx * nx),
+      sized_for_writing(response->mutable_fu(), states * nx * nu),
+      continuous ? sized_for_writing(response->mutable_da_dq(), states * nv2) : nullptr,
+      continuous ? sized_for_writing(response->mutable_da_dv(), states * nv2) : nullptr,
+      continuous ? sized_for_writing(response->mutable_da_dtau(), states * nv2) : nullptr};
   const v1::Integrator integrator = request->integrator();
   const bool rk4 = integrator == v1::INTEGRATOR_RK4;
   const EulerStep euler =

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -395,6 +396,48 @@ TEST_F(HardeningTest, OneLongStateOfDerivativesStopsAtItsDeadline) {
   // sanitizers); it polls every column of the derivatives, milliseconds apart.
   EXPECT_LT(cpu_seconds_until_idle(30.0), 0.3 * kSanitizerSlowdown)
       << "the server kept computing after the deadline";
+}
+
+// Trajectory optimization: a 10,000-knot Linearize of talos_reduced (floating, root unactuated),
+// an answer of 663 MB that this server's limits admit, with a 100 ms deadline. The answer is not
+// written before the work (its pages are touched by the workers), the workers poll the deadline
+// between knots, and the server stops within 100 ms of the deadline: at most 0.2 s of CPU on its
+// two workers after it (scaled under a sanitizer; CPU time, which a shared machine does not
+// stretch).
+TEST_F(HardeningTest, TenThousandKnotLinearizeStopsAtItsDeadline) {
+  const std::filesystem::path talos =
+      std::filesystem::path(TORQUED_SHARED_DIR) / "models" / "talos_reduced.urdf";
+  if (!std::filesystem::exists(talos)) GTEST_SKIP() << talos << " is not checked out";
+  start({"--workers=2", "--max-message-bytes=1073741824", "--memory-budget-bytes=4294967296"},
+        true);
+  v1::RegisterModelRequest registration;
+  std::ifstream in(talos);
+  registration.set_urdf(std::string(std::istreambuf_iterator<char>(in), {}));
+  registration.set_base(v1::BASE_TYPE_FLOATING);
+  v1::RegisterModelResponse registered;
+  ASSERT_TRUE(with_deadline(60, [&](grpc::ClientContext* c) {
+                return models_->RegisterModel(c, registration, &registered);
+              }).ok());
+  const v1::Model& model = registered.model();
+  constexpr int kKnots = 10000;
+  v1::LinearizeRequest request;
+  request.set_model_id(model.id());
+  request.set_batch_size(kKnots);
+  const std::vector<double> q = random_configurations(model, kKnots, 71);
+  request.mutable_q()->Add(q.begin(), q.end());
+  request.mutable_v()->Resize(kKnots * model.nv(), 0.1);
+  request.mutable_u()->Resize(kKnots * (model.nv() - 6), 1.0);
+  request.set_dt(0.01);
+  request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  v1::LinearizeResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(0.1));
+  const grpc::Status status = dynamics_->Linearize(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_LT(cpu_seconds_until_idle(30.0), 0.2 * kSanitizerSlowdown)
+      << "the server kept computing after the deadline";
+  ASSERT_TRUE(server_->running());
+  EXPECT_EQ(busy_workers(), 0);
 }
 
 // Finding 3. The client goes away (cancels) instead of a deadline passing.
