@@ -229,6 +229,33 @@ TEST_F(TorquectlTest, DhTableRegistersAndComputesLikeLocal) {
   EXPECT_EQ(torquectl("health").out, "SERVING\n");
 }
 
+// linearize on CSV: q, v and the controls of the named joints per line; the same numbers from
+// the server and in process, fu's columns those joints' DOFs.
+TEST_F(TorquectlTest, LinearizeReadsCsvAndMatchesLocal) {
+  const std::string dh = repository_dir() + "/puma560.dh.txtpb";
+  const Outcome registered = torquectl("register --dh " + dh);
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  const std::string knots =
+      "0.1,0.2,0.3,0.4,0.5,0.6,0,0.1,0,0.2,0,0.3,5,-2\n"
+      "-0.3,1.2,0.5,0,0.1,2,0.5,0,0,0,0,0,1,1\n";
+  const std::string options = " --dt 0.01 --integrator rk4 --actuation joint3,joint1";
+  const Outcome remote = torquectl("linearize " + id + options, knots);
+  const Outcome local = torquectl("linearize " + dh + " --local --dh" + options, knots);
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(remote.out, local.out);
+  const nlohmann::json result = nlohmann::json::parse(remote.out);
+  ASSERT_EQ(result["fu"].size(), 2u);
+  const Outcome csv = torquectl("linearize " + id + options + " --format csv", knots);
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.find("fu:v:joint6:joint1"), std::string::npos) << csv.out.substr(0, 400);
+  const Outcome unknown = torquectl("linearize " + id + " --dt 0.01 --actuation joint9", knots);
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no joint \"joint9\""), std::string::npos) << unknown.err;
+  EXPECT_EQ(torquectl("linearize " + id, knots).exit_code, 2) << "--dt is required";
+}
+
 TEST_F(TorquectlTest, ExitCodesSayWhatWentWrong) {
   // Usage errors: 2.
   EXPECT_EQ(torquectl("").exit_code, 2);

@@ -109,7 +109,15 @@ const std::map<std::string, OptionSpec>& option_specs() {
       {"--restitution", {"E", "coefficient of restitution in [0, 1] (default 0)"}},
       {"--steps", {"N", "number of steps (required)"}},
       {"--time-step", {"H", "seconds (default 1e-3)"}},
-      {"--integrator", {"euler|rk4", "semi-implicit Euler (default) or RK4 (contact-free only)"}},
+      {"--integrator",
+       {"euler|explicit-euler|rk4",
+        "semi-implicit Euler (default), explicit Euler or RK4 (simulate: contact-free only)"}},
+      {"--dt", {"H", "linearize: the step, seconds (required)"}},
+      {"--actuation",
+       {"all|unactuated-root|J,J,...",
+        "linearize: the DOFs u drives: every DOF (default), all but the free-flyer root's, or "
+        "the named joints' in that order"}},
+      {"--continuous-derivatives", {"", "linearize: also da/dq, da/dv and da/dtau per knot"}},
       {"--ground-height", {"Z", "height of the ground plane z = Z, metres (default 0)"}},
       {"--friction", {"MU", "friction coefficient of the ground (default 0)"}},
       {"--contact-margin", {"D", "metres (default 0.01)"}},
@@ -133,7 +141,7 @@ struct Args {
 
 // What a dynamics sub-command reads and how it calls the client.
 struct Dynamics {
-  std::function<std::vector<InputField>(const v1::Model&)> inputs;
+  std::function<std::vector<InputField>(const v1::Model&, const Args&)> inputs;
   std::function<Output(Client&, const std::string& id, const v1::Model&, const std::vector<Matrix>&,
                        const Args&)>
       run;
@@ -272,7 +280,7 @@ int run_dynamics(const Dynamics& dynamics, const Args& args) {
     layout = client->get_model(id);
   }
   const std::vector<Matrix> inputs =
-      read_states(read_file(args.value("--input", "-")), dynamics.inputs(layout));
+      read_states(read_file(args.value("--input", "-")), dynamics.inputs(layout, args));
   print(dynamics.run(*client, id, layout, inputs, args), args);
   return 0;
 }
@@ -503,10 +511,63 @@ v1::BaumgarteGains gains(const Args& args) {
   return out;
 }
 
+// Linearize's options from --dt, --integrator, --actuation and --continuous-derivatives.
+client::LinearizeOptions linearize_options(const Args& args) {
+  client::LinearizeOptions options;
+  const std::optional<double> dt = number_option(args, "--dt");
+  if (!dt) throw UsageError("--dt: required");
+  options.dt = *dt;
+  options.integrator = choice<v1::Integrator>(args, "--integrator",
+                                              {{"euler", v1::INTEGRATOR_SEMI_IMPLICIT_EULER},
+                                               {"explicit-euler", v1::INTEGRATOR_EXPLICIT_EULER},
+                                               {"rk4", v1::INTEGRATOR_RK4}},
+                                              "euler");
+  const std::string actuation = args.value("--actuation", "all");
+  if (actuation == "unactuated-root") {
+    options.actuation = v1::ACTUATION_KIND_UNACTUATED_ROOT;
+  } else if (actuation != "all") {
+    options.actuation = v1::ACTUATION_KIND_JOINTS;
+    std::stringstream names(actuation);
+    for (std::string name; std::getline(names, name, ',');) {
+      options.actuated_joints.push_back(name);
+    }
+  }
+  options.continuous_derivatives = args.has("--continuous-derivatives");
+  return options;
+}
+
+// The labels of u's columns under `options`: the velocity labels of the DOFs it drives.
+std::vector<std::string> control_labels(const v1::Model& m,
+                                        const client::LinearizeOptions& options) {
+  std::vector<std::string> labels;
+  auto add = [&](const v1::Joint& joint) {
+    if (joint.nv() == 1) labels.push_back(joint.name());
+    for (int k = 0; joint.nv() > 1 && k < joint.nv(); ++k) {
+      labels.push_back(joint.name() + ":" + std::to_string(k));
+    }
+  };
+  if (options.actuation == v1::ACTUATION_KIND_JOINTS) {
+    for (const std::string& name : options.actuated_joints) {
+      const auto joint = std::find_if(m.joints().begin(), m.joints().end(),
+                                      [&](const v1::Joint& j) { return j.name() == name; });
+      if (joint == m.joints().end()) {
+        throw UsageError("--actuation: model " + m.name() + " has no joint \"" + name + "\"");
+      }
+      add(*joint);
+    }
+    return labels;
+  }
+  for (const v1::Joint& joint : m.joints()) {
+    const bool root = joint.type() == v1::JOINT_TYPE_FREE_FLYER && joint.idx_v() == 0;
+    if (!(root && options.actuation == v1::ACTUATION_KIND_UNACTUATED_ROOT)) add(joint);
+  }
+  return labels;
+}
+
 std::map<std::string, Dynamics> dynamics_commands() {
   std::map<std::string, Dynamics> commands;
   commands["inverse-dynamics"] = {
-      [](const v1::Model& m) { return q_v_plus(m, {"a"}); },
+      [](const v1::Model& m, const Args&) { return q_v_plus(m, {"a"}); },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
          const Args& args) {
         client::InverseDynamicsOptions options;
@@ -519,7 +580,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return Output{{dof_field("tau", m, c.inverse_dynamics(id, in[0], in[1], in[2], options))}};
       }};
   commands["forward-dynamics"] = {
-      [](const v1::Model& m) { return q_v_plus(m, {"tau"}); },
+      [](const v1::Model& m, const Args&) { return q_v_plus(m, {"tau"}); },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
          const Args& args) {
         client::ForwardDynamicsOptions options;
@@ -534,7 +595,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return Output{{dof_field("a", m, c.forward_dynamics(id, in[0], in[1], in[2], options).a)}};
       }};
   commands["mass-matrix"] = {
-      [](const v1::Model& m) {
+      [](const v1::Model& m, const Args&) {
         return std::vector<InputField>{field("q", coordinate_labels(m, false))};
       },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
@@ -552,18 +613,19 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return out;
       }};
   commands["nonlinear-effects"] = {
-      q_v, [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
-              const Args&) {
+      [](const v1::Model& m, const Args&) { return q_v(m); },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args&) {
         return Output{{dof_field("tau", m, c.nonlinear_effects(id, in[0], in[1]))}};
       }};
   commands["gravity"] = {
-      [](const v1::Model& m) {
+      [](const v1::Model& m, const Args&) {
         return std::vector<InputField>{field("q", coordinate_labels(m, false))};
       },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
          const Args&) { return Output{{dof_field("tau", m, c.gravity(id, in[0]))}}; }};
   commands["kinematics"] = {
-      [](const v1::Model& m) {
+      [](const v1::Model& m, const Args&) {
         return std::vector<InputField>{field("q", coordinate_labels(m, false)),
                                        field("v", coordinate_labels(m, true), false)};
       },
@@ -611,7 +673,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return out;
       }};
   commands["hybrid-dynamics"] = {
-      [](const v1::Model& m) {
+      [](const v1::Model& m, const Args&) {
         return q_v_plus(m, {"a", "tau"});
       },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
@@ -621,7 +683,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return Output{{dof_field("a", m, r.a), dof_field("tau", m, r.tau)}};
       }};
   commands["constrained-dynamics"] = {
-      [](const v1::Model& m) {
+      [](const v1::Model& m, const Args&) {
         std::vector<InputField> fields = q_v(m);
         fields.push_back(field("tau", coordinate_labels(m, true)));
         fields.push_back(field("a", coordinate_labels(m, true), false));
@@ -655,7 +717,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return out;
       }};
   commands["floating-base-inverse-dynamics"] = {
-      [](const v1::Model& m) { return q_v_plus(m, {"a"}); },
+      [](const v1::Model& m, const Args&) { return q_v_plus(m, {"a"}); },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
          const Args&) {
         const client::AccelerationsAndForces r =
@@ -663,7 +725,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return Output{{dof_field("a", m, r.a), dof_field("tau", m, r.tau)}};
       }};
   commands["derivatives"] = {
-      [](const v1::Model& m) {
+      [](const v1::Model& m, const Args&) {
         // Which of a and tau is read depends on --of; both are offered and the unused one is
         // optional, so that one input file serves both.
         std::vector<InputField> fields = q_v(m);
@@ -688,14 +750,16 @@ std::map<std::string, Dynamics> dynamics_commands() {
         return Output{{dof_matrix_field("d_dq", m, r.d_dq), dof_matrix_field("d_dv", m, r.d_dv),
                        dof_matrix_field("d_du", m, r.d_du)}};
       }};
-  commands["coriolis-matrix"] = {q_v, [](Client& c, const std::string& id, const v1::Model& m,
-                                         const std::vector<Matrix>& in, const Args&) {
+  commands["coriolis-matrix"] = {[](const v1::Model& m, const Args&) { return q_v(m); },
+                                 [](Client& c, const std::string& id, const v1::Model& m,
+                                    const std::vector<Matrix>& in, const Args&) {
                                    return Output{{dof_matrix_field(
                                        "coriolis_matrix", m, c.coriolis_matrix(id, in[0], in[1]))}};
                                  }};
   commands["centroidal"] = {
-      q_v, [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
-              const Args&) {
+      [](const v1::Model& m, const Args&) { return q_v(m); },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args&) {
         const client::CentroidalResult r = c.centroidal(id, in[0], in[1]);
         const std::vector<std::string> v = coordinate_labels(m, true);
         return Output{{{"com", {kXyz}, r.com},
@@ -705,7 +769,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
                        {"momentum_matrix", {spatial_labels(), v}, flatten(r.momentum_matrix)}}};
       }};
   commands["contact-dynamics"] = {
-      [](const v1::Model& m) { return q_v_plus(m, {"tau"}); },
+      [](const v1::Model& m, const Args&) { return q_v_plus(m, {"tau"}); },
       [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
          const Args& args) {
         const std::vector<client::PointContact> contacts = contacts_option(args);
@@ -714,8 +778,9 @@ std::map<std::string, Dynamics> dynamics_commands() {
             c.contact_dynamics(id, in[0], in[1], in[2], contacts, solver_options(args)));
       }};
   commands["impact"] = {
-      q_v, [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
-              const Args& args) {
+      [](const v1::Model& m, const Args&) { return q_v(m); },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
         const std::vector<client::PointContact> contacts = contacts_option(args);
         return contact_output(
             m, "v", "impulses", contacts,
@@ -723,7 +788,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
                      solver_options(args)));
       }};
   commands["simulate"] = {
-      [](const v1::Model& m) {
+      [](const v1::Model& m, const Args&) {
         std::vector<InputField> fields = q_v(m);
         fields.push_back(field("tau", coordinate_labels(m, true), false));
         return fields;
@@ -735,9 +800,12 @@ std::map<std::string, Dynamics> dynamics_commands() {
         if (!steps) throw UsageError("--steps: required");
         options.steps = *steps;
         options.time_step = number_option(args, "--time-step");
-        options.integrator = choice<v1::Integrator>(
-            args, "--integrator",
-            {{"euler", v1::INTEGRATOR_SEMI_IMPLICIT_EULER}, {"rk4", v1::INTEGRATOR_RK4}}, "euler");
+        options.integrator =
+            choice<v1::Integrator>(args, "--integrator",
+                                   {{"euler", v1::INTEGRATOR_SEMI_IMPLICIT_EULER},
+                                    {"explicit-euler", v1::INTEGRATOR_EXPLICIT_EULER},
+                                    {"rk4", v1::INTEGRATOR_RK4}},
+                                   "euler");
         options.tau = in[2];
         options.ground_height = number_option(args, "--ground-height").value_or(0.0);
         options.ground_friction = number_option(args, "--friction").value_or(0.0);
@@ -759,6 +827,32 @@ std::map<std::string, Dynamics> dynamics_commands() {
                        per_state_field("max_iterations", r.max_iterations),
                        per_state_field("max_residual", r.max_residual),
                        per_state_field("max_contacts", r.max_contacts)}};
+      }};
+  commands["linearize"] = {
+      [](const v1::Model& m, const Args& args) {
+        std::vector<InputField> fields = q_v(m);
+        fields.push_back(field("u", control_labels(m, linearize_options(args))));
+        return fields;
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        const client::LinearizeOptions options = linearize_options(args);
+        const client::LinearizeResult r = c.linearize(id, in[0], in[1], in[2], options);
+        // The tangent coordinates of x = (q, v): "q:" then "v:" before each DOF's label.
+        std::vector<std::string> x;
+        for (const char* part : {"q:", "v:"}) {
+          for (const std::string& dof : coordinate_labels(m, true)) x.push_back(part + dof);
+        }
+        Output out{{{"q_next", {coordinate_labels(m, false)}, r.q_next},
+                    dof_field("v_next", m, r.v_next),
+                    {"fx", {x, x}, flatten(r.fx)},
+                    {"fu", {x, control_labels(m, options)}, flatten(r.fu)}}};
+        if (options.continuous_derivatives) {
+          out.fields.push_back(dof_matrix_field("da_dq", m, r.da_dq));
+          out.fields.push_back(dof_matrix_field("da_dv", m, r.da_dv));
+          out.fields.push_back(dof_matrix_field("da_dtau", m, r.da_dtau));
+        }
+        return out;
       }};
   return commands;
 }
@@ -1046,6 +1140,10 @@ std::vector<Command> commands() {
         {"--steps", "--time-step", "--integrator", "--candidates", "--ground-height", "--friction",
          "--restitution", "--contact-margin", "--stabilization", "--restitution-velocity",
          "--tolerance", "--max-iterations"}}},
+      {"linearize",
+       {"a trajectory optimizer's step at each knot (q, v, u): q_next, v_next and the Jacobians "
+        "fx (2nv x 2nv) and fu (2nv x nu) in the tangent space, from --dt",
+        {"--dt", "--integrator", "--actuation", "--continuous-derivatives"}}},
   };
   for (const auto& [name, spec] : dynamics_commands()) {
     std::vector<std::string> options = kModelOptions;
