@@ -28,9 +28,10 @@ if ((with_test)); then
   # openssl: the TLS tests make their certificates with it at run time; python3-h2 (hyperframe,
   # hpack): the hostile HTTP/2 client of tests/server/transport.
   packages+=(libgtest-dev libgmock-dev prometheus openssl python3-h2)
-  # The Python client's tests: a venv over Debian's python3 with its gRPC, numpy and pytest.
+  # The Python client's tests: a venv over Debian's python3 with its gRPC, numpy and pytest;
+  # matplotlib for the examples' plots.
   packages+=(python3-venv python3-pip python3-setuptools python3-wheel python3-grpcio
-    python3-numpy python3-pytest)
+    python3-numpy python3-pytest python3-matplotlib)
   # The fuzzing stage: clang-14 with libFuzzer and its sanitizer runtimes, and llvm-symbolizer
   # for readable reports. (GCC's own sanitizer runtimes come with build-essential.)
   packages+=(clang-14 libclang-rt-14-dev llvm-14)

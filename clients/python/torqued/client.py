@@ -1666,11 +1666,16 @@ class Client:
         payload: bytes = b"",
         values: Optional[npt.ArrayLike] = None,
         *,
+        response_values: int = 0,
         timeout: Optional[float] = None,
     ) -> tuple[bytes, Array]:
-        """Sends bytes and numbers that come back untouched (the transport alone, no compute)."""
+        """Sends bytes and numbers that come back untouched (the transport alone, no compute).
+
+        With response_values > 0 the answer carries that many zeros instead of the numbers: the
+        floor of a call whose request and answer differ in size.
+        """
         numbers = np.empty(0) if values is None else np.asarray(values, dtype=np.float64).ravel()
         call = self._calls["Echo"]
-        request = call.request(payload=payload, values=numbers)
+        request = call.request(payload=payload, values=numbers, response_values=response_values)
         response = self._invoke("DynamicsService/Echo", call.rpc, request, self._deadline(timeout))
         return response.payload, response.values
