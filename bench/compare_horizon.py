@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Linearize's engine work per knot beside Pinocchio's, in one run: torqued_horizon against
+../shared/anchors' anchor_horizon (the semi-implicit Euler step x+, Fx, Fu of a trajectory
+optimizer, free dynamics).
+
+    python3 bench/compare_horizon.py TORQUED_HORIZON [--anchor PATH] [--repeats 5]
+                                     [--seconds 0.5] [--threads 1,2]
+
+Each repeat runs both programs once per row, in alternating order, so that a shared machine's
+drifts hit both alike; the table gives the medians over the repeats of step_linearization (ns
+per knot) and torqued / Pinocchio per row. anchor_horizon is looked up in $ANCHORS_DIR/native
+(default ~/.cache/torqued-anchors/native, where ../shared/anchors/build.sh puts it).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+
+here = os.path.dirname(os.path.abspath(__file__))
+models = os.path.join(os.path.dirname(os.path.dirname(here)), "shared", "models")
+# (model, base): the rows of the trajectory-optimization issue's free dynamics.
+ROWS = [("ur5", "fixed"), ("panda", "fixed"), ("solo12", "floating"), ("talos_reduced", "floating")]
+
+
+def step_ns(exe, urdf, base, threads, seconds):
+    out = subprocess.run(
+        [exe, "--urdf", urdf, "--base", base, "--threads", str(threads), "--seconds", str(seconds)],
+        check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"^step_linearization\s+(\S+) ns/knot", out, re.M).group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("torqued")
+    default_anchor = os.path.join(
+        os.environ.get("ANCHORS_DIR", os.path.expanduser("~/.cache/torqued-anchors")),
+        "native", "anchor_horizon")
+    ap.add_argument("--anchor", default=default_anchor)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=0.5)
+    ap.add_argument("--threads", default="1,2")
+    a = ap.parse_args()
+    threads = [int(t) for t in a.threads.split(",")]
+    samples = {}
+    for repeat in range(a.repeats):
+        for name, base in ROWS:
+            urdf = os.path.join(models, name + ".urdf")
+            for t in threads:
+                programs = [("pinocchio", a.anchor), ("torqued", a.torqued)]
+                for who, exe in programs if repeat % 2 == 0 else reversed(programs):
+                    samples.setdefault((name, base, t, who), []).append(
+                        step_ns(exe, urdf, base, t, a.seconds))
+    print("| model | base | threads | Pinocchio (ns/knot) | torqued (ns/knot) | torqued / Pinocchio |")
+    print("|---|---|---|---|---|---|")
+    worst = 0.0
+    for name, base in ROWS:
+        for t in threads:
+            pin = statistics.median(samples[(name, base, t, "pinocchio")])
+            ours = statistics.median(samples[(name, base, t, "torqued")])
+            worst = max(worst, ours / pin)
+            print(f"| {name} | {base} | {t} | {pin:.0f} | {ours:.0f} | {ours / pin:.3f} |")
+    print(f"\nworst torqued / Pinocchio: {worst:.3f} (medians of {a.repeats} repeats, alternating)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""A trajectory optimizer's horizon over the wire: one Linearize call of K knots of
+talos_reduced (floating base, root unactuated, semi-implicit Euler) through the Python client,
+against Pinocchio computing the same in process and against an Echo of the same bytes.
+
+    /usr/bin/python3 bench/horizon_end_to_end.py [--build build/dev] [--knots 100]
+                                                 [--workers 2] [--repeats 5] [--calls 50]
+
+It installs the Python client into a temporary venv (as tests/clients/python/run_pytest.sh
+does), starts torqued on loopback with --workers, and alternates, per repeat:
+  - Linearize: the median over --calls calls of the client's linearize(), arrays in and out;
+  - Echo: the same request and answer sizes (Client.echo with response_values);
+  - Pinocchio: anchor_horizon --threads WORKERS, step_linearization per knot × K;
+  - the engine alone: torqued_horizon --threads WORKERS, step_linearization per knot × K.
+It prints the medians, the two ratios the trajectory-optimization issue bounds (Linearize over
+Pinocchio, at most 2; Linearize over Echo, at most 1.2) and the split of a call into the
+server's compute and the wire (encoding, transfer and decoding: the Echo). Client and server
+share the machine's CPUs.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TALOS = os.path.join(ROOT, "..", "shared", "models", "talos_reduced.urdf")
+
+
+def in_venv(argv):
+    """Re-runs this script in a venv holding the Python client; returns its exit code."""
+    work = tempfile.mkdtemp(prefix="torqued-horizon-")
+    package = os.path.join(work, "package")
+    os.makedirs(package)
+    for name in ("pyproject.toml", "setup.py", "torqued"):
+        source = os.path.join(ROOT, "clients", "python", name)
+        subprocess.run(["cp", "-r", source, package], check=True)
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", "--without-pip",
+                    os.path.join(work, "venv")], check=True)
+    python = os.path.join(work, "venv", "bin", "python")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-build-isolation",
+                    "--no-index", package], check=True,
+                   env={**os.environ, "TORQUED_PROTO_DIR": os.path.join(ROOT, "proto")})
+    return subprocess.run([python, "-P", os.path.abspath(__file__), "--in-venv", *argv]).returncode
+
+
+def step_ns(exe, knots, threads):
+    out = subprocess.run([exe, "--urdf", TALOS, "--base", "floating", "--knots", str(knots),
+                          "--threads", str(threads), "--seconds", "1"],
+                         check=True, capture_output=True, text=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("step_linearization"))
+    return float(line.split()[1])
+
+
+def median_seconds(call, count):
+    call()  # warm-up
+    samples = []
+    for _ in range(count):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def run(a):
+    import numpy as np
+
+    import torqued
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from service_scenarios import Server
+
+    anchor = os.path.join(os.environ.get("ANCHORS_DIR", os.path.expanduser(
+        "~/.cache/torqued-anchors")), "native", "anchor_horizon")
+    horizon = os.path.join(a.build, "bench", "torqued_horizon")
+    server = Server(a.build, a.workers, tempfile.mkdtemp(prefix="torqued-horizon-data-"))
+    try:
+        with torqued.Client(f"127.0.0.1:{server.port}") as client:
+            model = client.register(urdf=__import__("pathlib").Path(TALOS), floating_base=True)
+            rng = np.random.default_rng(1)
+            q = rng.uniform(-1.0, 1.0, (a.knots, model.nq))
+            root = next(j for j in model.joints if j.name == "root_joint")
+            quaternion = rng.normal(size=(a.knots, 4))
+            q[:, root.idx_q + 3:root.idx_q + 7] = quaternion / np.linalg.norm(
+                quaternion, axis=1, keepdims=True)
+            v = rng.uniform(-1.0, 1.0, (a.knots, model.nv))
+            u = rng.uniform(-10.0, 10.0, (a.knots, model.nv - 6))
+            nx, nu = 2 * model.nv, model.nv - 6
+            sent = q.size + v.size + u.size
+            answered = a.knots * (model.nq + model.nv + nx * nx + nx * nu)
+
+            def linearize():
+                client.linearize(model.id, q, v, u, dt=0.01, actuation="unactuated_root")
+
+            values = np.zeros(sent)
+
+            def echo():
+                client.echo(values=values, response_values=answered)
+
+            samples = {"linearize": [], "echo": [], "pinocchio": [], "engine": []}
+            for repeat in range(a.repeats):
+                steps = [
+                    ("linearize", lambda: median_seconds(linearize, a.calls)),
+                    ("echo", lambda: median_seconds(echo, a.calls)),
+                    ("pinocchio", lambda: step_ns(anchor, a.knots, a.workers) * a.knots * 1e-9),
+                    ("engine", lambda: step_ns(horizon, a.knots, a.workers) * a.knots * 1e-9),
+                ]
+                for name, measure in steps if repeat % 2 == 0 else reversed(steps):
+                    samples[name].append(measure())
+    finally:
+        server.stop()
+    m = {name: statistics.median(values) for name, values in samples.items()}
+    print(f"talos_reduced floating, {a.knots} knots, nv {model.nv}, nu {nu}, {a.workers} workers "
+          f"and threads; request {sent * 8 / 1e6:.2f} MB, answer {answered * 8 / 1e6:.2f} MB; "
+          f"medians of {a.repeats} repeats")
+    print("| measurement | ms per horizon |")
+    print("|---|---|")
+    print(f"| Linearize over the wire (Python client) | {m['linearize'] * 1e3:.2f} |")
+    print(f"| Echo of the same bytes (Python client) | {m['echo'] * 1e3:.2f} |")
+    print(f"| Pinocchio in process, {a.workers} threads | {m['pinocchio'] * 1e3:.2f} |")
+    print(f"| torqued's engine in process, {a.workers} threads | {m['engine'] * 1e3:.2f} |")
+    print(f"\nLinearize / Pinocchio: {m['linearize'] / m['pinocchio']:.2f} (bar: at most 2)")
+    print(f"Linearize / Echo:      {m['linearize'] / m['echo']:.2f} (bar: at most 1.2)")
+    print(f"split: engine {m['engine'] * 1e3:.2f} ms, wire (Echo) {m['echo'] * 1e3:.2f} ms, "
+          f"rest {(m['linearize'] - m['engine'] - m['echo']) * 1e3:.2f} ms")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "dev"))
+    ap.add_argument("--knots", type=int, default=100)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if not os.path.exists(TALOS):
+        sys.exit(f"{TALOS} is not checked out beside the repository")
+    if not a.in_venv:
+        sys.exit(in_venv(sys.argv[1:]))
+    a.build = os.path.abspath(a.build)
+    run(a)
+
+
+if __name__ == "__main__":
+    main()
