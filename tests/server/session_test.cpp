@@ -210,7 +210,7 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
   const auto q = random_configurations(m, n, 5);
   const auto x = random_values(static_cast<std::size_t>(n) * m.nv(), 6);
   const auto y = random_values(static_cast<std::size_t>(n) * m.nv(), 7);
-  std::vector<v1::SessionRequest> messages(13);
+  std::vector<v1::SessionRequest> messages(14);
   // n states of q, and of v when the request takes velocities.
   auto fill = [&](auto* r) {
     r->set_batch_size(n);
@@ -244,6 +244,12 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
     c->set_type(v1::CONSTRAINT_TYPE_POINT);
     c->mutable_frame1()->set_frame(foot);
   }
+  // A horizon of 3 knots, the legs actuated.
+  auto* linearize = fill(messages[13].mutable_linearize());
+  linearize->mutable_u()->Add(y.begin(), y.begin() + n * (m.nv() - 6));
+  linearize->set_dt(0.01);
+  linearize->set_integrator(v1::INTEGRATOR_RK4);
+  linearize->mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
   for (std::size_t i = 0; i < messages.size(); ++i) messages[i].set_sequence(i);
   messages[0].set_model_id(m.id());
   grpc::Status status;
