@@ -539,12 +539,11 @@ client::LinearizeOptions linearize_options(const Args& args) {
 // The labels of u's columns under `options`: the velocity labels of the DOFs it drives.
 std::vector<std::string> control_labels(const v1::Model& m,
                                         const client::LinearizeOptions& options) {
+  const std::vector<std::string> dofs = coordinate_labels(m, true);
   std::vector<std::string> labels;
   auto add = [&](const v1::Joint& joint) {
-    if (joint.nv() == 1) labels.push_back(joint.name());
-    for (int k = 0; joint.nv() > 1 && k < joint.nv(); ++k) {
-      labels.push_back(joint.name() + ":" + std::to_string(k));
-    }
+    labels.insert(labels.end(), dofs.begin() + joint.idx_v(),
+                  dofs.begin() + joint.idx_v() + joint.nv());
   };
   if (options.actuation == v1::ACTUATION_KIND_JOINTS) {
     for (const std::string& name : options.actuated_joints) {
