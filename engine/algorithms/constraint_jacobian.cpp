@@ -6,33 +6,12 @@
 // vector between them: ¹R₀ (ω × (p₁ − p₂)).
 #include "engine/algorithms/constraint_jacobian.hpp"
 
-#include <array>
 #include <cassert>
 
 #include "engine/algorithms/rnea.hpp"
 
 namespace torqued {
 namespace {
-
-// The rows of the 6D relative motion [linear; angular] each type keeps.
-struct RowSelection {
-  std::array<int, 6> rows;
-  int count;
-};
-
-RowSelection selected_rows(ConstraintType type) {
-  switch (type) {
-    case ConstraintType::kRevolute:
-      return {{0, 1, 2, 3, 4, 0}, 5};
-    case ConstraintType::kPrismatic:
-      return {{0, 1, 3, 4, 5, 0}, 5};
-    case ConstraintType::kPoint:
-      return {{0, 1, 2, 0, 0, 0}, 3};
-    case ConstraintType::kWeld:
-      break;
-  }
-  return {{0, 1, 2, 3, 4, 5}, 6};
-}
 
 bool supports(const Model& model, int joint_body, int body) {
   return joint_body <= body && body < model.subtree_end[joint_body];
@@ -60,7 +39,7 @@ void add_constraint(const Model& model, const Data& data, const BilateralConstra
   const Motion a1 = c.placement1.act_inverse(data.a[c.body1]);
   const Motion v2 = c.placement2.act_inverse(data.v[c.body2]);
   const Motion a2 = c.placement2.act_inverse(data.a[c.body2]);
-  const RowSelection selection = selected_rows(c.type);
+  const ConstraintRows selection = constraint_row_selection(c.type);
   jacobian.middleRows(row, selection.count).setZero();
 
   Vec6 velocity, drift, error;
@@ -115,6 +94,20 @@ void add_constraint(const Model& model, const Data& data, const BilateralConstra
 }
 
 }  // namespace
+
+ConstraintRows constraint_row_selection(ConstraintType type) {
+  switch (type) {
+    case ConstraintType::kRevolute:
+      return {{0, 1, 2, 3, 4, 0}, 5};
+    case ConstraintType::kPrismatic:
+      return {{0, 1, 3, 4, 5, 0}, 5};
+    case ConstraintType::kPoint:
+      return {{0, 1, 2, 0, 0, 0}, 3};
+    case ConstraintType::kWeld:
+      break;
+  }
+  return {{0, 1, 2, 3, 4, 5}, 6};
+}
 
 int constraint_rows(const Model& model, std::span<const BilateralConstraint> constraints) {
   int rows = 0;

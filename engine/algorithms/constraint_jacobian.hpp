@@ -22,6 +22,7 @@
 // (body2 gets the opposite).
 #pragma once
 
+#include <array>
 #include <span>
 
 #include "engine/algorithms/kinematics.hpp"
@@ -33,6 +34,13 @@ struct BaumgarteGains {
   double position = 0.0;  // K_p, 1/s²
   double velocity = 0.0;  // K_d, 1/s
 };
+
+// The rows of the 6D relative motion [linear; angular] a constraint type keeps: rows[0 .. count).
+struct ConstraintRows {
+  std::array<int, 6> rows;
+  int count;
+};
+ConstraintRows constraint_row_selection(ConstraintType type);
 
 // Rows of K for the model's loop closures followed by `constraints`.
 int constraint_rows(const Model& model, std::span<const BilateralConstraint> constraints);

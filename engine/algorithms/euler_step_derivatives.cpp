@@ -10,7 +10,8 @@ namespace torqued {
 void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                             const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                             EulerStep kind, std::span<const int> actuated_dofs,
-                            DiscreteStepOutput out, std::span<const Force> external_forces) {
+                            DiscreteStepOutput out,
+                            std::span<const BilateralConstraint> constraints) {
   const int nv = model.nv;
   assert(u.size() == static_cast<Eigen::Index>(actuated_dofs.size()));
   assert(out.fx.rows() == 2 * nv && out.fx.cols() == 2 * nv);
@@ -18,7 +19,8 @@ void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef
   data.bind(model, kEulerStepWorkspaces);
   DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
   actuate(actuated_dofs, u, ws.tau);
-  const AbaDerivativesWorkspace& d = aba_derivatives(model, data, q, v, ws.tau, external_forces);
+  const AbaDerivativesWorkspace& d =
+      forward_dynamics_derivatives(model, data, q, v, ws.tau, constraints);
 
   // v⁺ and its rows.
   out.v_next = v + dt * data.ddq;

@@ -11,28 +11,31 @@
 //   ∂q⁺/∂q = J_q     ∂q⁺/∂q̇ = dt J_w     ∂q⁺/∂u = 0,   at w = dt q̇.
 // J_q and J_w are block diagonal, so that the q⁺ rows cost a 6 x 6 or 3 x 3 product per multi-DOF
 // joint and a copy per 1-DOF joint, and the step little beyond the dynamics derivatives
-// (aba_derivatives()).
+// (aba_derivatives(), or constrained_dynamics_derivatives() when the robot is held by bilateral
+// constraints: Crocoddyl's DifferentialActionModelContactFwdDynamics).
 #pragma once
 
 #include <span>
 
-#include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/discrete_step.hpp"
 
 namespace torqued {
 
 inline constexpr WorkspaceSet kEulerStepWorkspaces =
-    kAbaDerivativesWorkspaces | WorkspaceSet::of<DiscreteStepWorkspace>();
+    kConstrainedDynamicsDerivativesWorkspaces | WorkspaceSet::of<DiscreteStepWorkspace>();
 
 enum class EulerStep { kSemiImplicit, kExplicit };
 
 // One step of `kind` from (q, q̇) under controls u over dt: τ = B u, where control c drives the DOF
-// actuated_dofs[c] (B's columns are those of the identity) and the other DOFs get no torque.
-// Leaves aba_derivatives()'s results in data (q̈ in data.ddq, ∂q̈/∂(q, q̇, τ) in the
-// AbaDerivativesWorkspace). Throws SingularSystemError as aba() does.
+// actuated_dofs[c] (B's columns are those of the identity) and the other DOFs get no torque; the
+// robot held by the model's loop closures and `constraints` (rigid contacts, without Baumgarte's
+// stabilization). Leaves forward_dynamics_derivatives()'s results in data (q̈ in data.ddq,
+// ∂q̈/∂(q, q̇, τ) in the AbaDerivativesWorkspace). Throws SingularSystemError as aba() does.
 void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                             const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                             EulerStep kind, std::span<const int> actuated_dofs,
-                            DiscreteStepOutput out, std::span<const Force> external_forces = {});
+                            DiscreteStepOutput out,
+                            std::span<const BilateralConstraint> constraints = {});
 
 }  // namespace torqued

@@ -12,26 +12,29 @@
 //   ∂y_i/∂x = J_x + h_i J_w ∂k_{i−1}/∂x        ∂y_i/∂u = h_i J_w ∂k_{i−1}/∂u
 //   ∂k_i/∂x = [0 I; ∂q̈/∂q ∂q̈/∂q̇] ∂y_i/∂x     ∂k_i/∂u = [0 I; ∂q̈/∂q ∂q̈/∂q̇] ∂y_i/∂u + [0; ∂q̈/∂τ B]
 //   ∂x⁺/∂x = J_x + dt J_w Σ b_i ∂k_i/∂x        ∂x⁺/∂u = dt J_w Σ b_i ∂k_i/∂u
-// each ∂q̈ the ABA derivatives at the stage (aba_derivatives()): four of them per step, and four
-// products of nv x nv by nv x (2 nv + nu) matrices beside them.
+// each ∂q̈ the forward-dynamics derivatives at the stage (forward_dynamics_derivatives(): ABA's, or
+// under the constraints the constrained dynamics'): four of them per step, and four products of nv
+// x nv by nv x (2 nv + nu) matrices beside them.
 #pragma once
 
 #include <span>
 
-#include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/discrete_step.hpp"
 
 namespace torqued {
 
 inline constexpr WorkspaceSet kRungeKuttaStepWorkspaces =
-    kAbaDerivativesWorkspaces | WorkspaceSet::of<DiscreteStepWorkspace, RungeKuttaWorkspace>();
+    kConstrainedDynamicsDerivativesWorkspaces |
+    WorkspaceSet::of<DiscreteStepWorkspace, RungeKuttaWorkspace>();
 
-// One RK4 step from (q, q̇) under controls u held over dt, τ = B u as in euler_step_derivatives().
-// Leaves the last stage's aba_derivatives() results in data. Throws SingularSystemError as aba()
-// does.
+// One RK4 step from (q, q̇) under controls u held over dt, τ = B u as in euler_step_derivatives(),
+// the robot held by the model's loop closures and `constraints` (rigid contacts, without
+// Baumgarte's stabilization). Leaves the last stage's forward_dynamics_derivatives() results in
+// data. Throws SingularSystemError as aba() does.
 void runge_kutta_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                                   const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                                   std::span<const int> actuated_dofs, DiscreteStepOutput out,
-                                  std::span<const Force> external_forces = {});
+                                  std::span<const BilateralConstraint> constraints = {});
 
 }  // namespace torqued

@@ -116,11 +116,12 @@ struct RneaDerivativesWorkspace : Workspace<RneaDerivativesWorkspace> {
   }
 };
 
-// ABA derivatives (aba_derivatives.hpp).
+// Forward-dynamics derivatives: ABA's (aba_derivatives.hpp), and those under bilateral
+// constraints (constrained_dynamics_derivatives.hpp).
 struct AbaDerivativesWorkspace : Workspace<AbaDerivativesWorkspace> {
   Eigen::MatrixXd ddq_dq;    // ∂q̈/∂q in the tangent space, nv x nv
   Eigen::MatrixXd ddq_dv;    // ∂q̈/∂q̇
-  Eigen::MatrixXd ddq_dtau;  // ∂q̈/∂τ = M⁻¹, full and symmetric
+  Eigen::MatrixXd ddq_dtau;  // ∂q̈/∂τ, full and symmetric (M⁻¹ without constraints)
 
   static void buffers(auto& self, const Extents& n, auto&& buffer) {
     buffer(self.ddq_dq, n.dofs, n.dofs);
@@ -228,6 +229,46 @@ struct ConstraintWorkspace : Workspace<ConstraintWorkspace> {
   }
 };
 
+// Constrained-dynamics derivatives (constrained_dynamics_derivatives.hpp), with room for
+// n.constraint_rows rows as ConstraintWorkspace has; a call on m rows uses the leading m. The
+// derivatives of q̈ go to AbaDerivativesWorkspace.
+struct ConstrainedDerivativesWorkspace : Workspace<ConstrainedDerivativesWorkspace> {
+  using Workspace::bytes;
+  // Its bytes once reserve_rows(model, rows) has run.
+  static std::size_t bytes(const Model& model, int rows) { return bytes(Extents(model, rows)); }
+  // Room for `rows` constraint rows: only a call with more rows than any before allocates.
+  void reserve_rows(const Model& model, int rows) {
+    if (rows > lambda.size()) bind(Extents(model, rows));
+  }
+
+  Eigen::VectorXd lambda;        // λ, rows
+  Eigen::MatrixXd dlambda_dq;    // ∂λ/∂q in the tangent space, rows x nv
+  Eigen::MatrixXd dlambda_dv;    // ∂λ/∂q̇
+  Eigen::MatrixXd dlambda_dtau;  // ∂λ/∂τ
+  // ∂c/∂q + K ∂q̈₀/∂q: the rate of the constraints' residual c along q when q̈ follows the free
+  // dynamics (= −Λ⁻¹ ∂λ/∂q), rows x nv; likewise along q̇.
+  Eigen::MatrixXd free_residual_dq;
+  Eigen::MatrixXd free_residual_dv;
+  Eigen::MatrixXd minv_kt;         // M⁻¹ Kᵀ, nv x rows
+  Eigen::MatrixXd system_inverse;  // (K M⁻¹ Kᵀ)⁺, rows x rows
+  Eigen::MatrixXd loop_forces_dq;  // ∂τ/∂q of the loops' forces on body2 beyond RNEA's, nv x nv
+  std::vector<Force> body_forces;  // λ acting on each body, in its frame
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    const int rows = n.constraint_rows;
+    buffer(self.lambda, rows);
+    buffer(self.dlambda_dq, rows, n.dofs);
+    buffer(self.dlambda_dv, rows, n.dofs);
+    buffer(self.dlambda_dtau, rows, n.dofs);
+    buffer(self.free_residual_dq, rows, n.dofs);
+    buffer(self.free_residual_dv, rows, n.dofs);
+    buffer(self.minv_kt, n.dofs, rows);
+    buffer(self.system_inverse, rows, rows);
+    buffer(self.loop_forces_dq, n.dofs, n.dofs);
+    buffer(self.body_forces, n.bodies);
+  }
+};
+
 // Closed-chain inverse dynamics (closed_chain_inverse_dynamics.hpp): the passive DOFs' Gram
 // matrix K_pᵀ K_p and its factors, nv x nv at most.
 struct ClosedChainWorkspace : Workspace<ClosedChainWorkspace> {
@@ -296,7 +337,8 @@ using Workspaces =
     WorkspaceList<MassMatrixWorkspace, ArticulatedBodyWorkspace, MassInverseWorkspace,
                   MassFactorWorkspace, RneaDerivativesWorkspace, AbaDerivativesWorkspace,
                   CoriolisWorkspace, CentroidalWorkspace, HomogeneousWorkspace, ConstraintWorkspace,
-                  ClosedChainWorkspace, DiscreteStepWorkspace, RungeKuttaWorkspace>;
+                  ConstrainedDerivativesWorkspace, ClosedChainWorkspace, DiscreteStepWorkspace,
+                  RungeKuttaWorkspace>;
 
 // A set of workspaces; each algorithm's header names those it binds (e.g. kAbaWorkspaces in
 // aba.hpp).

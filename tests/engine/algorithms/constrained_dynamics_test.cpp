@@ -315,25 +315,6 @@ TEST(BaumgarteTest, KeepsFourBarLoopClosedForTenSeconds) {
 
 // ---- Random trees: K and k against finite differences and a dense solver ---------------------
 
-// Random bilateral constraints between random bodies (or the world), every type.
-std::vector<BilateralConstraint> random_constraints(const Model& model, std::mt19937_64& rng,
-                                                    int count) {
-  std::vector<BilateralConstraint> out;
-  for (int k = 0; k < count; ++k) {
-    BilateralConstraint c;
-    c.name = "constraint_" + std::to_string(k);
-    c.type = static_cast<ConstraintType>(k % 4);
-    c.body1 = 1 + static_cast<int>(rng() % (model.nbodies() - 1));
-    do {
-      c.body2 = static_cast<int>(rng() % model.nbodies());
-    } while (c.body2 == c.body1);
-    c.placement1 = test_support::random_transform(rng, 0.3);
-    c.placement2 = test_support::random_transform(rng, 0.3);
-    out.push_back(c);
-  }
-  return out;
-}
-
 class RandomTreeConstraintTest : public ::testing::TestWithParam<std::uint64_t> {
  protected:
   void SetUp() override {
@@ -355,7 +336,8 @@ TEST_P(RandomTreeConstraintTest, BiasIsTheDerivativeOfTheConstraintVelocity) {
   const Model& model = *model_;
   Data data(model);
   std::mt19937_64 rng(GetParam() + 100);
-  const std::vector<BilateralConstraint> constraints = random_constraints(model, rng, 8);
+  const std::vector<BilateralConstraint> constraints =
+      test_support::random_constraints(model, rng, 8);
   const int m = constraint_rows(model, constraints);
   const test_support::RandomState st = test_support::random_state(model, rng);
   const auto to_world_points = [&](Eigen::VectorXd x) {
@@ -395,7 +377,8 @@ TEST_P(RandomTreeConstraintTest, MatchesDenseSolver) {
   std::mt19937_64 rng(GetParam() + 200);
   for (int count : {1, 3, 6}) {
     SCOPED_TRACE(std::to_string(count) + " constraints");
-    const std::vector<BilateralConstraint> constraints = random_constraints(model, rng, count);
+    const std::vector<BilateralConstraint> constraints =
+        test_support::random_constraints(model, rng, count);
     const test_support::RandomState st = test_support::random_state(model, rng);
     const BaumgarteGains gains{25.0, 10.0};
     const Solution s = solve(model, data, st.q, st.v, st.tau, constraints, gains);

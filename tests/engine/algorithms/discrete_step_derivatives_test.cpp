@@ -2,19 +2,23 @@
 // explicit) and runge_kutta_step_derivatives.hpp: each step against its definition (ABA at the
 // stages, then integrate()); Fx, Fu against fourth-order central differences of the engine's own
 // step taken in the tangent space, on random trees with every joint kind, fully actuated and with
-// an unactuated free-flyer root; the semi-implicit step against Pinocchio's.
+// an unactuated free-flyer root, free and in rigid contact with the world; the semi-implicit step
+// against Pinocchio's, free and with legged robots' feet in 3D and 6D contact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/euler_step_derivatives.hpp"
 #include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/io/urdf.hpp"
@@ -44,20 +48,22 @@ struct Case {
   std::uint64_t seed;
   bool unactuated_root;
   Scheme scheme;
+  bool in_contact;  // a 6D and a 3D contact with the world on the tree's last bodies
 };
 
 Step step(const Model& model, Data& data, const Case& c, const Eigen::VectorXd& q,
-          const Eigen::VectorXd& v, const Eigen::VectorXd& u, const std::vector<int>& actuated) {
+          const Eigen::VectorXd& v, const Eigen::VectorXd& u, const std::vector<int>& actuated,
+          std::span<const BilateralConstraint> contacts) {
   Step s{Eigen::VectorXd(model.nq), Eigen::VectorXd(model.nv),
          RowMajorMatrix(2 * model.nv, 2 * model.nv), RowMajorMatrix(2 * model.nv, u.size())};
   const DiscreteStepOutput out{s.q_next, s.v_next, s.fx, s.fu};
   if (c.scheme == Scheme::kRungeKutta4) {
-    runge_kutta_step_derivatives(model, data, q, v, u, kDt, actuated, out);
+    runge_kutta_step_derivatives(model, data, q, v, u, kDt, actuated, out, contacts);
   } else {
     euler_step_derivatives(
         model, data, q, v, u, kDt,
         c.scheme == Scheme::kSemiImplicitEuler ? EulerStep::kSemiImplicit : EulerStep::kExplicit,
-        actuated, out);
+        actuated, out, contacts);
   }
   return s;
 }
@@ -83,20 +89,25 @@ double relative_error(const Eigen::MatrixXd& got, const Eigen::MatrixXd& expecte
   return (got - expected).cwiseAbs().maxCoeff() / std::max(1.0, expected.cwiseAbs().maxCoeff());
 }
 
-// The step by its definition, from ABA and integrate() alone: (q⁺, v⁺).
-std::pair<Eigen::VectorXd, Eigen::VectorXd> defined_step(const Model& model, Scheme scheme,
-                                                         const Eigen::VectorXd& q,
-                                                         const Eigen::VectorXd& v,
-                                                         const Eigen::VectorXd& tau) {
+// The step by its definition, from ABA (or constrained_dynamics() in contact) and integrate()
+// alone: (q⁺, v⁺).
+std::pair<Eigen::VectorXd, Eigen::VectorXd> defined_step(
+    const Model& model, Scheme scheme, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+    const Eigen::VectorXd& tau, std::span<const BilateralConstraint> contacts) {
   Data data(model);
+  const auto forward_dynamics = [&](const Eigen::VectorXd& at_q, const Eigen::VectorXd& at_v) {
+    if (contacts.empty()) return Eigen::VectorXd(aba(model, data, at_q, at_v, tau));
+    Eigen::VectorXd ddq(model.nv), lambda(constraint_rows(model, contacts));
+    constrained_dynamics(model, data, at_q, at_v, tau, contacts, {}, ddq, lambda);
+    return ddq;
+  };
   auto slope = [&](double h, const Eigen::VectorXd& dq, const Eigen::VectorXd& dv) {
     const Eigen::VectorXd stage_q = integrate(model, q, h * dq);
     const Eigen::VectorXd stage_v = v + h * dv;
-    return std::pair<Eigen::VectorXd, Eigen::VectorXd>(stage_v,
-                                                       aba(model, data, stage_q, stage_v, tau));
+    return std::pair<Eigen::VectorXd, Eigen::VectorXd>(stage_v, forward_dynamics(stage_q, stage_v));
   };
   if (scheme != Scheme::kRungeKutta4) {
-    const Eigen::VectorXd v_next = v + kDt * aba(model, data, q, v, tau);
+    const Eigen::VectorXd v_next = v + kDt * forward_dynamics(q, v);
     const Eigen::VectorXd& moved_with = scheme == Scheme::kSemiImplicitEuler ? v_next : v;
     return {integrate(model, q, kDt * moved_with), v_next};
   }
@@ -126,12 +137,23 @@ TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteD
   std::iota(actuated.begin(), actuated.end(), c.unactuated_root ? 6 : 0);
   const Eigen::VectorXd u =
       test_support::uniform_vector(rng, static_cast<int>(actuated.size()), -10.0, 10.0);
+  std::vector<BilateralConstraint> contacts;
+  if (c.in_contact) {
+    contacts = test_support::random_constraints(model, rng, 4);
+    for (int k = 0; k < 4; ++k) {
+      contacts[k].type = k % 2 == 0 ? ConstraintType::kWeld : ConstraintType::kPoint;
+      contacts[k].body1 = std::max(1, model.nbodies() - 1 - k);
+      contacts[k].body2 = 0;
+    }
+    contacts = test_support::independent_constraints(model, state.q, contacts);
+    ASSERT_FALSE(contacts.empty());
+  }
   Data data(model);
-  const Step at = step(model, data, c, state.q, state.v, u, actuated);
+  const Step at = step(model, data, c, state.q, state.v, u, actuated, contacts);
 
   Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
   for (std::size_t k = 0; k < actuated.size(); ++k) tau[actuated[k]] = u[k];
-  const auto [q_next, v_next] = defined_step(model, c.scheme, state.q, state.v, tau);
+  const auto [q_next, v_next] = defined_step(model, c.scheme, state.q, state.v, tau, contacts);
   EXPECT_LT((at.v_next - v_next).cwiseAbs().maxCoeff(), 1e-12);
   EXPECT_LT((at.q_next - q_next).cwiseAbs().maxCoeff(), 1e-12);
 
@@ -139,15 +161,15 @@ TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteD
   const int nv = model.nv;
   const Eigen::MatrixXd fx_q = finite_difference(model, at, nv, [&](int k, double h) {
     return step(model, scratch, c, integrate(model, state.q, Eigen::VectorXd::Unit(nv, k) * h),
-                state.v, u, actuated);
+                state.v, u, actuated, contacts);
   });
   const Eigen::MatrixXd fx_v = finite_difference(model, at, nv, [&](int k, double h) {
-    return step(model, scratch, c, state.q, state.v + Eigen::VectorXd::Unit(nv, k) * h, u,
-                actuated);
+    return step(model, scratch, c, state.q, state.v + Eigen::VectorXd::Unit(nv, k) * h, u, actuated,
+                contacts);
   });
   const Eigen::MatrixXd fu = finite_difference(model, at, u.size(), [&](int k, double h) {
     return step(model, scratch, c, state.q, state.v, u + Eigen::VectorXd::Unit(u.size(), k) * h,
-                actuated);
+                actuated, contacts);
   });
   EXPECT_LT(relative_error(at.fx.leftCols(nv), fx_q), kTolerance) << "Fx, q columns";
   EXPECT_LT(relative_error(at.fx.rightCols(nv), fx_v), kTolerance) << "Fx, v columns";
@@ -160,7 +182,16 @@ std::vector<Case> cases() {
     out.push_back({seed, seed % 2 == 0,
                    seed <= 6   ? Scheme::kSemiImplicitEuler
                    : seed <= 8 ? Scheme::kExplicitEuler
-                               : Scheme::kRungeKutta4});
+                               : Scheme::kRungeKutta4,
+                   false});
+  }
+  // In contact: the constrained dynamics' derivatives through each scheme.
+  for (std::uint64_t seed = 13; seed <= 16; ++seed) {
+    out.push_back({seed, seed % 2 == 0,
+                   seed <= 14   ? Scheme::kSemiImplicitEuler
+                   : seed == 15 ? Scheme::kExplicitEuler
+                                : Scheme::kRungeKutta4,
+                   true});
   }
   return out;
 }
@@ -170,7 +201,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
                                              "_runge_kutta_4"};
   return "seed" + std::to_string(info.param.seed) +
          (info.param.unactuated_root ? "_unactuated_root" : "_actuated") +
-         kSchemes[static_cast<int>(info.param.scheme)];
+         kSchemes[static_cast<int>(info.param.scheme)] +
+         (info.param.in_contact ? "_in_contact" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomTrees, DiscreteStepDerivativesTest, ::testing::ValuesIn(cases()),
@@ -209,6 +241,8 @@ Eigen::VectorXd to_vector(const nlohmann::json& values) {
 struct Robot {
   const char* name;
   bool floating;
+  std::vector<std::string> contacts = {};  // frames in rigid contact with the world
+  ConstraintType contact_type = ConstraintType::kPoint;
 };
 
 class EulerStepAgainstPinocchioTest : public ::testing::TestWithParam<Robot> {};
@@ -222,11 +256,20 @@ TEST_P(EulerStepAgainstPinocchioTest, SemiImplicitStepMatchesAnchorHorizon) {
   if (!std::filesystem::exists(urdf)) GTEST_SKIP() << urdf << " is not checked out";
   const std::string exe = anchor_horizon();
   if (exe.empty()) GTEST_SKIP() << "anchor_horizon is not built here (../shared/anchors/build.sh)";
+  std::string contact_options;
+  for (const std::string& frame : robot.contacts) {
+    contact_options += (contact_options.empty() ? " --contacts " : ",") + frame;
+  }
+  if (!robot.contacts.empty()) {
+    contact_options +=
+        robot.contact_type == ConstraintType::kWeld ? " --contact-type 6d" : " --contact-type 3d";
+  }
   const std::filesystem::path dump =
-      std::filesystem::temp_directory_path() / ("euler_step_" + std::string(robot.name) + ".json");
-  const std::string command = exe + " --urdf " + urdf.string() + " --base " +
-                              (robot.floating ? "floating" : "fixed") +
-                              " --knots 3 --seconds 0.01 --dump " + dump.string() + " > /dev/null";
+      std::filesystem::temp_directory_path() /
+      ("euler_step_" + std::string(robot.name) + std::to_string(robot.contacts.size()) + ".json");
+  const std::string command =
+      exe + " --urdf " + urdf.string() + " --base " + (robot.floating ? "floating" : "fixed") +
+      " --knots 3 --seconds 0.01 --dump " + dump.string() + contact_options + " > /dev/null";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   std::ifstream in(dump);
   const nlohmann::json reference = nlohmann::json::parse(in);
@@ -251,6 +294,17 @@ TEST_P(EulerStepAgainstPinocchioTest, SemiImplicitStepMatchesAnchorHorizon) {
   for (int c = 0; c < nu; ++c) actuated[c] = v_of[nv - nu + c];
   auto tangent_index = [&](int k) { return k < nv ? v_of[k] : nv + v_of[k - nv]; };
 
+  std::vector<BilateralConstraint> contacts;
+  for (const std::string& name : robot.contacts) {
+    const Frame& frame = model.frames[model.find_frame(name)];
+    BilateralConstraint contact;
+    contact.name = name;
+    contact.type = robot.contact_type;
+    contact.body1 = frame.body;
+    contact.placement1 = frame.placement;
+    contacts.push_back(contact);
+  }
+
   Data data(model);
   for (const nlohmann::json& knot : reference.at("knots")) {
     const Eigen::VectorXd q_pin = to_vector(knot.at("q")), v_pin = to_vector(knot.at("v"));
@@ -261,7 +315,7 @@ TEST_P(EulerStepAgainstPinocchioTest, SemiImplicitStepMatchesAnchorHorizon) {
     RowMajorMatrix fx(2 * nv, 2 * nv), fu(2 * nv, nu);
     Eigen::VectorXd q_next(model.nq), v_next(nv);
     euler_step_derivatives(model, data, q, v, u, reference.at("dt").get<double>(),
-                           EulerStep::kSemiImplicit, actuated, {q_next, v_next, fx, fu});
+                           EulerStep::kSemiImplicit, actuated, {q_next, v_next, fx, fu}, contacts);
 
     const Eigen::MatrixXd fx_pin = to_matrix(knot.at("Fx")), fu_pin = to_matrix(knot.at("Fu"));
     Eigen::MatrixXd fx_ours(2 * nv, 2 * nv), fu_ours(2 * nv, nu);
@@ -278,13 +332,21 @@ TEST_P(EulerStepAgainstPinocchioTest, SemiImplicitStepMatchesAnchorHorizon) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedRobots, EulerStepAgainstPinocchioTest,
-                         ::testing::Values(Robot{"ur5", false}, Robot{"panda", false},
-                                           Robot{"solo12", true}, Robot{"talos_reduced", true}),
-                         [](const ::testing::TestParamInfo<Robot>& info) {
-                           return std::string(info.param.name) +
-                                  (info.param.floating ? "_floating" : "_fixed");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    SharedRobots, EulerStepAgainstPinocchioTest,
+    ::testing::Values(
+        Robot{"ur5", false}, Robot{"panda", false}, Robot{"solo12", true},
+        Robot{"talos_reduced", true},
+        Robot{"solo12", true, {"FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"}},
+        Robot{"talos_reduced", true, {"left_sole_link", "right_sole_link"}, ConstraintType::kWeld}),
+    [](const ::testing::TestParamInfo<Robot>& info) {
+      const Robot& robot = info.param;
+      std::string contacts;
+      if (!robot.contacts.empty()) {
+        contacts = robot.contact_type == ConstraintType::kWeld ? "_6d_contacts" : "_3d_contacts";
+      }
+      return std::string(robot.name) + (robot.floating ? "_floating" : "_fixed") + contacts;
+    });
 
 }  // namespace
 }  // namespace torqued

@@ -1,8 +1,10 @@
 #include "tests/engine/support/random_tree.hpp"
 
+#include <Eigen/SVD>
 #include <algorithm>
 #include <string>
 
+#include "engine/algorithms/constraint_jacobian.hpp"
 #include "engine/model/configuration.hpp"
 
 namespace torqued::test_support {
@@ -233,6 +235,42 @@ RandomState random_state(const Model& model, std::mt19937_64& rng) {
     s.f_ext[i] = Force::FromVector(uniform_vector(rng, 6, -10.0, 10.0));
   }
   return s;
+}
+
+std::vector<BilateralConstraint> random_constraints(const Model& model, std::mt19937_64& rng,
+                                                    int count) {
+  std::vector<BilateralConstraint> out;
+  for (int k = 0; k < count; ++k) {
+    BilateralConstraint c;
+    c.name = "constraint_" + std::to_string(k);
+    c.type = static_cast<ConstraintType>(k % 4);
+    c.body1 = 1 + static_cast<int>(rng() % (model.nbodies() - 1));
+    do {
+      c.body2 = static_cast<int>(rng() % model.nbodies());
+    } while (c.body2 == c.body1);
+    c.placement1 = random_transform(rng, 0.3);
+    c.placement2 = random_transform(rng, 0.3);
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<BilateralConstraint> independent_constraints(
+    const Model& model, const Eigen::VectorXd& q,
+    const std::vector<BilateralConstraint>& candidates) {
+  std::vector<BilateralConstraint> kept;
+  Data data(model);
+  const Eigen::VectorXd v = Eigen::VectorXd::Zero(model.nv);
+  for (const BilateralConstraint& c : candidates) {
+    kept.push_back(c);
+    const int rows = constraint_rows(model, kept);
+    Eigen::MatrixXd k(rows, model.nv);
+    Eigen::VectorXd bias(rows);
+    constraint_jacobian(model, data, q, v, kept, {}, k, bias);
+    const Eigen::VectorXd sigma = Eigen::JacobiSVD<Eigen::MatrixXd>(k).singularValues();
+    if (sigma[rows - 1] < 1e-2 * sigma[0]) kept.pop_back();
+  }
+  return kept;
 }
 
 std::string tree_case_name(const TreeCase& tree) {

@@ -62,6 +62,19 @@ struct RandomState {
 
 RandomState random_state(const Model& model, std::mt19937_64& rng);
 
+// `count` bilateral constraints between random bodies (or the world), the types in turn (weld,
+// point, revolute, prismatic, ...), frames at random placements within 0.3 of the bodies.
+std::vector<BilateralConstraint> random_constraints(const Model& model, std::mt19937_64& rng,
+                                                    int count);
+
+// The constraints of `candidates` kept one by one while K keeps full row rank at q, well
+// conditioned (singular values within 1e2 of each other) so that finite differences stay accurate:
+// λ and the derivatives of constrained dynamics are then unique (dependent rows whose dependence
+// varies with q, as random frames on a short chain give, have no smooth minimum-norm λ).
+std::vector<BilateralConstraint> independent_constraints(
+    const Model& model, const Eigen::VectorXd& q,
+    const std::vector<BilateralConstraint>& candidates);
+
 // One random tree of a value-parameterized test, and its name in the test list
 // ("seed7_floating_10to60links").
 struct TreeCase {
