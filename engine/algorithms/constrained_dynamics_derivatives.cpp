@@ -1,9 +1,13 @@
 // Constrained-dynamics derivatives (see the header for the system). The steps:
 //   K, k at (q, q̇);  ABA: q̈₀ and its factors;  M⁻¹ from them;  G = M⁻¹ Kᵀ;  Λ = (K G)⁺
 //   λ = Λ (k − K q̈₀),  q̈ = q̈₀ + G λ                    (constrained_dynamics()'s solution)
+//   ∂λ/∂τ = −Λ Gᵀ,  P = ∂q̈/∂τ = M⁻¹ + G ∂λ/∂τ
 //   RNEA derivatives at (q, q̇, q̈) with λ on the bodies: ID_q, ID_q̇, and ψ, φ, χ per DOF
-//   Y_q, Y_q̇ = −M⁻¹ ID (tree_sparse_product.hpp, as aba_derivatives() does)
-//   c_q, c_q̇ per constraint, then the products of the header.
+//   c_q, c_q̇ per constraint
+//   ∂q̈/∂x = −P ID_x − G Λ c_x,  ∂λ/∂x = −(∂λ/∂τ) ID_x − Λ c_x
+// (the header's products rearranged with K Y_x = −Gᵀ ID_x): P ID_x by the tree-sparse kernel of
+// the ABA derivatives (tree_sparse_product.hpp), (∂λ/∂τ) ID_x over the same sparsity, so that
+// the dense work is O(nv² rows) and no product with Y is formed.
 // The constraint residual c is constraint_jacobian.hpp's, in frame 1:
 //   6D types: ¹X₀ (A₁ − A₂ + V₁ × V₂) + K_d ¹X₀ (V₁ − V₂) + K_p e, rows selected;
 //   point:    ¹R₀ (p̈₁ − p̈₂) + K_d ¹R₀ (ṗ₁ − ṗ₂) + K_p ¹R₀ (p₁ − p₂),
@@ -23,6 +27,7 @@
 #include <tuple>
 #include <utility>
 
+#include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/pivoted_ldlt.hpp"
 #include "engine/algorithms/tree_sparse_product.hpp"
 
@@ -215,6 +220,38 @@ void add_constraint_rates(const Model& model, const Data& data, const RneaDeriva
   }
 }
 
+// Calls f(constraint, its first row, its row count) for the model's loop closures, then for
+// `constraints`.
+template <class F>
+void for_each_constraint(const Model& model, std::span<const BilateralConstraint> constraints,
+                         F&& f) {
+  int row = 0;
+  for (const std::span<const BilateralConstraint> set :
+       {std::span<const BilateralConstraint>(model.loop_closures), constraints}) {
+    for (const BilateralConstraint& c : set) {
+      const int count = constraint_dimension(c.type);
+      f(c, row, count);
+      row += count;
+    }
+  }
+}
+
+// Calls f(k) once for every DOF k that moves one of the constraint's bodies: the only columns
+// where its rows of K and of the residual's rates can be non-zero.
+template <class F>
+void for_each_constraint_dof(const Model& model, const BilateralConstraint& c, F&& f) {
+  for (int j = c.body1; j > 0; j = model.parent[j]) {
+    const Joint& joint = model.joints[j];
+    for (int k = joint.idx_v; k < joint.idx_v + joint.nv; ++k) f(k);
+  }
+  // body2's chain up to the first common ancestor.
+  for (int j = c.body2; j > 0 && !(j <= c.body1 && c.body1 < model.subtree_end[j]);
+       j = model.parent[j]) {
+    const Joint& joint = model.joints[j];
+    for (int k = joint.idx_v; k < joint.idx_v + joint.nv; ++k) f(k);
+  }
+}
+
 // λ of one constraint (its rows from `row`) as the force it applies to body1 at frame 1's origin,
 // in frame-1 axes.
 Force constraint_force(const BilateralConstraint& c,
@@ -282,6 +319,10 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
   data.bind(model, kConstrainedDynamicsDerivativesWorkspaces);
   ConstraintWorkspace& cw = data.workspace<ConstraintWorkspace>();
   ConstrainedDerivativesWorkspace& w = data.workspace<ConstrainedDerivativesWorkspace>();
+  if (m == 0) {
+    aba_derivatives(model, data, q, v, tau);  // nothing holds the tree
+    return w;
+  }
   AbaDerivativesWorkspace& out = data.workspace<AbaDerivativesWorkspace>();
   cw.reserve_rows(model, m);
   w.reserve_rows(model, m);
@@ -289,83 +330,121 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
   auto bias = cw.bias.head(m);
   constraint_jacobian(model, data, q, v, constraints, gains, jacobian, bias);
 
-  // The constrained solution from the free one and M⁻¹.
+  // The constrained solution from the free one and M⁻¹. G = M⁻¹ Kᵀ and K G read only the
+  // columns of K that the constraints' bodies' DOFs make non-zero.
   aba(model, data, q, v, tau);
-  out.ddq_dtau = minverse_from_factors(model, data).transpose();  // symmetric: copied as it lies
+  const RowMatrixXd& minv = minverse_from_factors(model, data);  // symmetric: rows are columns
   InterruptionPoll poll(data.interruption);
   auto minv_kt = w.minv_kt.leftCols(m);
-  minv_kt.noalias() = out.ddq_dtau * jacobian.transpose();
   auto system = cw.system.topLeftCorner(m, m);
-  system.noalias() = jacobian * minv_kt;
+  minv_kt.setZero();
+  system.setZero();
+  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
+    for_each_constraint_dof(model, c, [&](int k) {
+      for (int r = row; r < row + count; ++r)
+        minv_kt.col(r) += jacobian(r, k) * minv.row(k).transpose();
+    });
+  });
+  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
+    for_each_constraint_dof(model, c, [&](int k) {
+      for (int r = row; r < row + count; ++r) system.row(r) += jacobian(r, k) * minv_kt.row(k);
+    });
+  });
   auto permutation = cw.permutation.head(m);
   const int rank = pivoted_ldlt_factorize(system, permutation);
   auto inverse = w.system_inverse.topLeftCorner(m, m);
-  inverse.setIdentity();
-  for (int r = 0; r < m; ++r) {
-    pivoted_ldlt_solve(system, permutation, rank, inverse.col(r), cw.scratch, cw.work);
+  if (rank == m) {
+    // Λ = Pᵀ L⁻ᵀ D⁻¹ L⁻¹ P from the factors P K G Pᵀ = L D Lᵀ, all columns at once.
+    auto solved = cw.scratch.topLeftCorner(m, m);
+    solved.setZero();
+    for (int i = 0; i < m; ++i) solved(i, permutation[i]) = 1.0;
+    system.triangularView<Eigen::UnitLower>().solveInPlace(solved);
+    for (int i = 0; i < m; ++i) solved.row(i) /= system(i, i);
+    system.triangularView<Eigen::UnitLower>().transpose().solveInPlace(solved);
+    for (int i = 0; i < m; ++i) inverse.row(permutation[i]) = solved.row(i);
+  } else {
+    inverse.setIdentity();
+    for (int r = 0; r < m; ++r) {
+      pivoted_ldlt_solve(system, permutation, rank, inverse.col(r), cw.scratch, cw.work);
+    }
   }
   auto lambda = w.lambda.head(m);
   cw.rhs.head(m) = bias;
   cw.rhs.head(m).noalias() -= jacobian * data.ddq;
   lambda.noalias() = inverse * cw.rhs.head(m);
   data.ddq.noalias() += minv_kt * lambda;
-  poll.add(2.0 * nv * m * (2.0 * nv + m));
+  // ∂λ/∂τ = −Λ Gᵀ and ∂q̈/∂τ = M⁻¹ + G ∂λ/∂τ, the constrained inverse inertia P.
+  auto dlambda_dtau = w.dlambda_dtau.topRows(m);
+  dlambda_dtau.noalias() = -inverse * minv_kt.transpose();
+  out.ddq_dtau = minv;
+  out.ddq_dtau.noalias() += minv_kt * dlambda_dtau;
+  poll.add(2.0 * nv * m * (3.0 * nv + 2.0 * m));
 
   // The RNEA derivatives with λ on the bodies.
   std::fill(w.body_forces.begin(), w.body_forces.end(), Force::Zero());
-  int row = 0;
-  for (const std::span<const BilateralConstraint> set :
-       {std::span<const BilateralConstraint>(model.loop_closures), constraints}) {
-    for (const BilateralConstraint& c : set) {
-      add_body_forces(data, c, constraint_force(c, lambda, row), w.body_forces);
-      row += constraint_dimension(c.type);
-    }
-  }
+  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int) {
+    add_body_forces(data, c, constraint_force(c, lambda, row), w.body_forces);
+  });
   const RneaDerivativesWorkspace& d = rnea_derivatives(model, data, q, v, data.ddq, w.body_forces);
+
+  // c_q, c_q̇ at the kinematics of the RNEA derivatives, and the loops' turning forces.
+  auto dc_dq = w.residual_dq.topRows(m);
+  auto dc_dv = w.residual_dv.topRows(m);
+  dc_dq.setZero();
+  dc_dv.setZero();
+  bool turning_forces = false;
+  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int) {
+    const ConstraintState st = constraint_state(model, data, c);
+    add_constraint_rates(model, data, d, st, gains, row, dc_dq, dc_dv);
+    if (c.body2 != 0) {
+      if (!turning_forces) w.loop_forces_dq.setZero();
+      turning_forces = true;
+      add_loop_force_rates(model, data, st, constraint_force(c, lambda, row), w.loop_forces_dq);
+    }
+  });
+
+  // With Y = −M⁻¹ ID the free derivatives, K Y = −Gᵀ ID, so that
+  //   ∂λ/∂x = −Λ (K Y_x + c_x) = −(∂λ/∂τ) ID_x − Λ c_x,
+  //   ∂q̈/∂x = Y_x + G ∂λ/∂x = −P ID_x − G Λ c_x:
+  // P ID_x by the tree-sparse kernel, (∂λ/∂τ) ID_x over the same sparsity, and the loops' turning
+  // forces (not tree-sparse) as dense products.
   if (!tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, nv, out.ddq_dtau.data(),
                                      d.dtau_dq.data(), d.dtau_dv.data(), out.ddq_dq.data(),
                                      out.ddq_dv.data(), poll)) {
     throw Interrupted();
   }
-
-  // c_q, c_q̇ at the kinematics of the RNEA derivatives, and the loops' turning forces.
-  auto dc_dq = w.free_residual_dq.topRows(m);
-  auto dc_dv = w.free_residual_dv.topRows(m);
-  dc_dq.setZero();
-  dc_dv.setZero();
-  bool turning_forces = false;
-  row = 0;
-  for (const std::span<const BilateralConstraint> set :
-       {std::span<const BilateralConstraint>(model.loop_closures), constraints}) {
-    for (const BilateralConstraint& c : set) {
-      const ConstraintState st = constraint_state(model, data, c);
-      add_constraint_rates(model, data, d, st, gains, row, dc_dq, dc_dv);
-      if (c.body2 != 0) {
-        if (!turning_forces) w.loop_forces_dq.setZero();
-        turning_forces = true;
-        add_loop_force_rates(model, data, st, constraint_force(c, lambda, row), w.loop_forces_dq);
-      }
-      row += st.rows.count;
-    }
-  }
-  if (turning_forces) {
-    out.ddq_dq.noalias() -= out.ddq_dtau * w.loop_forces_dq;
-    poll.add(2.0 * nv * nv * nv);
-  }
-
-  // ∂λ/∂x = −Λ (K Y_x + c_x), ∂q̈/∂x = Y_x + G ∂λ/∂x; ∂λ/∂τ = −Λ Gᵀ, ∂q̈/∂τ = M⁻¹ + G ∂λ/∂τ.
+  // −Λ c_x and −G Λ c_x = (∂λ/∂τ)ᵀ c_x over the columns where c_x can be non-zero.
   auto dlambda_dq = w.dlambda_dq.topRows(m);
   auto dlambda_dv = w.dlambda_dv.topRows(m);
-  auto dlambda_dtau = w.dlambda_dtau.topRows(m);
-  dc_dq.noalias() += jacobian * out.ddq_dq;
-  dc_dv.noalias() += jacobian * out.ddq_dv;
-  dlambda_dq.noalias() = -inverse * dc_dq;
-  dlambda_dv.noalias() = -inverse * dc_dv;
-  dlambda_dtau.noalias() = -inverse * minv_kt.transpose();
-  out.ddq_dq.noalias() += minv_kt * dlambda_dq;
-  out.ddq_dv.noalias() += minv_kt * dlambda_dv;
-  out.ddq_dtau.noalias() += minv_kt * dlambda_dtau;
-  poll.add(6.0 * m * nv * (2.0 * nv + m));
+  dlambda_dq.setZero();
+  dlambda_dv.setZero();
+  auto minus_g_lambda = w.minv_kt_lambda.leftCols(m);
+  minus_g_lambda = dlambda_dtau.transpose();
+  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
+    for_each_constraint_dof(model, c, [&](int k) {
+      for (int r = row; r < row + count; ++r) {
+        const double cq = dc_dq(r, k), cv = dc_dv(r, k);
+        dlambda_dq.col(k) -= cq * inverse.col(r);
+        dlambda_dv.col(k) -= cv * inverse.col(r);
+        out.ddq_dq.col(k) += cq * minus_g_lambda.col(r);
+        out.ddq_dv.col(k) += cv * minus_g_lambda.col(r);
+      }
+    });
+  });
+  for (int k = 0; k < nv; ++k) {
+    const auto add = [&](int j) {
+      dlambda_dq.col(k) -= d.dtau_dq(j, k) * dlambda_dtau.col(j);
+      dlambda_dv.col(k) -= d.dtau_dv(j, k) * dlambda_dtau.col(j);
+    };
+    for (int j = data.dof_parent[k]; j >= 0; j = data.dof_parent[j]) add(j);
+    for (int j = k; j < data.dof_subtree_end[k]; ++j) add(j);
+  }
+  poll.add(4.0 * m * nv * (nv + m));
+  if (turning_forces) {
+    out.ddq_dq.noalias() -= out.ddq_dtau * w.loop_forces_dq;
+    dlambda_dq.noalias() -= dlambda_dtau * w.loop_forces_dq;
+    poll.add(2.0 * nv * nv * (nv + m));
+  }
   return w;
 }
 

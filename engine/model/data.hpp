@@ -245,12 +245,12 @@ struct ConstrainedDerivativesWorkspace : Workspace<ConstrainedDerivativesWorkspa
   Eigen::MatrixXd dlambda_dq;    // ∂λ/∂q in the tangent space, rows x nv
   Eigen::MatrixXd dlambda_dv;    // ∂λ/∂q̇
   Eigen::MatrixXd dlambda_dtau;  // ∂λ/∂τ
-  // ∂c/∂q + K ∂q̈₀/∂q: the rate of the constraints' residual c along q when q̈ follows the free
-  // dynamics (= −Λ⁻¹ ∂λ/∂q), rows x nv; likewise along q̇.
-  Eigen::MatrixXd free_residual_dq;
-  Eigen::MatrixXd free_residual_dv;
-  Eigen::MatrixXd minv_kt;         // M⁻¹ Kᵀ, nv x rows
-  Eigen::MatrixXd system_inverse;  // (K M⁻¹ Kᵀ)⁺, rows x rows
+  // ∂c/∂q and ∂c/∂q̇ of the constraints' residual c = K q̈ + k-terms at fixed q̈, rows x nv.
+  Eigen::MatrixXd residual_dq;
+  Eigen::MatrixXd residual_dv;
+  Eigen::MatrixXd minv_kt;         // G = M⁻¹ Kᵀ, nv x rows
+  Eigen::MatrixXd minv_kt_lambda;  // G Λ negated: (∂λ/∂τ)ᵀ, nv x rows
+  Eigen::MatrixXd system_inverse;  // Λ = (K M⁻¹ Kᵀ)⁺, rows x rows
   Eigen::MatrixXd loop_forces_dq;  // ∂τ/∂q of the loops' forces on body2 beyond RNEA's, nv x nv
   std::vector<Force> body_forces;  // λ acting on each body, in its frame
 
@@ -260,9 +260,10 @@ struct ConstrainedDerivativesWorkspace : Workspace<ConstrainedDerivativesWorkspa
     buffer(self.dlambda_dq, rows, n.dofs);
     buffer(self.dlambda_dv, rows, n.dofs);
     buffer(self.dlambda_dtau, rows, n.dofs);
-    buffer(self.free_residual_dq, rows, n.dofs);
-    buffer(self.free_residual_dv, rows, n.dofs);
+    buffer(self.residual_dq, rows, n.dofs);
+    buffer(self.residual_dv, rows, n.dofs);
     buffer(self.minv_kt, n.dofs, rows);
+    buffer(self.minv_kt_lambda, n.dofs, rows);
     buffer(self.system_inverse, rows, rows);
     buffer(self.loop_forces_dq, n.dofs, n.dofs);
     buffer(self.body_forces, n.bodies);
