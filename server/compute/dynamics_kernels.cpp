@@ -6,6 +6,7 @@
 #include "engine/algorithms/centroidal.hpp"
 #include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
@@ -147,24 +148,44 @@ void floating_base_inverse_dynamics(const Model& model, ModelWorkspace& ws,
 }
 
 void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRequest& request,
-                 int begin, int end, const DerivativesOutput& out) {
-  const bool forward = request.of() == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
+                 std::span<const BilateralConstraint> constraints, const BaumgarteGains& gains,
+                 int rows, int begin, int end, const DerivativesOutput& out) {
+  const int nv = model.nv;
   for (int s = begin; s < end; ++s) {
     const ConstMap q = row(request.q(), s, model.nq);
-    const ConstMap v = row(request.v(), s, model.nv);
-    const std::span<const Force> forces = external_forces(model, ws, request.external_forces(), s);
-    if (forward) {
-      const AbaDerivativesWorkspace& d =
-          aba_derivatives(model, ws.data, q, v, row(request.tau(), s, model.nv), forces);
-      copy_out_matrix(d.ddq_dq, out.d_dq, s);
-      copy_out_matrix(d.ddq_dv, out.d_dv, s);
-      copy_out_matrix(d.ddq_dtau, out.d_du, s);
-    } else {
-      const RneaDerivativesWorkspace& d =
-          rnea_derivatives(model, ws.data, q, v, row(request.a(), s, model.nv), forces);
-      copy_out_matrix(d.dtau_dq, out.d_dq, s);
-      copy_out_matrix(d.dtau_dv, out.d_dv, s);
-      copy_out_matrix(ws.data.workspace<MassMatrixWorkspace>().M, out.d_du, s);
+    const ConstMap v = row(request.v(), s, nv);
+    switch (request.of()) {
+      case v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS: {
+        const ConstrainedDerivativesWorkspace& c = constrained_dynamics_derivatives(
+            model, ws.data, q, v, row(request.tau(), s, nv), constraints, gains);
+        const AbaDerivativesWorkspace& d = ws.data.workspace<AbaDerivativesWorkspace>();
+        copy_out_matrix(d.ddq_dq, out.d_dq, s);
+        copy_out_matrix(d.ddq_dv, out.d_dv, s);
+        copy_out_matrix(d.ddq_dtau, out.d_du, s);
+        copy_out(c.lambda.head(rows), out.multipliers, s);
+        copy_out_matrix(c.dlambda_dq.topRows(rows), out.dmultipliers_dq, s);
+        copy_out_matrix(c.dlambda_dv.topRows(rows), out.dmultipliers_dv, s);
+        copy_out_matrix(c.dlambda_dtau.topRows(rows), out.dmultipliers_dtau, s);
+        break;
+      }
+      case v1::DERIVATIVES_OF_FORWARD_DYNAMICS: {
+        const AbaDerivativesWorkspace& d =
+            aba_derivatives(model, ws.data, q, v, row(request.tau(), s, nv),
+                            external_forces(model, ws, request.external_forces(), s));
+        copy_out_matrix(d.ddq_dq, out.d_dq, s);
+        copy_out_matrix(d.ddq_dv, out.d_dv, s);
+        copy_out_matrix(d.ddq_dtau, out.d_du, s);
+        break;
+      }
+      default: {
+        const RneaDerivativesWorkspace& d =
+            rnea_derivatives(model, ws.data, q, v, row(request.a(), s, nv),
+                             external_forces(model, ws, request.external_forces(), s));
+        copy_out_matrix(d.dtau_dq, out.d_dq, s);
+        copy_out_matrix(d.dtau_dv, out.d_dv, s);
+        copy_out_matrix(ws.data.workspace<MassMatrixWorkspace>().M, out.d_du, s);
+        break;
+      }
     }
   }
 }

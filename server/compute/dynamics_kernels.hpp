@@ -61,10 +61,19 @@ struct DerivativesOutput {
   double* d_dq;
   double* d_dv;
   double* d_du;
+  // DERIVATIVES_OF_CONSTRAINED_DYNAMICS only, null otherwise: λ (N × rows) and its derivatives
+  // (N × rows × nv each).
+  double* multipliers;
+  double* dmultipliers_dq;
+  double* dmultipliers_dv;
+  double* dmultipliers_dtau;
 };
 
+// `constraints`, `gains` and `rows` as constrained_dynamics() below takes them (constrained
+// dynamics only).
 void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRequest& request,
-                 int begin, int end, const DerivativesOutput& out);
+                 std::span<const BilateralConstraint> constraints, const BaumgarteGains& gains,
+                 int rows, int begin, int end, const DerivativesOutput& out);
 
 void coriolis_matrix(const Model& model, ModelWorkspace& ws,
                      const v1::CoriolisMatrixRequest& request, int begin, int end,

@@ -176,6 +176,55 @@ grpc::Status check_gains(const v1::BaumgarteGains& gains) {
   return grpc::Status::OK;
 }
 
+// The request's constraints in engine form (to_constraints()) with `rows`, the loop closures' and
+// theirs, and where each one's rows are in λ; RESOURCE_EXHAUSTED when the rows, or the workspace
+// of `algorithm` grown to them, pass their limits.
+grpc::Status plan_constraints(const Planning& planning, const RegisteredModelPtr& entry,
+                              const google::protobuf::RepeatedPtrField<v1::Constraint>& in,
+                              const Algorithm& algorithm, std::vector<BilateralConstraint>& out,
+                              int& rows,
+                              google::protobuf::RepeatedPtrField<v1::ConstraintRows>& layout) {
+  const Model& m = *entry->model;
+  if (grpc::Status s = to_constraints(m, in, out); !s.ok()) return s;
+  rows = constraint_rows(m, out);
+  // Each row costs the worker's workspace O(rows · (rows + nv)) memory and the solve O(rows³)
+  // time. A weld per body is the most that can be independent, with room to spare for redundant
+  // ones, and the server's limit bounds the rest.
+  const int max_rows = 12 * m.nbodies();
+  if (rows > max_rows) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "constraints: " + std::to_string(rows) + " constraint rows exceed the limit of " +
+                std::to_string(max_rows) + " (12 per body) for model " + quote_input(m.name)};
+  }
+  if (rows > planning.limits.max_constraint_rows) {
+    return over_limit("constraints: constraint rows", rows, planning.limits.max_constraint_rows,
+                      "--max-constraint-rows");
+  }
+  // The constraint workspaces grow to the call's rows, beyond the loop closures' that
+  // workspace_bytes() counts.
+  std::size_t workspace = workspace_bytes(m, algorithm.workspaces);
+  if (algorithm.workspaces.contains<ConstraintWorkspace>()) {
+    workspace += ConstraintWorkspace::bytes(m, rows) - ConstraintWorkspace::bytes(m);
+  }
+  if (algorithm.workspaces.contains<ConstrainedDerivativesWorkspace>()) {
+    workspace +=
+        ConstrainedDerivativesWorkspace::bytes(m, rows) - ConstrainedDerivativesWorkspace::bytes(m);
+  }
+  if (static_cast<std::int64_t>(workspace) > planning.limits.max_workspace_bytes) {
+    return over_limit(
+        "constraints: the workspace bytes for " + std::to_string(rows) + " constraint rows",
+        static_cast<std::int64_t>(workspace), planning.limits.max_workspace_bytes,
+        "--max-workspace-bytes");
+  }
+  layout = entry->layout.loop_closures();
+  int offset = constraint_rows(m, {});
+  for (const BilateralConstraint& c : out) {
+    *layout.Add() = constraint_rows(c, offset);
+    offset += constraint_dimension(c.type);
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace
 
 grpc::Status InverseDynamicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
@@ -425,29 +474,59 @@ grpc::Status DerivativesRpc::plan(const Planning& planning, const RegisteredMode
   if (s = check_enum("of", request->of(), v1::DerivativesOf_IsValid); !s.ok()) {
     return s;
   }
-  const bool forward = request->of() == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
+  const bool inverse = request->of() == v1::DERIVATIVES_OF_INVERSE_DYNAMICS;
+  const bool constrained = request->of() == v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS;
   const std::string with = "with of = " + v1::DerivativesOf_Name(request->of());
-  if (s = forward ? check_empty("a", request->a(), with) : check_array("a", request->a(), n, m.nv);
+  if (s = inverse ? check_array("a", request->a(), n, m.nv) : check_empty("a", request->a(), with);
       !s.ok()) {
     return s;
   }
-  if (s = forward ? check_array("tau", request->tau(), n, m.nv)
-                  : check_empty("tau", request->tau(), with);
+  if (s = inverse ? check_empty("tau", request->tau(), with)
+                  : check_array("tau", request->tau(), n, m.nv);
       !s.ok()) {
     return s;
   }
-  if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
-  const std::int64_t out_size = static_cast<std::int64_t>(n) * m.nv * m.nv;
-  if (s = planning.reserve_response(3 * out_size, memory); !s.ok()) {
+  std::vector<BilateralConstraint> constraints;
+  int rows = 0;
+  if (constrained) {
+    if (s = check_empty("external_forces", request->external_forces(), with); !s.ok()) return s;
+    if (s = check_gains(request->gains()); !s.ok()) return s;
+    if (s = plan_constraints(planning, entry, request->constraints(),
+                             kConstrainedDynamicsDerivatives, constraints, rows,
+                             *response->mutable_rows());
+        !s.ok()) {
+      return s;
+    }
+  } else {
+    if (s = check_external_forces(request->external_forces(), m, n); !s.ok()) return s;
+    if (!request->constraints().empty() || request->has_gains()) {
+      return invalid("constraints and gains: must be empty " + with +
+                     " (they go with DERIVATIVES_OF_CONSTRAINED_DYNAMICS)");
+    }
+  }
+  const std::int64_t states = n;
+  const std::int64_t out_size = states * m.nv * m.nv;
+  const std::int64_t multipliers_size = states * rows * (1 + 3 * m.nv);
+  if (s = planning.reserve_response(3 * out_size + multipliers_size, memory); !s.ok()) {
     return s;
   }
   response->set_batch_size(n);
-  const DerivativesOutput out{resize(response->mutable_d_dq(), out_size),
-                              resize(response->mutable_d_dv(), out_size),
-                              resize(response->mutable_d_du(), out_size)};
-  job = {forward ? kAbaDerivatives : kRneaDerivatives,
-         [entry, request, out](WorkerContext& w, int b, int e) {
-           derivatives(*entry->model, w.workspace(*entry), *request, b, e, out);
+  const std::int64_t rows_by_dofs = states * rows * m.nv;
+  const DerivativesOutput out{
+      resize(response->mutable_d_dq(), out_size),
+      resize(response->mutable_d_dv(), out_size),
+      resize(response->mutable_d_du(), out_size),
+      constrained ? resize(response->mutable_multipliers(), states * rows) : nullptr,
+      constrained ? resize(response->mutable_dmultipliers_dq(), rows_by_dofs) : nullptr,
+      constrained ? resize(response->mutable_dmultipliers_dv(), rows_by_dofs) : nullptr,
+      constrained ? resize(response->mutable_dmultipliers_dtau(), rows_by_dofs) : nullptr};
+  const BaumgarteGains gains{request->gains().position(), request->gains().velocity()};
+  job = {constrained ? kConstrainedDynamicsDerivatives
+                     : (inverse ? kRneaDerivatives : kAbaDerivatives),
+         [entry, request, constraints = std::move(constraints), gains, rows, out](WorkerContext& w,
+                                                                                  int b, int e) {
+           derivatives(*entry->model, w.workspace(*entry), *request, constraints, gains, rows, b, e,
+                       out);
          }};
   return grpc::Status::OK;
 }
@@ -516,32 +595,13 @@ grpc::Status ConstrainedDynamicsRpc::plan(const Planning& planning, const Regist
   }
   if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
   if (s = check_gains(request->gains()); !s.ok()) return s;
-  std::vector<BilateralConstraint> constraints;
-  if (s = to_constraints(m, request->constraints(), constraints); !s.ok()) return s;
-  const int rows = constraint_rows(m, constraints);
-  // Each row costs the worker's workspace O(rows · (rows + nv)) memory and the solve O(rows³)
-  // time. A weld per body is the most that can be independent, with room to spare for redundant
-  // ones, and the server's limit bounds the rest.
-  const int max_rows = 12 * m.nbodies();
-  if (rows > max_rows) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "constraints: " + std::to_string(rows) + " constraint rows exceed the limit of " +
-                std::to_string(max_rows) + " (12 per body) for model " + quote_input(m.name)};
-  }
-  if (rows > planning.limits.max_constraint_rows) {
-    return over_limit("constraints: constraint rows", rows, planning.limits.max_constraint_rows,
-                      "--max-constraint-rows");
-  }
   const Algorithm algorithm = inverse ? kClosedChainInverseDynamics : kConstrainedDynamics;
-  // The constraint workspace grows to the call's rows, beyond the loop closures' that
-  // workspace_bytes() counts.
-  const auto workspace = static_cast<std::int64_t>(workspace_bytes(m, algorithm.workspaces) +
-                                                   ConstraintWorkspace::bytes(m, rows) -
-                                                   ConstraintWorkspace::bytes(m));
-  if (workspace > planning.limits.max_workspace_bytes) {
-    return over_limit(
-        "constraints: the workspace bytes for " + std::to_string(rows) + " constraint rows",
-        workspace, planning.limits.max_workspace_bytes, "--max-workspace-bytes");
+  std::vector<BilateralConstraint> constraints;
+  int rows = 0;
+  if (s = plan_constraints(planning, entry, request->constraints(), algorithm, constraints, rows,
+                           *response->mutable_rows());
+      !s.ok()) {
+    return s;
   }
   const std::int64_t states = n;
   if (s = planning.reserve_response(states * ((inverse ? 2 : 1) * m.nv + rows), memory); !s.ok()) {
@@ -555,12 +615,6 @@ grpc::Status ConstrainedDynamicsRpc::plan(const Planning& planning, const Regist
     }
   }
   response->set_batch_size(n);
-  *response->mutable_rows() = entry->layout.loop_closures();
-  int offset = constraint_rows(m, {});
-  for (const BilateralConstraint& c : constraints) {
-    *response->add_rows() = constraint_rows(c, offset);
-    offset += constraint_dimension(c.type);
-  }
   const ConstrainedDynamicsOutput out{
       resize(response->mutable_a(), states * m.nv),
       resize(response->mutable_multipliers(), states * rows),
@@ -651,6 +705,11 @@ struct LinearizeOutput {
   double* da_dq;
   double* da_dv;
   double* da_dtau;
+  // λ (K × rows) and its derivatives (K × rows × nv): with continuous derivatives and rows.
+  double* multipliers;
+  double* dmultipliers_dq;
+  double* dmultipliers_dv;
+  double* dmultipliers_dtau;
 };
 
 }  // namespace
@@ -674,13 +733,28 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   if (s = actuated_dofs(m, request->actuation(), actuated); !s.ok()) return s;
   const int nu = static_cast<int>(actuated.size());
   if (s = check_array("u", request->u(), n, nu); !s.ok()) return s;
+  const v1::Integrator integrator = request->integrator();
+  const bool rk4 = integrator == v1::INTEGRATOR_RK4;
+  // An RK4 step runs the dynamics derivatives four times.
+  const Algorithm algorithm = rk4 ? kRungeKuttaStep : kEulerStep;
+  std::vector<BilateralConstraint> constraints;
+  int rows = 0;
+  if (s = plan_constraints(planning, entry, request->constraints(), algorithm, constraints, rows,
+                           *response->mutable_rows());
+      !s.ok()) {
+    return s;
+  }
 
   const std::int64_t states = n;
   const std::int64_t nx = 2 * m.nv;
   const std::int64_t nv2 = static_cast<std::int64_t>(m.nv) * m.nv;
   const bool continuous = request->continuous_derivatives();
-  if (s = planning.reserve_response(
-          states * (m.nq + m.nv + nx * nx + nx * nu + (continuous ? 3 * nv2 : 0)), memory);
+  const bool multipliers = continuous && rows > 0;
+  const std::int64_t rows_by_dofs = states * rows * m.nv;
+  if (s = planning.reserve_response(states * (m.nq + m.nv + nx * nx + nx * nu) +
+                                        (continuous ? 3 * states * nv2 : 0) +
+                                        (multipliers ? states * rows + 3 * rows_by_dofs : 0),
+                                    memory);
       !s.ok()) {
     return s;
   }
@@ -693,15 +767,17 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
       sized_for_writing(response->mutable_fu(), states * nx * nu),
       continuous ? sized_for_writing(response->mutable_da_dq(), states * nv2) : nullptr,
       continuous ? sized_for_writing(response->mutable_da_dv(), states * nv2) : nullptr,
-      continuous ? sized_for_writing(response->mutable_da_dtau(), states * nv2) : nullptr};
-  const v1::Integrator integrator = request->integrator();
-  const bool rk4 = integrator == v1::INTEGRATOR_RK4;
+      continuous ? sized_for_writing(response->mutable_da_dtau(), states * nv2) : nullptr,
+      multipliers ? sized_for_writing(response->mutable_multipliers(), states * rows) : nullptr,
+      multipliers ? sized_for_writing(response->mutable_dmultipliers_dq(), rows_by_dofs) : nullptr,
+      multipliers ? sized_for_writing(response->mutable_dmultipliers_dv(), rows_by_dofs) : nullptr,
+      multipliers ? sized_for_writing(response->mutable_dmultipliers_dtau(), rows_by_dofs)
+                  : nullptr};
   const EulerStep euler =
       integrator == v1::INTEGRATOR_EXPLICIT_EULER ? EulerStep::kExplicit : EulerStep::kSemiImplicit;
-  // An RK4 step runs the dynamics derivatives four times.
-  job = {rk4 ? kRungeKuttaStep : kEulerStep,
-         [entry, request, actuated = std::move(actuated), out, rk4, euler](WorkerContext& w, int b,
-                                                                           int e) {
+  job = {algorithm,
+         [entry, request, actuated = std::move(actuated), constraints = std::move(constraints),
+          rows, out, rk4, euler](WorkerContext& w, int b, int e) {
            const Model& model = *entry->model;
            Data& data = w.workspace(*entry).data;
            const int nq = model.nq, nv = model.nv, nx = 2 * nv;
@@ -717,19 +793,27 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
                  Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * nx * nx, nx, nx),
                  Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * nx * nu, nx, nu)};
              if (rk4) {
-               runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, step);
+               runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, step, constraints);
              } else {
-               euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, step);
+               euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, step, constraints);
              }
              if (out.da_dq == nullptr) continue;
              // The Euler steps leave the derivatives at the knot; RK4 leaves its last stage's.
              const AbaDerivativesWorkspace& d =
-                 rk4 ? aba_derivatives(model, data, q, v,
-                                       data.workspace<DiscreteStepWorkspace>().tau)
+                 rk4 ? forward_dynamics_derivatives(model, data, q, v,
+                                                    data.workspace<DiscreteStepWorkspace>().tau,
+                                                    constraints)
                      : data.workspace<AbaDerivativesWorkspace>();
              copy_out_matrix(d.ddq_dq, out.da_dq, k);
              copy_out_matrix(d.ddq_dv, out.da_dv, k);
              copy_out_matrix(d.ddq_dtau, out.da_dtau, k);
+             if (out.multipliers == nullptr) continue;
+             const ConstrainedDerivativesWorkspace& c =
+                 data.workspace<ConstrainedDerivativesWorkspace>();
+             copy_out(c.lambda.head(rows), out.multipliers, k);
+             copy_out_matrix(c.dlambda_dq.topRows(rows), out.dmultipliers_dq, k);
+             copy_out_matrix(c.dlambda_dv.topRows(rows), out.dmultipliers_dv, k);
+             copy_out_matrix(c.dlambda_dtau.topRows(rows), out.dmultipliers_dtau, k);
            }
          },
          rk4 ? 4 : 1};

@@ -29,6 +29,7 @@
 #include "engine/algorithms/centroidal.hpp"
 #include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
@@ -120,7 +121,10 @@ struct FloatingBaseInverseDynamicsRpc
 struct DerivativesRpc : BatchRpc<v1::DerivativesRequest, v1::DerivativesResponse> {
   static constexpr Algorithm kRneaDerivatives{"rnea_derivatives", kRneaDerivativesWorkspaces};
   static constexpr Algorithm kAbaDerivatives{"aba_derivatives", kAbaDerivativesWorkspaces};
-  static constexpr Algorithm algorithms[] = {kRneaDerivatives, kAbaDerivatives};
+  static constexpr Algorithm kConstrainedDynamicsDerivatives{
+      "constrained_dynamics_derivatives", kConstrainedDynamicsDerivativesWorkspaces};
+  static constexpr Algorithm algorithms[] = {kRneaDerivatives, kAbaDerivatives,
+                                             kConstrainedDynamicsDerivatives};
   static Plan plan;
 };
 

@@ -1625,6 +1625,40 @@ std::vector<Row> dynamics_rows() {
          r.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
          return call(&Dynamics::Derivatives, r);
        }},
+      {"DerivativesOfConstrainedDynamicsUnknownFrame",
+       C::INVALID_ARGUMENT,
+       {"constraints[0].frame1.frame", "no_such_frame"},
+       [] {
+         auto r = on<v1::DerivativesRequest>("quadruped");
+         fill(r.mutable_v(), nv("quadruped"));
+         fill(r.mutable_tau(), nv("quadruped"));
+         r.set_of(v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS);
+         *r.add_constraints() = point_constraint("no_such_frame");
+         return call(&Dynamics::Derivatives, r);
+       }},
+      {"DerivativesOfConstrainedDynamicsWithExternalForces",
+       C::INVALID_ARGUMENT,
+       {"external_forces", "must be empty", "DERIVATIVES_OF_CONSTRAINED_DYNAMICS"},
+       [] {
+         auto r = on<v1::DerivativesRequest>("quadruped");
+         fill(r.mutable_v(), nv("quadruped"));
+         fill(r.mutable_tau(), nv("quadruped"));
+         fill(r.mutable_external_forces(), 6);
+         r.set_of(v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS);
+         *r.add_constraints() = point_constraint("FL_foot");
+         return call(&Dynamics::Derivatives, r);
+       }},
+      {"DerivativesOfForwardDynamicsWithConstraints",
+       C::INVALID_ARGUMENT,
+       {"constraints", "DERIVATIVES_OF_CONSTRAINED_DYNAMICS"},
+       [] {
+         auto r = on<v1::DerivativesRequest>("quadruped");
+         fill(r.mutable_v(), nv("quadruped"));
+         fill(r.mutable_tau(), nv("quadruped"));
+         r.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+         *r.add_constraints() = point_constraint("FL_foot");
+         return call(&Dynamics::Derivatives, r);
+       }},
       {"CoriolisMatrixVTooLong",
        C::INVALID_ARGUMENT,
        {"v:", "expected 6", "got 7"},
@@ -1972,6 +2006,30 @@ std::vector<Row> dynamics_rows() {
        [] {
          auto r = linearize();
          r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeUnknownContactFrame",
+       C::INVALID_ARGUMENT,
+       {"constraints[1].frame1.frame", "FL_toe"},
+       [] {
+         auto r = linearize();
+         *r.add_constraints() = point_constraint("FL_foot");
+         *r.add_constraints() = point_constraint("FL_toe");
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeContactsOverMaxRows",
+       C::RESOURCE_EXHAUSTED,
+       {"constraints", "--max-constraint-rows"},
+       [] {
+         auto r = linearize();
+         for (const std::string& foot : kFeet) {
+           v1::Constraint weld = point_constraint(foot);
+           weld.set_type(v1::CONSTRAINT_TYPE_WELD);
+           weld.set_name("weld_" + foot);
+           *r.add_constraints() = weld;
+           weld.set_name("again_" + foot);
+           *r.add_constraints() = weld;
+         }
          return call(&Dynamics::Linearize, r);
        }},
       {"LinearizeOverMaxBatchStates",

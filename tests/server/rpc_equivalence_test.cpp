@@ -11,6 +11,7 @@
 #include "engine/algorithms/centroidal.hpp"
 #include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/euler_step_derivatives.hpp"
@@ -463,7 +464,7 @@ TEST_F(RpcEquivalenceTest, LinearizeByEachIntegratorAndActuation) {
             Vector tau = Vector::Zero(m.nv);
             for (int c = 0; c < nu; ++c) tau[actuated[c]] = u_s[c];
             const AbaDerivativesWorkspace& d =
-                aba_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), tau);
+                forward_dynamics_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), tau, {});
             append_matrix(want_dq, d.ddq_dq);
             append_matrix(want_dv, d.ddq_dv);
             append_matrix(want_dtau, d.ddq_dtau);
@@ -478,6 +479,121 @@ TEST_F(RpcEquivalenceTest, LinearizeByEachIntegratorAndActuation) {
         expect_bitwise_equal(response.da_dtau(), want_dtau, what + " da_dtau");
       }
     }
+  }
+}
+
+// The quadruped's four feet in 3D contact with the world: the request's constraints and the
+// engine's.
+std::pair<std::vector<v1::Constraint>, std::vector<BilateralConstraint>> quadruped_feet(
+    const Model& m) {
+  std::vector<v1::Constraint> request;
+  std::vector<BilateralConstraint> engine;
+  for (const char* foot : {"FL_foot", "FR_foot", "HL_foot", "HR_foot"}) {
+    v1::Constraint& c = request.emplace_back();
+    c.set_type(v1::CONSTRAINT_TYPE_POINT);
+    c.mutable_frame1()->set_frame(foot);
+    const Frame& frame = m.frames[m.find_frame(foot)];
+    BilateralConstraint& b = engine.emplace_back();
+    b.type = ConstraintType::kPoint;
+    b.body1 = frame.body;
+    b.placement1 = frame.placement;
+  }
+  return {request, engine};
+}
+
+// Derivatives of constrained dynamics and Linearize in contact (semi-implicit and RK4, with λ and
+// the continuous derivatives), against the engine's calls.
+TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
+  const LocalModel& local = models_->at("quadruped");
+  const Model& m = *local.model;
+  const int nx = 2 * m.nv, nu = m.nv - 6, rows = 12;
+  Data data(m);
+  const auto q = random_configurations(local.layout, kStates, 64);
+  const auto v = random_values(kStates * m.nv, 65);
+  const auto tau = random_values(kStates * m.nv, 66);
+  const auto u = random_values(kStates * nu, 67);
+  const auto [feet, contacts] = quadruped_feet(m);
+
+  v1::DerivativesRequest derivatives;
+  fill_batch(derivatives, local, q, v);
+  derivatives.mutable_tau()->Add(tau.begin(), tau.end());
+  derivatives.set_of(v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS);
+  derivatives.mutable_constraints()->Add(feet.begin(), feet.end());
+  derivatives.mutable_gains()->set_position(100.0);
+  derivatives.mutable_gains()->set_velocity(20.0);
+  v1::DerivativesResponse d_response;
+  grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+    return server_->dynamics()->Derivatives(c, derivatives, &d_response);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(d_response.rows_size(), 4);
+  EXPECT_EQ(d_response.rows(3).offset(), 9);
+  std::vector<double> dq, dv, dtau, lambda, dlq, dlv, dltau;
+  for (int s = 0; s < kStates; ++s) {
+    const ConstrainedDerivativesWorkspace& w = constrained_dynamics_derivatives(
+        m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv), contacts, {100.0, 20.0});
+    const AbaDerivativesWorkspace& d = data.workspace<AbaDerivativesWorkspace>();
+    append_matrix(dq, d.ddq_dq);
+    append_matrix(dv, d.ddq_dv);
+    append_matrix(dtau, d.ddq_dtau);
+    append(lambda, w.lambda.head(rows));
+    append_matrix(dlq, w.dlambda_dq.topRows(rows));
+    append_matrix(dlv, w.dlambda_dv.topRows(rows));
+    append_matrix(dltau, w.dlambda_dtau.topRows(rows));
+  }
+  expect_bitwise_equal(d_response.d_dq(), dq, "da/dq");
+  expect_bitwise_equal(d_response.d_dv(), dv, "da/dv");
+  expect_bitwise_equal(d_response.d_du(), dtau, "da/dtau");
+  expect_bitwise_equal(d_response.multipliers(), lambda, "λ");
+  expect_bitwise_equal(d_response.dmultipliers_dq(), dlq, "dλ/dq");
+  expect_bitwise_equal(d_response.dmultipliers_dv(), dlv, "dλ/dv");
+  expect_bitwise_equal(d_response.dmultipliers_dtau(), dltau, "dλ/dτ");
+
+  std::vector<int> actuated(nu);
+  for (int c = 0; c < nu; ++c) actuated[c] = 6 + c;
+  for (const v1::Integrator integrator : {v1::INTEGRATOR_SEMI_IMPLICIT_EULER, v1::INTEGRATOR_RK4}) {
+    const bool rk4 = integrator == v1::INTEGRATOR_RK4;
+    const std::string what = v1::Integrator_Name(integrator);
+    v1::LinearizeRequest request;
+    fill_batch(request, local, q, v);
+    request.mutable_u()->Add(u.begin(), u.end());
+    request.set_dt(0.01);
+    request.set_integrator(integrator);
+    request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+    request.set_continuous_derivatives(true);
+    request.mutable_constraints()->Add(feet.begin(), feet.end());
+    v1::LinearizeResponse response;
+    status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->Linearize(c, request, &response);
+    });
+    ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+    ASSERT_EQ(response.rows_size(), 4) << what;
+    std::vector<double> want_fx, want_fu, want_lambda, want_dlq;
+    Vector q_next(m.nq), v_next(m.nv);
+    RowMajor fx(nx, nx), fu(nx, nu);
+    for (int s = 0; s < kStates; ++s) {
+      const DiscreteStepOutput out{q_next, v_next, fx, fu};
+      const Vector u_s = row(u, s, nu);
+      if (rk4) {
+        runge_kutta_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01, actuated,
+                                     out, contacts);
+        Vector tau_s = Vector::Zero(m.nv);
+        tau_s.tail(nu) = u_s;
+        forward_dynamics_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), tau_s, contacts);
+      } else {
+        euler_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01,
+                               EulerStep::kSemiImplicit, actuated, out, contacts);
+      }
+      append_matrix(want_fx, fx);
+      append_matrix(want_fu, fu);
+      const ConstrainedDerivativesWorkspace& w = data.workspace<ConstrainedDerivativesWorkspace>();
+      append(want_lambda, w.lambda.head(rows));
+      append_matrix(want_dlq, w.dlambda_dq.topRows(rows));
+    }
+    expect_bitwise_equal(response.fx(), want_fx, what + " fx");
+    expect_bitwise_equal(response.fu(), want_fu, what + " fu");
+    expect_bitwise_equal(response.multipliers(), want_lambda, what + " λ");
+    expect_bitwise_equal(response.dmultipliers_dq(), want_dlq, what + " dλ/dq");
   }
 }
 

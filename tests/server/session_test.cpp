@@ -244,12 +244,14 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
     c->set_type(v1::CONSTRAINT_TYPE_POINT);
     c->mutable_frame1()->set_frame(foot);
   }
-  // A horizon of 3 knots, the legs actuated.
+  // A horizon of 3 knots, the legs actuated, the feet in contact.
   auto* linearize = fill(messages[13].mutable_linearize());
   linearize->mutable_u()->Add(y.begin(), y.begin() + n * (m.nv() - 6));
   linearize->set_dt(0.01);
   linearize->set_integrator(v1::INTEGRATOR_RK4);
   linearize->mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  linearize->set_continuous_derivatives(true);
+  *linearize->mutable_constraints() = constrained->constraints();
   for (std::size_t i = 0; i < messages.size(); ++i) messages[i].set_sequence(i);
   messages[0].set_model_id(m.id());
   grpc::Status status;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/algorithms/aba_derivatives.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/forward_dynamics_crba.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
@@ -57,6 +58,19 @@ std::vector<Case> cases() {
          const AbaDerivativesWorkspace& w = aba_derivatives(m, d, q, v, u);
          Eigen::VectorXd out(3 * w.ddq_dq.size());
          out << flat(w.ddq_dq), flat(w.ddq_dv), flat(w.ddq_dtau);
+         return out;
+       }},
+      {"constrained_dynamics_derivatives",
+       [](const Model& m, Data& d, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+          const Eigen::VectorXd& u) {
+         BilateralConstraint contact;
+         contact.type = ConstraintType::kPoint;
+         contact.body1 = m.nbodies() - 1;
+         const ConstrainedDerivativesWorkspace& w =
+             constrained_dynamics_derivatives(m, d, q, v, u, {&contact, 1});
+         const AbaDerivativesWorkspace& a = d.workspace<AbaDerivativesWorkspace>();
+         Eigen::VectorXd out(3 * a.ddq_dq.size() + w.dlambda_dq.size());
+         out << flat(a.ddq_dq), flat(a.ddq_dv), flat(a.ddq_dtau), flat(w.dlambda_dq);
          return out;
        }},
       {"rnea_derivatives",

@@ -31,6 +31,7 @@
 #include "engine/algorithms/centroidal.hpp"
 #include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/constraint_jacobian.hpp"
 #include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
@@ -374,6 +375,20 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) {
            constrained_dynamics(model, data, s.q, s.v, s.tau, constraints, gains, ddq_out, lambda);
          }},
+        {"constrained_dynamics_derivatives", kConstrainedDynamicsDerivativesWorkspaces,
+         [&](Data& data) {
+           constrained_dynamics_derivatives(model, data, s.q, s.v, s.tau, constraints, gains);
+         }},
+        {"euler_step_derivatives in contact", kEulerStepWorkspaces,
+         [&](Data& data) {
+           euler_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, EulerStep::kSemiImplicit,
+                                  every_dof, {q_next, v_next, fx, fu}, constraints);
+         }},
+        {"runge_kutta_step_derivatives in contact", kRungeKuttaStepWorkspaces,
+         [&](Data& data) {
+           runge_kutta_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, every_dof,
+                                        {q_next, v_next, fx, fu}, constraints);
+         }},
         {"closed_chain_inverse_dynamics", kClosedChainInverseDynamicsWorkspaces,
          [&](Data& data) {
            closed_chain_inverse_dynamics(model, data, s.q, s.v, s.a, s.tau, all_actuated,
@@ -389,6 +404,9 @@ class NoAllocationTest : public ::testing::Test {
       bound.bind(model, step.binds);
       if (bound.bound().contains<ConstraintWorkspace>()) {
         bound.workspace<ConstraintWorkspace>().reserve_rows(model, rows);
+      }
+      if (bound.bound().contains<ConstrainedDerivativesWorkspace>()) {
+        bound.workspace<ConstrainedDerivativesWorkspace>().reserve_rows(model, rows);
       }
       for (Data* d : {&bound, &data}) {
         const Counts c = allocations_during([&] { step.run(*d); });
