@@ -441,6 +441,17 @@ const std::map<std::string, ClientCall>& client_calls() {
       {"Derivatives",
        [](Client& c, const CallInputs& in) {
          c.derivatives(in.id, v1::DERIVATIVES_OF_INVERSE_DYNAMICS, in.q, in.v, in.a);
+         v1::Constraint foot;
+         foot.set_type(v1::CONSTRAINT_TYPE_POINT);
+         foot.mutable_frame1()->set_frame("FL_foot");
+         const client::DerivativesResult held = c.derivatives(
+             in.id, v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS, in.q, in.v, in.a, {}, {foot});
+         EXPECT_EQ(held.multipliers.cols(), 3);
+         ASSERT_EQ(held.dmultipliers_dq.size(), 2u);
+         EXPECT_EQ(held.dmultipliers_dq[0].rows(), 3);
+         EXPECT_EQ(held.dmultipliers_dq[0].cols(), 18);
+         ASSERT_EQ(held.rows.size(), 1u);
+         EXPECT_EQ(held.rows[0].name(), "constraints[0]");
        }},
       {"CoriolisMatrix",
        [](Client& c, const CallInputs& in) { c.coriolis_matrix(in.id, in.q, in.v); }},
@@ -467,6 +478,16 @@ const std::map<std::string, ClientCall>& client_calls() {
          client::LinearizeOptions options;
          options.dt = 0.01;
          c.linearize(in.id, in.q, in.v, in.a, options);
+         // Standing on one foot, with the contact force and its derivatives.
+         v1::Constraint& foot = options.constraints.emplace_back();
+         foot.set_type(v1::CONSTRAINT_TYPE_POINT);
+         foot.mutable_frame1()->set_frame("FL_foot");
+         options.continuous_derivatives = true;
+         const client::LinearizeResult held = c.linearize(in.id, in.q, in.v, in.a, options);
+         EXPECT_EQ(held.multipliers.cols(), 3);
+         ASSERT_EQ(held.dmultipliers_dtau.size(), 2u);
+         EXPECT_EQ(held.dmultipliers_dtau[0].rows(), 3);
+         EXPECT_EQ(held.rows.size(), 1u);
        }},
       {"Session",
        [](Client& c, const CallInputs& in) {

@@ -88,7 +88,7 @@ const std::map<std::string, OptionSpec>& option_specs() {
        {"local|local-world-aligned|world", "expression of velocities and Jacobians"}},
       {"--jacobians", {"", "also the frames' Jacobians"}},
       {"--inputs", {"MASK", "one letter per DOF: a (acceleration given) or f (force given)"}},
-      {"--of", {"inverse|forward", "the dynamics to differentiate (default inverse)"}},
+      {"--of", {"inverse|forward|constrained", "the dynamics to differentiate (default inverse)"}},
       {"--mode", {"forward|inverse", "forward (a from tau) or closed-chain inverse dynamics"}},
       {"--constraints",
        {"C,C,...",
@@ -511,6 +511,30 @@ v1::BaumgarteGains gains(const Args& args) {
   return out;
 }
 
+// λ's labels: "name:k" for the k-th row of each constraint.
+std::vector<std::string> multiplier_labels(const std::vector<v1::ConstraintRows>& rows) {
+  std::vector<std::string> labels;
+  for (const v1::ConstraintRows& constraint : rows) {
+    for (int k = 0; k < constraint.dimension(); ++k) {
+      labels.push_back(constraint.name() + ":" + std::to_string(k));
+    }
+  }
+  return labels;
+}
+
+// λ and its derivatives (rows × nv per state) as output fields, when the call returned them.
+void add_multiplier_fields(const v1::Model& m, const std::vector<v1::ConstraintRows>& rows,
+                           const Matrix& multipliers, const client::Matrices& dq,
+                           const client::Matrices& dv, const client::Matrices& dtau, Output& out) {
+  if (multipliers.cols() == 0) return;
+  const std::vector<std::string> labels = multiplier_labels(rows);
+  const std::vector<std::string> dofs = coordinate_labels(m, true);
+  out.fields.push_back({"multipliers", {labels}, multipliers});
+  out.fields.push_back({"dmultipliers_dq", {labels, dofs}, flatten(dq)});
+  out.fields.push_back({"dmultipliers_dv", {labels, dofs}, flatten(dv)});
+  out.fields.push_back({"dmultipliers_dtau", {labels, dofs}, flatten(dtau)});
+}
+
 // Linearize's options from --dt, --integrator, --actuation and --continuous-derivatives.
 client::LinearizeOptions linearize_options(const Args& args) {
   client::LinearizeOptions options;
@@ -533,6 +557,7 @@ client::LinearizeOptions linearize_options(const Args& args) {
     }
   }
   options.continuous_derivatives = args.has("--continuous-derivatives");
+  options.constraints = constraints(args);
   return options;
 }
 
@@ -705,13 +730,8 @@ std::map<std::string, Dynamics> dynamics_commands() {
         options.gains = gains(args);
         const client::ConstrainedDynamicsResult r =
             c.constrained_dynamics(id, in[0], in[1], inverse ? in[3] : Matrix(), in[2], options);
-        std::vector<std::string> rows;
-        for (const v1::ConstraintRows& constraint : r.rows) {
-          for (int k = 0; k < constraint.dimension(); ++k) {
-            rows.push_back(constraint.name() + ":" + std::to_string(k));
-          }
-        }
-        Output out{{dof_field("a", m, r.a), {"multipliers", {rows}, r.multipliers}}};
+        Output out{
+            {dof_field("a", m, r.a), {"multipliers", {multiplier_labels(r.rows)}, r.multipliers}}};
         if (inverse) out.fields.push_back(dof_field("tau", m, r.tau));
         return out;
       }};
@@ -738,16 +758,24 @@ std::map<std::string, Dynamics> dynamics_commands() {
         const v1::DerivativesOf of =
             choice<v1::DerivativesOf>(args, "--of",
                                       {{"inverse", v1::DERIVATIVES_OF_INVERSE_DYNAMICS},
-                                       {"forward", v1::DERIVATIVES_OF_FORWARD_DYNAMICS}},
+                                       {"forward", v1::DERIVATIVES_OF_FORWARD_DYNAMICS},
+                                       {"constrained", v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS}},
                                       "inverse");
-        const bool forward = of == v1::DERIVATIVES_OF_FORWARD_DYNAMICS;
-        const Matrix& u = forward ? in[3] : in[2];
+        const bool inverse = of == v1::DERIVATIVES_OF_INVERSE_DYNAMICS;
+        const bool constrained = of == v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS;
+        const Matrix& u = inverse ? in[2] : in[3];
         if (u.cols() == 0) {
-          throw InputError(std::string("input: missing field \"") + (forward ? "tau" : "a") + "\"");
+          throw InputError(std::string("input: missing field \"") + (inverse ? "a" : "tau") + "\"");
         }
-        const client::DerivativesResult r = c.derivatives(id, of, in[0], in[1], u, in[4]);
-        return Output{{dof_matrix_field("d_dq", m, r.d_dq), dof_matrix_field("d_dv", m, r.d_dv),
-                       dof_matrix_field("d_du", m, r.d_du)}};
+        const client::DerivativesResult r =
+            c.derivatives(id, of, in[0], in[1], u, in[4],
+                          constrained ? constraints(args) : std::vector<v1::Constraint>{},
+                          constrained ? gains(args) : v1::BaumgarteGains{});
+        Output out{{dof_matrix_field("d_dq", m, r.d_dq), dof_matrix_field("d_dv", m, r.d_dv),
+                    dof_matrix_field("d_du", m, r.d_du)}};
+        add_multiplier_fields(m, r.rows, r.multipliers, r.dmultipliers_dq, r.dmultipliers_dv,
+                              r.dmultipliers_dtau, out);
+        return out;
       }};
   commands["coriolis-matrix"] = {[](const v1::Model& m, const Args&) { return q_v(m); },
                                  [](Client& c, const std::string& id, const v1::Model& m,
@@ -850,6 +878,8 @@ std::map<std::string, Dynamics> dynamics_commands() {
           out.fields.push_back(dof_matrix_field("da_dq", m, r.da_dq));
           out.fields.push_back(dof_matrix_field("da_dv", m, r.da_dv));
           out.fields.push_back(dof_matrix_field("da_dtau", m, r.da_dtau));
+          add_multiplier_fields(m, r.rows, r.multipliers, r.dmultipliers_dq, r.dmultipliers_dv,
+                                r.dmultipliers_dtau, out);
         }
         return out;
       }};
@@ -1117,7 +1147,10 @@ std::vector<Command> commands() {
         "[, external_forces]",
         {}}},
       {"derivatives",
-       {"d_dq, d_dv, d_du of inverse (q, v, a) or forward (q, v, tau) dynamics", {"--of"}}},
+       {"d_dq, d_dv, d_du of inverse (q, v, a), forward (q, v, tau) or constrained (q, v, tau, "
+        "the model's loop closures and --constraints: also the multipliers and their "
+        "derivatives) dynamics",
+        {"--of", "--constraints", "--gains"}}},
       {"coriolis-matrix", {"C(q, v) from q, v", {}}},
       {"centroidal",
        {"centre of mass, its velocity and Jacobian, centroidal momentum and its "
@@ -1141,8 +1174,9 @@ std::vector<Command> commands() {
          "--tolerance", "--max-iterations"}}},
       {"linearize",
        {"a trajectory optimizer's step at each knot (q, v, u): q_next, v_next and the Jacobians "
-        "fx (2nv x 2nv) and fu (2nv x nu) in the tangent space, from --dt",
-        {"--dt", "--integrator", "--actuation", "--continuous-derivatives"}}},
+        "fx (2nv x 2nv) and fu (2nv x nu) in the tangent space, from --dt, held by the model's "
+        "loop closures and --constraints (rigid contacts)",
+        {"--dt", "--integrator", "--actuation", "--continuous-derivatives", "--constraints"}}},
   };
   for (const auto& [name, spec] : dynamics_commands()) {
     std::vector<std::string> options = kModelOptions;

@@ -531,20 +531,31 @@ AccelerationsAndForces Client::floating_base_inverse_dynamics(
 
 DerivativesResult Client::derivatives(const std::string& model_id, v1::DerivativesOf of,
                                       const MatrixRef& q, const MatrixRef& v, const MatrixRef& u,
-                                      const Matrix& external_forces, const CallOptions& call) {
+                                      const Matrix& external_forces,
+                                      const std::vector<v1::Constraint>& constraints,
+                                      const v1::BaumgarteGains& gains, const CallOptions& call) {
   v1::DerivativesRequest request;
   request.set_model_id(model_id);
   request.set_batch_size(static_cast<std::uint32_t>(q.rows()));
   request.set_of(of);
   put(q, request.mutable_q());
   put(v, request.mutable_v());
-  put(u, of == v1::DERIVATIVES_OF_FORWARD_DYNAMICS ? request.mutable_tau() : request.mutable_a());
+  put(u, of == v1::DERIVATIVES_OF_INVERSE_DYNAMICS ? request.mutable_a() : request.mutable_tau());
   put(external_forces, request.mutable_external_forces());
+  request.mutable_constraints()->Add(constraints.begin(), constraints.end());
+  if (gains.position() != 0.0 || gains.velocity() != 0.0) *request.mutable_gains() = gains;
   v1::DerivativesResponse response;
   call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Derivatives);
   const std::uint32_t states = response.batch_size();
-  return {to_matrices(response.d_dq(), states), to_matrices(response.d_dv(), states),
-          to_matrices(response.d_du(), states)};
+  const Eigen::Index rows = response.multipliers_size() / std::max<std::uint32_t>(states, 1);
+  return {to_matrices(response.d_dq(), states),
+          to_matrices(response.d_dv(), states),
+          to_matrices(response.d_du(), states),
+          to_matrix(response.multipliers(), states),
+          to_matrices(response.dmultipliers_dq(), states, rows),
+          to_matrices(response.dmultipliers_dv(), states, rows),
+          to_matrices(response.dmultipliers_dtau(), states, rows),
+          {response.rows().begin(), response.rows().end()}};
 }
 
 Matrices Client::coriolis_matrix(const std::string& model_id, const MatrixRef& q,
@@ -701,14 +712,24 @@ LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& 
     request.mutable_actuation()->add_joints(joint);
   }
   request.set_continuous_derivatives(options.continuous_derivatives);
+  request.mutable_constraints()->Add(options.constraints.begin(), options.constraints.end());
   v1::LinearizeResponse response;
   call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Linearize);
   const std::uint32_t knots = response.batch_size();
   const Eigen::Index nx = response.v_next_size() / std::max<std::uint32_t>(knots, 1) * 2;
-  return {to_matrix(response.q_next(), knots),   to_matrix(response.v_next(), knots),
-          to_matrices(response.fx(), knots, nx), to_matrices(response.fu(), knots, nx),
-          to_matrices(response.da_dq(), knots),  to_matrices(response.da_dv(), knots),
-          to_matrices(response.da_dtau(), knots)};
+  const Eigen::Index rows = response.multipliers_size() / std::max<std::uint32_t>(knots, 1);
+  return {to_matrix(response.q_next(), knots),
+          to_matrix(response.v_next(), knots),
+          to_matrices(response.fx(), knots, nx),
+          to_matrices(response.fu(), knots, nx),
+          to_matrices(response.da_dq(), knots),
+          to_matrices(response.da_dv(), knots),
+          to_matrices(response.da_dtau(), knots),
+          to_matrix(response.multipliers(), knots),
+          to_matrices(response.dmultipliers_dq(), knots, rows),
+          to_matrices(response.dmultipliers_dv(), knots, rows),
+          to_matrices(response.dmultipliers_dtau(), knots, rows),
+          {response.rows().begin(), response.rows().end()}};
 }
 
 const std::vector<const google::protobuf::ServiceDescriptor*>& services() {

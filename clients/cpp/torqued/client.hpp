@@ -191,7 +191,12 @@ struct AccelerationsAndForces {
 struct DerivativesResult {
   Matrices d_dq;  // ∂τ/∂q or ∂a/∂q, nv × nv per state (tangent space)
   Matrices d_dv;  // ∂τ/∂v or ∂a/∂v
-  Matrices d_du;  // ∂τ/∂a = M or ∂a/∂τ = M⁻¹
+  Matrices d_du;  // ∂τ/∂a = M or ∂a/∂τ (M⁻¹ without constraints)
+  // DERIVATIVES_OF_CONSTRAINED_DYNAMICS only (empty otherwise): λ (batch, rows) laid out as
+  // `rows` says, and ∂λ/∂q, ∂λ/∂v, ∂λ/∂τ, rows × nv per state.
+  Matrix multipliers;
+  Matrices dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau;
+  std::vector<v1::ConstraintRows> rows;  // the model's loop closures, then the constraints
 };
 
 struct CentroidalResult {
@@ -285,6 +290,9 @@ struct LinearizeOptions {
   v1::ActuationKind actuation = v1::ACTUATION_KIND_ALL;
   std::vector<std::string> actuated_joints;  // ACTUATION_KIND_JOINTS: the joints u drives
   bool continuous_derivatives = false;       // also ∂a/∂q, ∂a/∂v, ∂a/∂τ at each knot
+  // Rigid contacts (bilateral constraints) holding the robot at every knot, as
+  // ConstrainedDynamicsOptions takes them; the model's loop closures hold it in any case.
+  std::vector<v1::Constraint> constraints;
 };
 
 // One entry per knot; x = (q, v) has 2 nv tangent coordinates, δq then δv.
@@ -294,6 +302,11 @@ struct LinearizeResult {
   Matrices fx;                     // ∂x⁺/∂x, 2nv × 2nv per knot
   Matrices fu;                     // ∂x⁺/∂u, 2nv × nu per knot
   Matrices da_dq, da_dv, da_dtau;  // nv × nv per knot, with continuous_derivatives; else empty
+  // With continuous_derivatives and constraint rows (else empty): λ at each knot (knots, rows)
+  // laid out as `rows` says, and ∂λ/∂q, ∂λ/∂v, ∂λ/∂τ, rows × nv per knot.
+  Matrix multipliers;
+  Matrices dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau;
+  std::vector<v1::ConstraintRows> rows;  // the model's loop closures, then the constraints
 };
 
 // torqued.v1.ModelService and DynamicsService: the API this client covers, method by method.
@@ -389,10 +402,13 @@ class Client {
                                                         const MatrixRef& a,
                                                         const Matrix& external_forces = {},
                                                         const CallOptions& call = {});
-  // `u` is a for DERIVATIVES_OF_INVERSE_DYNAMICS and tau for DERIVATIVES_OF_FORWARD_DYNAMICS.
+  // `u` is a for DERIVATIVES_OF_INVERSE_DYNAMICS and tau otherwise; `constraints` and `gains`
+  // with DERIVATIVES_OF_CONSTRAINED_DYNAMICS only, as ConstrainedDynamicsOptions has them.
   DerivativesResult derivatives(const std::string& model_id, v1::DerivativesOf of,
                                 const MatrixRef& q, const MatrixRef& v, const MatrixRef& u,
-                                const Matrix& external_forces = {}, const CallOptions& call = {});
+                                const Matrix& external_forces = {},
+                                const std::vector<v1::Constraint>& constraints = {},
+                                const v1::BaumgarteGains& gains = {}, const CallOptions& call = {});
   Matrices coriolis_matrix(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
                            const CallOptions& call = {});
   CentroidalResult centroidal(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,

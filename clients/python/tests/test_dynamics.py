@@ -160,6 +160,37 @@ def test_linearize_actuations_select_the_columns_of_fu(
     assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "dt" in str(refused.value)
 
 
+def test_linearize_in_contact_is_the_step_of_constrained_dynamics(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model]
+) -> None:
+    model = layouts["quadruped"]
+    nv, dt = model.nv, 0.01
+    q, v, tau = random_states(model, 3, seed=23)
+    feet = [
+        {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": foot}}
+        for foot in ("FL_foot", "FR_foot", "HL_foot", "HR_foot")
+    ]
+    result = client.linearize(
+        model.id, q, v, tau, dt=dt, constraints=feet, continuous_derivatives=True
+    )
+    held = client.constrained_dynamics(model.id, q, v, tau, constraints=feet)
+    # ConstrainedDynamics solves through CRBA's factors, Linearize through ABA's: rounding apart.
+    assert_close(result.v_next, v + dt * held.a, rel=1e-8)
+    assert [row.name for row in result.rows] == [row.name for row in held.rows]
+    assert result.multipliers.shape == (3, 12) and result.dmultipliers_dq.shape == (3, 12, nv)
+    assert_close(result.multipliers, held.multipliers, rel=1e-8)
+    assert_close(result.fx[:, nv:, :nv], dt * result.da_dq)
+    derivatives = client.constrained_dynamics_derivatives(model.id, q, v, tau, constraints=feet)
+    assert_close(derivatives.da_dq, result.da_dq)
+    assert_close(derivatives.da_dtau, result.da_dtau)
+    assert_close(derivatives.multipliers, result.multipliers)
+    assert_close(derivatives.dmultipliers_dv, result.dmultipliers_dv)
+    assert_close(derivatives.dmultipliers_dtau, result.dmultipliers_dtau)
+    # Free, the multipliers are absent.
+    free = client.linearize(model.id, q, v, tau, dt=dt, continuous_derivatives=True)
+    assert free.multipliers is None and free.rows == []
+
+
 @pytest.mark.parametrize("name", BUNDLED)
 def test_hybrid_dynamics_between_forward_and_inverse(
     client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str

@@ -59,6 +59,7 @@ __all__ = [
     "AccelerationsAndForces",
     "Centroidal",
     "Client",
+    "ConstrainedDerivatives",
     "ConstrainedDynamics",
     "ContactSolution",
     "Derivatives",
@@ -125,6 +126,27 @@ class Derivatives(NamedTuple):
     d_dq: Array
     d_dv: Array
     d_du: Array
+
+
+class ConstrainedDerivatives(NamedTuple):
+    """Derivatives of constrained forward dynamics: accelerations and constraint forces.
+
+    Attributes:
+        da_dq, da_dv, da_dtau: (batch, nv, nv), q-derivatives along the tangent coordinates.
+        multipliers: lambda, (batch, rows), laid out as `rows` says.
+        dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau: (batch, rows, nv).
+        rows: the model's loop closures, then the call's constraints: each one's name, type,
+            offset and dimension in `multipliers`.
+    """
+
+    da_dq: Array
+    da_dv: Array
+    da_dtau: Array
+    multipliers: Array
+    dmultipliers_dq: Array
+    dmultipliers_dv: Array
+    dmultipliers_dtau: Array
+    rows: list[model_pb2.ConstraintRows]
 
 
 class ConstrainedDynamics(NamedTuple):
@@ -233,6 +255,11 @@ class Linearization(NamedTuple):
         fu: dx+/du, (K, 2 nv, nu).
         da_dq, da_dv, da_dtau: with continuous_derivatives, the forward dynamics' derivatives
             at each knot, (K, nv, nv); else None.
+        multipliers: with continuous_derivatives and constraints (or loop closures), lambda at
+            each knot, (K, rows), laid out as `rows` says; else None.
+        dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau: likewise its derivatives,
+            (K, rows, nv); else None.
+        rows: the model's loop closures, then the call's constraints.
     """
 
     q_next: Array
@@ -242,6 +269,11 @@ class Linearization(NamedTuple):
     da_dq: Optional[Array]
     da_dv: Optional[Array]
     da_dtau: Optional[Array]
+    multipliers: Optional[Array]
+    dmultipliers_dq: Optional[Array]
+    dmultipliers_dv: Optional[Array]
+    dmultipliers_dtau: Optional[Array]
+    rows: list[model_pb2.ConstraintRows]
 
 
 class _Batch:
@@ -1323,6 +1355,50 @@ class Client:
             batch.square(response.d_dq), batch.square(response.d_dv), batch.square(response.d_du)
         )
 
+    def constrained_dynamics_derivatives(
+        self,
+        model_id: str,
+        q: npt.ArrayLike,
+        v: npt.ArrayLike,
+        tau: npt.ArrayLike,
+        *,
+        constraints: Sequence[Constraint] = (),
+        position_gain: float = 0.0,
+        velocity_gain: float = 0.0,
+        timeout: Optional[float] = None,
+    ) -> ConstrainedDerivatives:
+        """Analytic derivatives of constrained forward dynamics (Derivatives with
+        DERIVATIVES_OF_CONSTRAINED_DYNAMICS): the accelerations and the constraint forces lambda
+        under the model's loop closures and `constraints`, as constrained_dynamics takes them.
+
+        Raises:
+            Error: FAILED_PRECONDITION when the constrained system is singular.
+        """
+        batch = _Batch(q)
+        response = self._compute(
+            "Derivatives",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v", v),
+            tau=batch.rows("tau", tau),
+            of=dynamics_pb2.DERIVATIVES_OF_CONSTRAINED_DYNAMICS,
+            constraints=[_message(dynamics_pb2.Constraint, c) for c in constraints],
+            gains=dynamics_pb2.BaumgarteGains(position=position_gain, velocity=velocity_gain),
+        )
+        rows = len(response.multipliers) // batch.size
+        return ConstrainedDerivatives(
+            da_dq=batch.square(response.d_dq),
+            da_dv=batch.square(response.d_dv),
+            da_dtau=batch.square(response.d_du),
+            multipliers=batch.unpack(response.multipliers, rows),
+            dmultipliers_dq=batch.unpack(response.dmultipliers_dq, rows, -1),
+            dmultipliers_dv=batch.unpack(response.dmultipliers_dv, rows, -1),
+            dmultipliers_dtau=batch.unpack(response.dmultipliers_dtau, rows, -1),
+            rows=list(response.rows),
+        )
+
     def coriolis_matrix(
         self,
         model_id: str,
@@ -1601,6 +1677,7 @@ class Client:
         integrator: Integrator = "semi_implicit_euler",
         actuation: Actuation = "all",
         continuous_derivatives: bool = False,
+        constraints: Sequence[Constraint] = (),
         timeout: Optional[float] = None,
     ) -> Linearization:
         """The discrete step x+ = f(x, u) and its Jacobians at each knot of a horizon.
@@ -1612,7 +1689,12 @@ class Client:
             actuation: "all" (u = tau, nu = nv), "unactuated_root" (u = tau of every joint
                 but a free-flyer root, nu = nv - 6), or a list of joint names (u drives their
                 DOFs, in the order named).
-            continuous_derivatives: also return da/dq, da/dv and da/dtau at each knot.
+            continuous_derivatives: also return da/dq, da/dv and da/dtau at each knot, and
+                with constraints lambda and its derivatives.
+            constraints: rigid contacts holding the robot at every knot, as constrained_dynamics
+                takes them, e.g. {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": "FL_FOOT"}}
+                (a 3D contact; CONSTRAINT_TYPE_WELD for 6D). The model's loop closures hold it in
+                any case.
         """
         batch = _Batch(q)
         if isinstance(actuation, str):
@@ -1634,11 +1716,16 @@ class Client:
             integrator=_enum(dynamics_pb2.Integrator, "INTEGRATOR_", integrator),
             actuation=message,
             continuous_derivatives=continuous_derivatives,
+            constraints=[_message(dynamics_pb2.Constraint, c) for c in constraints],
         )
         nx = 2 * (len(response.v_next) // batch.size)
+        rows = len(response.multipliers) // batch.size
 
         def derivative(values: Any) -> Optional[Array]:
             return batch.square(values) if len(values) else None
+
+        def by_rows(values: Any, *shape: int) -> Optional[Array]:
+            return batch.unpack(values, *shape) if rows else None
 
         return Linearization(
             q_next=batch.unpack(response.q_next, -1),
@@ -1648,6 +1735,11 @@ class Client:
             da_dq=derivative(response.da_dq),
             da_dv=derivative(response.da_dv),
             da_dtau=derivative(response.da_dtau),
+            multipliers=by_rows(response.multipliers, rows),
+            dmultipliers_dq=by_rows(response.dmultipliers_dq, rows, -1),
+            dmultipliers_dv=by_rows(response.dmultipliers_dv, rows, -1),
+            dmultipliers_dtau=by_rows(response.dmultipliers_dtau, rows, -1),
+            rows=list(response.rows),
         )
 
     def session(self, model_id: str = "", *, timeout: Optional[float] = None) -> Session:
