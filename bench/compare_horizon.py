@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Linearize's engine work per knot beside Pinocchio's, in one run: torqued_horizon against
 ../shared/anchors' anchor_horizon (the semi-implicit Euler step x+, Fx, Fu of a trajectory
-optimizer, free dynamics).
+optimizer), free and with the legged robots' feet in rigid contact.
 
     python3 bench/compare_horizon.py TORQUED_HORIZON [--anchor PATH] [--repeats 5]
                                      [--seconds 0.5] [--threads 1,2]
@@ -19,14 +19,20 @@ import subprocess
 
 here = os.path.dirname(os.path.abspath(__file__))
 models = os.path.join(os.path.dirname(os.path.dirname(here)), "shared", "models")
-# (model, base): the rows of the trajectory-optimization issue's free dynamics.
-ROWS = [("ur5", "fixed"), ("panda", "fixed"), ("solo12", "floating"), ("talos_reduced", "floating")]
+# (model, base, contact frames, contact type): the rows of the trajectory-optimization issue.
+SOLO12_FEET = "FL_FOOT,FR_FOOT,HL_FOOT,HR_FOOT"
+TALOS_SOLES = "left_sole_link,right_sole_link"
+ROWS = [("ur5", "fixed", "", ""), ("panda", "fixed", "", ""), ("solo12", "floating", "", ""),
+        ("solo12", "floating", SOLO12_FEET, "3d"), ("talos_reduced", "floating", "", ""),
+        ("talos_reduced", "floating", TALOS_SOLES, "6d")]
 
 
-def step_ns(exe, urdf, base, threads, seconds):
-    out = subprocess.run(
-        [exe, "--urdf", urdf, "--base", base, "--threads", str(threads), "--seconds", str(seconds)],
-        check=True, capture_output=True, text=True).stdout
+def step_ns(exe, urdf, base, contacts, contact_type, threads, seconds):
+    command = [exe, "--urdf", urdf, "--base", base, "--threads", str(threads),
+               "--seconds", str(seconds)]
+    if contacts:
+        command += ["--contacts", contacts, "--contact-type", contact_type]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return float(re.search(r"^step_linearization\s+(\S+) ns/knot", out, re.M).group(1))
 
 
@@ -44,22 +50,27 @@ def main():
     threads = [int(t) for t in a.threads.split(",")]
     samples = {}
     for repeat in range(a.repeats):
-        for name, base in ROWS:
+        for row in ROWS:
+            name, base, contacts, contact_type = row
             urdf = os.path.join(models, name + ".urdf")
             for t in threads:
                 programs = [("pinocchio", a.anchor), ("torqued", a.torqued)]
                 for who, exe in programs if repeat % 2 == 0 else reversed(programs):
-                    samples.setdefault((name, base, t, who), []).append(
-                        step_ns(exe, urdf, base, t, a.seconds))
-    print("| model | base | threads | Pinocchio (ns/knot) | torqued (ns/knot) | torqued / Pinocchio |")
-    print("|---|---|---|---|---|---|")
+                    samples.setdefault((row, t, who), []).append(
+                        step_ns(exe, urdf, base, contacts, contact_type, t, a.seconds))
+    print("| model | base | contacts | threads | Pinocchio (ns/knot) | torqued (ns/knot) "
+          "| torqued / Pinocchio |")
+    print("|---|---|---|---|---|---|---|")
     worst = 0.0
-    for name, base in ROWS:
+    for row in ROWS:
+        name, base, contacts, contact_type = row
+        held = f"{len(contacts.split(','))} x {contact_type}" if contacts else "free"
         for t in threads:
-            pin = statistics.median(samples[(name, base, t, "pinocchio")])
-            ours = statistics.median(samples[(name, base, t, "torqued")])
+            pin = statistics.median(samples[(row, t, "pinocchio")])
+            ours = statistics.median(samples[(row, t, "torqued")])
             worst = max(worst, ours / pin)
-            print(f"| {name} | {base} | {t} | {pin:.0f} | {ours:.0f} | {ours / pin:.3f} |")
+            print(f"| {name} | {base} | {held} | {t} | {pin:.0f} | {ours:.0f} "
+                  f"| {ours / pin:.3f} |")
     print(f"\nworst torqued / Pinocchio: {worst:.3f} (medians of {a.repeats} repeats, alternating)")
 
 

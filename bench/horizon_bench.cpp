@@ -3,13 +3,16 @@
 // the two side by side in one run:
 //
 //   torqued_horizon --urdf FILE [--base fixed|floating] [--knots 100] [--dt 0.01] [--threads 1]
-//                   [--seconds 0.5] [--seed 1]
+//                   [--contacts FRAME,FRAME,...] [--contact-type 3d|6d] [--seconds 0.5]
+//                   [--seed 1]
 //
 // Each knot is a random configuration, a velocity in [−1, 1] and controls in [−10, 10], with the
 // free-flyer root unactuated on a floating base (nu = nv − 6). With --threads T the knots are split
 // evenly over T threads, each with its own Data, as the server's workers split a call's knots.
+// With --contacts the named frames are rigid contacts with the world (3D: point constraints; 6D:
+// welds), held without Baumgarte's stabilization, as anchor_horizon holds them.
 // Rows (ns per knot, median over repeats of the whole horizon):
-//   aba_derivatives                  the dynamics derivatives alone
+//   aba_derivatives / constraint_dynamics_derivatives   the dynamics derivatives alone
 //   step_linearization               the semi-implicit Euler step: x⁺, Fx, Fu
 //   explicit_step_linearization      the explicit Euler step
 //   rk4_step_linearization           the RK4 step (four dynamics derivatives)
@@ -86,7 +89,7 @@ double time_horizon(std::vector<Worker>& workers, const std::vector<Knot>& knots
 }
 
 int run(int argc, char** argv) {
-  std::string urdf, base = "fixed";
+  std::string urdf, base = "fixed", contact_list, contact_type = "3d";
   int knot_count = 100, threads = 1;
   double dt = 0.01, seconds = 0.5;
   std::uint64_t seed = 1;
@@ -108,6 +111,10 @@ int run(int argc, char** argv) {
       threads = std::stoi(next());
     } else if (arg == "--seconds") {
       seconds = std::stod(next());
+    } else if (arg == "--contacts") {
+      contact_list = next();
+    } else if (arg == "--contact-type") {
+      contact_type = next();
     } else if (arg == "--seed") {
       seed = std::stoull(next());
     } else {
@@ -116,7 +123,7 @@ int run(int argc, char** argv) {
     }
   }
   if (urdf.empty() || (base != "fixed" && base != "floating") || knot_count < threads ||
-      threads < 1) {
+      threads < 1 || (contact_type != "3d" && contact_type != "6d")) {
     std::cerr << "usage: see the comment at the top of bench/horizon_bench.cpp\n";
     return 2;
   }
@@ -127,6 +134,19 @@ int run(int argc, char** argv) {
   std::vector<int> actuated(model.nv - (model.floating_base ? 6 : 0));
   std::iota(actuated.begin(), actuated.end(), model.floating_base ? 6 : 0);
   const int nu = static_cast<int>(actuated.size());
+  std::vector<BilateralConstraint> contacts;
+  for (std::size_t at = 0; at < contact_list.size();) {
+    const std::size_t comma = std::min(contact_list.find(',', at), contact_list.size());
+    const std::string name = contact_list.substr(at, comma - at);
+    at = comma + 1;
+    const int frame = model.find_frame(name);
+    if (frame < 0) throw std::runtime_error("no frame named " + name);
+    BilateralConstraint& contact = contacts.emplace_back();
+    contact.name = name;
+    contact.type = contact_type == "6d" ? ConstraintType::kWeld : ConstraintType::kPoint;
+    contact.body1 = model.frames[frame].body;
+    contact.placement1 = model.frames[frame].placement;
+  }
 
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
@@ -144,22 +164,24 @@ int run(int argc, char** argv) {
       time_horizon(workers, knots, seconds, [&](Worker& w, const Knot& k) {
         Eigen::VectorXd& tau = w.v_next;  // scratch: B u
         actuate(actuated, k.u, tau);
-        aba_derivatives(model, w.data, k.q, k.v, tau);
+        forward_dynamics_derivatives(model, w.data, k.q, k.v, tau, contacts);
       });
   auto euler = [&](EulerStep kind) {
     return time_horizon(workers, knots, seconds, [&](Worker& w, const Knot& k) {
-      euler_step_derivatives(model, w.data, k.q, k.v, k.u, dt, kind, actuated, w.out());
+      euler_step_derivatives(model, w.data, k.q, k.v, k.u, dt, kind, actuated, w.out(), contacts);
     });
   };
   const double semi_implicit_ns = euler(EulerStep::kSemiImplicit);
   const double explicit_ns = euler(EulerStep::kExplicit);
   const double rk4_ns = time_horizon(workers, knots, seconds, [&](Worker& w, const Knot& k) {
-    runge_kutta_step_derivatives(model, w.data, k.q, k.v, k.u, dt, actuated, w.out());
+    runge_kutta_step_derivatives(model, w.data, k.q, k.v, k.u, dt, actuated, w.out(), contacts);
   });
-  std::printf("model %s base %s nv %d nu %d knots %d threads %d dt %g\n",
+  std::printf("model %s base %s nv %d nu %d contacts %zu (%s) knots %d threads %d dt %g\n",
               urdf.substr(urdf.find_last_of('/') + 1).c_str(), base.c_str(), model.nv, nu,
-              knot_count, threads, dt);
-  std::printf("%-34s %10.0f ns/knot\n", "aba_derivatives", derivatives_ns);
+              contacts.size(), contact_type.c_str(), knot_count, threads, dt);
+  std::printf("%-34s %10.0f ns/knot\n",
+              contacts.empty() ? "aba_derivatives" : "constraint_dynamics_derivatives",
+              derivatives_ns);
   std::printf("%-34s %10.0f ns/knot\n", "step_linearization", semi_implicit_ns);
   std::printf("%-34s %10.0f ns/knot\n", "explicit_step_linearization", explicit_ns);
   std::printf("%-34s %10.0f ns/knot\n", "rk4_step_linearization", rk4_ns);
