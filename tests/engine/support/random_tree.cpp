@@ -264,6 +264,10 @@ std::vector<BilateralConstraint> independent_constraints(
   for (const BilateralConstraint& c : candidates) {
     kept.push_back(c);
     const int rows = constraint_rows(model, kept);
+    if (rows > model.nv) {  // more rows than DOFs: dependent
+      kept.pop_back();
+      continue;
+    }
     Eigen::MatrixXd k(rows, model.nv);
     Eigen::VectorXd bias(rows);
     constraint_jacobian(model, data, q, v, kept, {}, k, bias);
