@@ -113,11 +113,11 @@ struct ConstraintState {
   Vec6 acceleration;  // the residual's acceleration part c_w in world axes (6D) or p̈₁ − p̈₂
   Vec6 velocity;      // V₁ − V₂ (6D) or ṗ₁ − ṗ₂
   Vec3 gap;           // p₁ − p₂
-  Mat3 rotation_rate;  // −J_l⁻¹(log ¹R₂) (weld, prismatic)
+  Mat3 rotation_rate;  // −J_l⁻¹(log ¹R₂) (weld, prismatic, with a position gain)
 };
 
-ConstraintState constraint_state(const Model& model, const Data& data,
-                                 const BilateralConstraint& c) {
+ConstraintState constraint_state(const Model& model, const Data& data, const BilateralConstraint& c,
+                                 const BaumgarteGains& gains) {
   const Transform oM1 = data.oMi[c.body1] * c.placement1;
   const Transform oM2 = data.oMi[c.body2] * c.placement2;
   ConstraintState st{c,
@@ -138,7 +138,8 @@ ConstraintState constraint_state(const Model& model, const Data& data,
         (st.body1.acceleration - st.body2.acceleration + st.body1.velocity.cross(st.body2.velocity))
             .to_vector();
     st.velocity = (st.body1.velocity - st.body2.velocity).to_vector();
-    if (c.type != ConstraintType::kRevolute) {
+    // Only the position gain reads the rotation error's rate.
+    if (c.type != ConstraintType::kRevolute && gains.position != 0.0) {
       const Eigen::AngleAxisd rotation(st.relative_rotation);
       st.rotation_rate = -inverse_left_jacobian(rotation.angle() * rotation.axis());
     }
@@ -394,7 +395,7 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
   dc_dv.setZero();
   bool turning_forces = false;
   for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int) {
-    const ConstraintState st = constraint_state(model, data, c);
+    const ConstraintState st = constraint_state(model, data, c, gains);
     add_constraint_rates(model, data, d, st, gains, row, dc_dq, dc_dv);
     if (c.body2 != 0) {
       if (!turning_forces) w.loop_forces_dq.setZero();
