@@ -451,11 +451,12 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
 
 const AbaDerivativesWorkspace& forward_dynamics_derivatives(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
-    const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints) {
+    const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints,
+    const BaumgarteGains& gains) {
   if (constraints.empty() && model.loop_closures.empty()) {
     return aba_derivatives(model, data, q, v, tau);
   }
-  constrained_dynamics_derivatives(model, data, q, v, tau, constraints);
+  constrained_dynamics_derivatives(model, data, q, v, tau, constraints, gains);
   return data.workspace<AbaDerivativesWorkspace>();
 }
 

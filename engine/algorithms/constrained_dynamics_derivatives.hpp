@@ -48,6 +48,7 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
 // is in data.ddq and its derivatives in the returned workspace.
 const AbaDerivativesWorkspace& forward_dynamics_derivatives(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
-    const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints);
+    const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints,
+    const BaumgarteGains& gains = {});
 
 }  // namespace torqued

@@ -1,14 +1,46 @@
-// What the discrete steps of a trajectory optimizer share (euler_step_derivatives.hpp,
-// runge_kutta_step_derivatives.hpp): the step's outputs in the tangent space, the torques of the
-// controls, and the joint-by-joint products with the block-diagonal Jacobians of q ⊕ w.
+// The discrete steps of a trajectory optimizer, x⁺ = f(x, u) with x = (q, q̇) and τ = B u, by
+// the integrators Crocoddyl's IntegratedActionModels use (Mastalli et al. 2020, "Crocoddyl: An
+// Efficient and Versatile Framework for Multi-Contact Optimal Control", ICRA, §IV):
+//   semi-implicit Euler:  q̈ = FD(q, q̇, τ),  v⁺ = q̇ + dt q̈,  q⁺ = q ⊕ dt v⁺
+//   explicit Euler:       q̈ = FD(q, q̇, τ),  v⁺ = q̇ + dt q̈,  q⁺ = q ⊕ dt q̇
+//   RK4:                  k₁ = f(x), k₂ = f(x ⊕ dt/2 k₁), k₃ = f(x ⊕ dt/2 k₂), k₄ = f(x ⊕ dt k₃),
+//                         x⁺ = x ⊕ dt/6 (k₁ + 2 k₂ + 2 k₃ + k₄)
+// FD is ABA, or the constrained dynamics when the model's loop closures or the step's constraints
+// (rigid contacts; with Baumgarte's `gains` when given, else held at the acceleration level as
+// Crocoddyl's contact dynamics holds them) hold the robot. discrete_step() takes the
+// step alone, as a shooting solver's forward pass does; euler_step_derivatives.hpp and
+// runge_kutta_step_derivatives.hpp take it with its Jacobians. This header also holds what they
+// share: the outputs in the tangent space, the torques of the controls, and the joint-by-joint
+// products with the block-diagonal Jacobians of q ⊕ w.
 #pragma once
 
 #include <span>
 
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/model/data.hpp"
 
 namespace torqued {
+
+enum class Integrator { kSemiImplicitEuler, kExplicitEuler, kRungeKutta4 };
+
+// What discrete_step() binds in Data.
+inline constexpr WorkspaceSet kDiscreteStepWorkspaces =
+    kAbaWorkspaces | kConstrainedDynamicsWorkspaces |
+    WorkspaceSet::of<DiscreteStepWorkspace, RungeKuttaWorkspace>();
+
+// x⁺ = f(x, u) by `integrator` into q_next (nq) and v_next (nv), τ = B u as actuate() makes it.
+// Under constraints (the model's loop closures, then `constraints`), λ at the knot (RK4: its first
+// stage) goes into `multipliers` when it has their rows (constraint_rows()); pass it empty when
+// λ is not wanted. Agrees with the Jacobian-taking steps' q⁺ and v⁺ to rounding. Throws
+// SingularSystemError as aba() does.
+void discrete_step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
+                   const ConstVectorRef& u, double dt, Integrator integrator,
+                   std::span<const int> actuated_dofs, Eigen::Ref<Eigen::VectorXd> q_next,
+                   Eigen::Ref<Eigen::VectorXd> v_next,
+                   std::span<const BilateralConstraint> constraints = {},
+                   const BaumgarteGains& gains = {}, std::span<double> multipliers = {});
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using RowMajorMatrixRef = Eigen::Ref<RowMajorMatrix>;

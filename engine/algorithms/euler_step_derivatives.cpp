@@ -11,7 +11,8 @@ void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef
                             const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                             EulerStep kind, std::span<const int> actuated_dofs,
                             DiscreteStepOutput out,
-                            std::span<const BilateralConstraint> constraints) {
+                            std::span<const BilateralConstraint> constraints,
+                            const BaumgarteGains& gains) {
   const int nv = model.nv;
   assert(u.size() == static_cast<Eigen::Index>(actuated_dofs.size()));
   assert(out.fx.rows() == 2 * nv && out.fx.cols() == 2 * nv);
@@ -20,7 +21,7 @@ void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef
   DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
   actuate(actuated_dofs, u, ws.tau);
   const AbaDerivativesWorkspace& d =
-      forward_dynamics_derivatives(model, data, q, v, ws.tau, constraints);
+      forward_dynamics_derivatives(model, data, q, v, ws.tau, constraints, gains);
 
   // v⁺ and its rows.
   out.v_next = v + dt * data.ddq;

@@ -29,13 +29,15 @@ enum class EulerStep { kSemiImplicit, kExplicit };
 
 // One step of `kind` from (q, q̇) under controls u over dt: τ = B u, where control c drives the DOF
 // actuated_dofs[c] (B's columns are those of the identity) and the other DOFs get no torque; the
-// robot held by the model's loop closures and `constraints` (rigid contacts, without Baumgarte's
-// stabilization). Leaves forward_dynamics_derivatives()'s results in data (q̈ in data.ddq,
-// ∂q̈/∂(q, q̇, τ) in the AbaDerivativesWorkspace). Throws SingularSystemError as aba() does.
+// robot held by the model's loop closures and `constraints` (rigid contacts, with Baumgarte's
+// `gains`; none by default, as Crocoddyl's contact dynamics holds them). Leaves
+// forward_dynamics_derivatives()'s results in data (q̈ in data.ddq, ∂q̈/∂(q, q̇, τ) in the
+// AbaDerivativesWorkspace). Throws SingularSystemError as aba() does.
 void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                             const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                             EulerStep kind, std::span<const int> actuated_dofs,
                             DiscreteStepOutput out,
-                            std::span<const BilateralConstraint> constraints = {});
+                            std::span<const BilateralConstraint> constraints = {},
+                            const BaumgarteGains& gains = {});
 
 }  // namespace torqued

@@ -36,7 +36,8 @@ void integrate_rows(const Model& model, const DiscreteStepWorkspace& ws, double 
 void runge_kutta_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                                   const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                                   std::span<const int> actuated_dofs, DiscreteStepOutput out,
-                                  std::span<const BilateralConstraint> constraints) {
+                                  std::span<const BilateralConstraint> constraints,
+                                  const BaumgarteGains& gains) {
   const int nv = model.nv;
   const Eigen::Index nu = u.size();
   assert(nu == static_cast<Eigen::Index>(actuated_dofs.size()));
@@ -56,7 +57,7 @@ void runge_kutta_step_derivatives(const Model& model, Data& data, const ConstVec
   for (int i = 0; i < 4; ++i) {
     const AbaDerivativesWorkspace* d;
     if (i == 0) {
-      d = &forward_dynamics_derivatives(model, data, q, v, ws.tau, constraints);
+      d = &forward_dynamics_derivatives(model, data, q, v, ws.tau, constraints, gains);
       rk.slope.head(nv) = v;
       // ∂k₁/∂x = [0 I; ∂q̈/∂q ∂q̈/∂q̇], ∂k₁/∂u = [0; ∂q̈/∂τ B].
       rk.dslope_dx.topLeftCorner(nv, nv).setZero();
@@ -73,7 +74,8 @@ void runge_kutta_step_derivatives(const Model& model, Data& data, const ConstVec
       rk.stage_v = v + h * rk.slope.tail(nv);
       integrate_jacobians(model, ws.step, ws.integrate_dq, ws.integrate_dstep);
       integrate_rows(model, ws, h, rk.dslope_dx, dslope_du, rk.dstage_dx, dstage_du);
-      d = &forward_dynamics_derivatives(model, data, rk.stage_q, rk.stage_v, ws.tau, constraints);
+      d = &forward_dynamics_derivatives(model, data, rk.stage_q, rk.stage_v, ws.tau, constraints,
+                                        gains);
       rk.slope.head(nv) = rk.stage_v;
       rk.dslope_dx.topRows(nv) = rk.dstage_dx.bottomRows(nv);
       rk.dslope_dx.bottomRows(nv).noalias() = d->ddq_dq * rk.dstage_dx.topRows(nv);

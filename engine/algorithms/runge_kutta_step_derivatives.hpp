@@ -29,12 +29,13 @@ inline constexpr WorkspaceSet kRungeKuttaStepWorkspaces =
     WorkspaceSet::of<DiscreteStepWorkspace, RungeKuttaWorkspace>();
 
 // One RK4 step from (q, q̇) under controls u held over dt, τ = B u as in euler_step_derivatives(),
-// the robot held by the model's loop closures and `constraints` (rigid contacts, without
-// Baumgarte's stabilization). Leaves the last stage's forward_dynamics_derivatives() results in
+// the robot held by the model's loop closures and `constraints` (rigid contacts, with Baumgarte's
+// `gains`; none by default). Leaves the last stage's forward_dynamics_derivatives() results in
 // data. Throws SingularSystemError as aba() does.
 void runge_kutta_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                                   const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                                   std::span<const int> actuated_dofs, DiscreteStepOutput out,
-                                  std::span<const BilateralConstraint> constraints = {});
+                                  std::span<const BilateralConstraint> constraints = {},
+                                  const BaumgarteGains& gains = {});
 
 }  // namespace torqued

@@ -22,10 +22,9 @@
 
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/contact_dynamics.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 
 namespace torqued {
-
-enum class Integrator { kSemiImplicitEuler, kExplicitEuler, kRungeKutta4 };
 
 // A point of a body that may touch the ground.
 struct ContactCandidate {

@@ -267,6 +267,12 @@ void integrate_jacobians(const Model& model, const Eigen::Ref<const Eigen::Vecto
 Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,
                            const Eigen::VectorXd& q1) {
   Eigen::VectorXd out(model.nv);
+  difference(model, q0, q1, out);
+  return out;
+}
+
+void difference(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q0,
+                const Eigen::Ref<const Eigen::VectorXd>& q1, Eigen::Ref<Eigen::VectorXd> out) {
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
     const double* a = q0.data() + joint.idx_q;
@@ -311,7 +317,6 @@ Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,
         break;
     }
   }
-  return out;
 }
 
 void normalize_configuration(const Model& model, Eigen::VectorXd& q) {

@@ -28,6 +28,9 @@ void integrate_jacobians(const Model& model, const Eigen::Ref<const Eigen::Vecto
 // q1 ⊖ q0: the velocity v with q0 ⊕ v = q1.
 Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,
                            const Eigen::VectorXd& q1);
+// The same into a preallocated `out` (nv), without allocating.
+void difference(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q0,
+                const Eigen::Ref<const Eigen::VectorXd>& q1, Eigen::Ref<Eigen::VectorXd> out);
 
 // Normalises the quaternions of spherical and free-flyer joints in place.
 void normalize_configuration(const Model& model, Eigen::VectorXd& q);

@@ -288,20 +288,22 @@ struct ClosedChainWorkspace : Workspace<ClosedChainWorkspace> {
   }
 };
 
-// What the discrete steps' derivatives share (euler_step_derivatives.hpp,
-// runge_kutta_step_derivatives.hpp): the torques of the controls and the Jacobians of one
-// integration q ⊕ step.
+// What the discrete steps share (discrete_step.hpp, euler_step_derivatives.hpp,
+// runge_kutta_step_derivatives.hpp, rollout.hpp): the torques of the controls, the Jacobians of
+// one integration q ⊕ step, and a rollout's feedback error.
 struct DiscreteStepWorkspace : Workspace<DiscreteStepWorkspace> {
   Eigen::VectorXd tau;              // B u
   Eigen::VectorXd step;             // the tangent vector integrated
   Eigen::MatrixXd integrate_dq;     // d(q ⊕ step)/dq, block diagonal: zero off the joints' blocks
   Eigen::MatrixXd integrate_dstep;  // d(q ⊕ step)/d(step), likewise
+  Eigen::VectorXd state_error;      // a rollout's x ⊖ x̄, 2 nv
 
   static void buffers(auto& self, const Extents& n, auto&& buffer) {
     buffer(self.tau, n.dofs);
     buffer(self.step, n.dofs);
     buffer(self.integrate_dq, n.dofs, n.dofs);
     buffer(self.integrate_dstep, n.dofs, n.dofs);
+    buffer(self.state_error, 2 * n.dofs);
   }
 };
 

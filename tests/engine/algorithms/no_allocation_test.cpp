@@ -47,6 +47,7 @@
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/rollout.hpp"
 #include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "engine/model/build.hpp"
@@ -232,6 +233,26 @@ class NoAllocationTest : public ::testing::Test {
     std::iota(every_dof.begin(), every_dof.end(), 0);
     Eigen::VectorXd q_next(model.nq), v_next(model.nv);
     RowMajorMatrix fx(2 * model.nv, 2 * model.nv), fu(2 * model.nv, model.nv);
+    // A 3-knot rollout about its own open-loop trajectory, with random gains.
+    constexpr int kRolloutKnots = 3;
+    const auto knots = static_cast<std::size_t>(kRolloutKnots);
+    const auto nq = static_cast<std::size_t>(model.nq), nv = static_cast<std::size_t>(model.nv);
+    std::vector<double> rollout_controls(knots * nv, 0.5), nominal_q, nominal_v;
+    for (std::size_t k = 0; k < knots; ++k) {
+      nominal_q.insert(nominal_q.end(), s.q.data(), s.q.data() + nq);
+      nominal_v.insert(nominal_v.end(), s.v.data(), s.v.data() + nv);
+    }
+    std::vector<double> feedback_gains(knots * nv * 2 * nv, 0.1);
+    const auto lambda_size = static_cast<std::size_t>(rows);
+    const RolloutFeedback rollout_feedback{nominal_q, nominal_v, feedback_gains};
+    std::vector<double> trajectory_q((knots + 1) * nq), trajectory_v((knots + 1) * nv),
+        applied(knots * nv), rollout_fx(knots * 4 * nv * nv), rollout_fu(knots * 2 * nv * nv),
+        rollout_lambda(knots * static_cast<std::size_t>(rows));
+    const RolloutOutput rollout_values{trajectory_q, trajectory_v, applied, {}, {}, {}};
+    const RolloutOutput rollout_linearized{trajectory_q, trajectory_v, applied,
+                                           rollout_fx,   rollout_fu,   {}};
+    const RolloutOutput rollout_in_contact{trajectory_q, trajectory_v, applied,
+                                           rollout_fx,   rollout_fu,   rollout_lambda};
 
     // Each step runs on a fresh Data with the workspaces its algorithms name bound ahead of time
     // (and the constraint buffers reserved for the constraint set), so that a set missing a
@@ -304,6 +325,23 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) {
            runge_kutta_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, every_dof,
                                         {q_next, v_next, fx, fu});
+         }},
+        {"discrete_step (semi-implicit, explicit, RK4)", kDiscreteStepWorkspaces,
+         [&](Data& data) {
+           for (Integrator integrator : {Integrator::kSemiImplicitEuler, Integrator::kExplicitEuler,
+                                         Integrator::kRungeKutta4}) {
+             discrete_step(model, data, s.q, s.v, s.tau, 0.01, integrator, every_dof, q_next,
+                           v_next, {}, {});
+           }
+         }},
+        {"rollout (closed loop, with and without Jacobians)", kRolloutWorkspaces,
+         [&](Data& data) {
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
+                   Integrator::kSemiImplicitEuler, every_dof, {}, {}, rollout_feedback,
+                   rollout_values);
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
+                   Integrator::kRungeKutta4, every_dof, {}, {}, rollout_feedback,
+                   rollout_linearized);
          }},
         {"hybrid_dynamics", kAbaWorkspaces,
          [&](Data& data) {
@@ -388,6 +426,26 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) {
            runge_kutta_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, every_dof,
                                         {q_next, v_next, fx, fu}, constraints);
+         }},
+        {"discrete_step in contact (semi-implicit and RK4, λ returned or not)",
+         kDiscreteStepWorkspaces,
+         [&](Data& data) {
+           for (Integrator integrator :
+                {Integrator::kSemiImplicitEuler, Integrator::kRungeKutta4}) {
+             discrete_step(model, data, s.q, s.v, s.tau, 0.01, integrator, every_dof, q_next,
+                           v_next, constraints, gains, {lambda.data(), lambda_size});
+             discrete_step(model, data, s.q, s.v, s.tau, 0.01, integrator, every_dof, q_next,
+                           v_next, constraints, gains);
+           }
+         }},
+        {"rollout in contact (λ and Jacobians, RK4 and Euler)", kRolloutWorkspaces,
+         [&](Data& data) {
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
+                   Integrator::kRungeKutta4, every_dof, constraints, gains, rollout_feedback,
+                   rollout_in_contact);
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
+                   Integrator::kSemiImplicitEuler, every_dof, constraints, gains, {},
+                   rollout_in_contact);
          }},
         {"closed_chain_inverse_dynamics", kClosedChainInverseDynamicsWorkspaces,
          [&](Data& data) {

@@ -1,0 +1,54 @@
+// The forward pass of a shooting solver: a trajectory from x₀ under controls with feedback about
+// a nominal trajectory, as the DDP and iLQR forward passes take it (Mayne 1966; Li & Todorov 2004,
+// "Iterative Linear Quadratic Regulator Design for Nonlinear Biological Movement Systems", §III;
+// Crocoddyl's ShootingProblem::rollout and SolverDDP::forwardPass, Mastalli et al. 2020, §V):
+//   u_k = ū_k + K_k (x_k ⊖ x̄_k),   x_{k+1} = f(x_k, u_k),   k = 0 … K−1
+// where f is a discrete step (discrete_step.hpp) and x ⊖ x̄ = (q ⊖ q̄, q̇ − q̄̇) the tangent-space
+// difference (difference(), configuration.hpp), in the coordinates of Fx's columns. Without
+// feedback, u_k = ū_k. On request each step is taken with its Jacobians Fx_k = ∂x_{k+1}/∂x_k and
+// Fu_k = ∂x_{k+1}/∂u_k, so that one call gives a DDP iteration's trajectory and the linearization
+// its backward pass needs about it.
+#pragma once
+
+#include <span>
+
+#include "engine/algorithms/discrete_step.hpp"
+#include "engine/algorithms/euler_step_derivatives.hpp"
+#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
+
+namespace torqued {
+
+inline constexpr WorkspaceSet kRolloutWorkspaces =
+    kDiscreteStepWorkspaces | kEulerStepWorkspaces | kRungeKuttaStepWorkspaces;
+
+// The nominal trajectory and gains of the feedback, each row-major: x̄_k as q̄ (K × nq) and q̄̇
+// (K × nv), and K_k (K × nu × 2 nv). Empty spans: open loop.
+struct RolloutFeedback {
+  std::span<const double> q_nominal;
+  std::span<const double> v_nominal;
+  std::span<const double> gains;
+};
+
+// Where a rollout of K steps writes, each row-major: the states x₀ … x_K as q ((K + 1) × nq) and
+// q̇ ((K + 1) × nv), the controls applied (K × nu), and, when not empty, Fx (K × 2 nv × 2 nv), Fu
+// (K × 2 nv × nu) and λ at each knot (K × the constraint rows; for RK4, at the knot itself).
+struct RolloutOutput {
+  std::span<double> q;
+  std::span<double> v;
+  std::span<double> u;
+  std::span<double> fx;
+  std::span<double> fu;
+  std::span<double> multipliers;
+};
+
+// `knots` steps of dt from (q0, v0) under ū = `controls` (knots × nu, row-major), with
+// `feedback`; integrator, actuation, constraints and their Baumgarte gains as discrete_step() takes
+// them. Polls data.interruption before each step (throws Interrupted; the states past it are left
+// as they were). Throws SingularSystemError as aba() does.
+void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const ConstVectorRef& v0,
+             int knots, std::span<const double> controls, double dt, Integrator integrator,
+             std::span<const int> actuated_dofs, std::span<const BilateralConstraint> constraints,
+             const BaumgarteGains& baumgarte, const RolloutFeedback& feedback,
+             const RolloutOutput& out);
+
+}  // namespace torqued

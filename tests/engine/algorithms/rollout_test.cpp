@@ -1,0 +1,323 @@
+// Tests the step without Jacobians (engine/algorithms/discrete_step.hpp) and the shooting forward
+// pass (rollout.hpp) on random trees with every joint kind, free and with rigid contacts, under
+// each integrator:
+// - discrete_step() against the Jacobian-taking steps' q⁺, v⁺ and λ (constrained_dynamics() at
+//   the knot);
+// - rollout() against its definition: u_k = ū_k + K_k (x_k ⊖ x̄_k) and a chain of steps;
+// - its Fx, Fu against the steps' at its states, and the first-order closed-loop propagation
+//   δx_{k+1} = (Fx_k + Fu_k K_k) δx_k against central differences of whole rollouts, which holds
+//   ⊖ to Fx's tangent coordinates.
+#include "engine/algorithms/rollout.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/model/build.hpp"
+#include "engine/model/configuration.hpp"
+#include "tests/engine/support/random_tree.hpp"
+
+namespace torqued {
+namespace {
+
+constexpr double kDt = 0.01;
+// Four knots: on seed 5 (RK4 in contact) the fifth step nears a singular contact set, and δ grows
+// by 1e5 through it, beyond the range where central differences of whole rollouts are linear.
+constexpr int kKnots = 4;
+
+struct Case {
+  std::uint64_t seed;
+  Integrator integrator;
+  bool in_contact;  // a 6D and a 3D contact with the world on the tree's last bodies
+  BaumgarteGains baumgarte = {};
+};
+
+struct Robot {
+  ModelPtr model;
+  Eigen::VectorXd q0, v0;
+  std::vector<int> actuated;  // all but the free-flyer root
+  std::vector<double> controls;
+  std::vector<BilateralConstraint> contacts;
+};
+
+Robot robot(const Case& c) {
+  test_support::RandomTreeOptions options;
+  options.min_links = 6;
+  options.max_links = 12;
+  options.floating_base = true;
+  Robot r;
+  r.model = build_model(test_support::random_tree_spec(c.seed, options));
+  const Model& model = *r.model;
+  std::mt19937_64 rng(c.seed);
+  const test_support::RandomState state = test_support::random_state(model, rng);
+  r.q0 = state.q;
+  r.v0 = state.v;
+  r.actuated.resize(model.nv - 6);
+  std::iota(r.actuated.begin(), r.actuated.end(), 6);
+  const Eigen::VectorXd controls =
+      test_support::uniform_vector(rng, kKnots * static_cast<int>(r.actuated.size()), -5.0, 5.0);
+  r.controls.assign(controls.data(), controls.data() + controls.size());
+  if (c.in_contact) {
+    std::vector<BilateralConstraint> candidates = test_support::random_constraints(model, rng, 2);
+    for (int k = 0; k < 2; ++k) {
+      candidates[k].type = k == 0 ? ConstraintType::kWeld : ConstraintType::kPoint;
+      candidates[k].body1 = std::max(1, model.nbodies() - 1 - k);
+      candidates[k].body2 = 0;
+    }
+    r.contacts = test_support::independent_constraints(model, r.q0, candidates);
+  }
+  return r;
+}
+
+// A rollout's arrays.
+struct Trajectory {
+  Trajectory(const Model& model, int nu, int rows, bool jacobians)
+      : q((kKnots + 1) * model.nq),
+        v((kKnots + 1) * model.nv),
+        u(kKnots * nu),
+        fx(jacobians ? kKnots * 4 * model.nv * model.nv : 0),
+        fu(jacobians ? kKnots * 2 * model.nv * nu : 0),
+        multipliers(kKnots * rows) {}
+  RolloutOutput output() { return {q, v, u, fx, fu, multipliers}; }
+  Eigen::Map<const Eigen::VectorXd> q_at(const Model& model, int k) const {
+    return {q.data() + k * model.nq, model.nq};
+  }
+  Eigen::Map<const Eigen::VectorXd> v_at(const Model& model, int k) const {
+    return {v.data() + k * model.nv, model.nv};
+  }
+  std::vector<double> q, v, u, fx, fu, multipliers;
+};
+
+double max_abs(const std::vector<double>& a, const std::vector<double>& b) {
+  double out = 0.0;
+  for (std::size_t k = 0; k < a.size(); ++k) out = std::max(out, std::abs(a[k] - b[k]));
+  return out;
+}
+
+class RolloutTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RolloutTest, StepAloneMatchesTheJacobianTakingStep) {
+  const Case c = GetParam();
+  const Robot r = robot(c);
+  const Model& model = *r.model;
+  const int nv = model.nv, nu = static_cast<int>(r.actuated.size());
+  const int rows = constraint_rows(model, r.contacts);
+  const Eigen::Map<const Eigen::VectorXd> u(r.controls.data(), nu);
+  Data data(model);
+  Eigen::VectorXd q_next(model.nq), v_next(nv), lambda(rows);
+  discrete_step(model, data, r.q0, r.v0, u, kDt, c.integrator, r.actuated, q_next, v_next,
+                r.contacts, c.baumgarte, {lambda.data(), static_cast<std::size_t>(rows)});
+  Eigen::VectorXd q_expected(model.nq), v_expected(nv);
+  RowMajorMatrix fx(2 * nv, 2 * nv), fu(2 * nv, nu);
+  const DiscreteStepOutput out{q_expected, v_expected, fx, fu};
+  if (c.integrator == Integrator::kRungeKutta4) {
+    runge_kutta_step_derivatives(model, data, r.q0, r.v0, u, kDt, r.actuated, out, r.contacts,
+                                 c.baumgarte);
+  } else {
+    euler_step_derivatives(model, data, r.q0, r.v0, u, kDt,
+                           c.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
+                                                                      : EulerStep::kSemiImplicit,
+                           r.actuated, out, r.contacts, c.baumgarte);
+  }
+  // ABA or the constrained dynamics against the derivatives' own q̈: rounding, times κ(M).
+  EXPECT_LT((q_next - q_expected).cwiseAbs().maxCoeff(), 1e-10);
+  EXPECT_LT((v_next - v_expected).cwiseAbs().maxCoeff(), 1e-10 * std::max(1.0, v_expected.norm()));
+  if (rows > 0) {
+    Eigen::VectorXd tau = Eigen::VectorXd::Zero(nv), ddq(nv), lambda_expected(rows);
+    for (int k = 0; k < nu; ++k) tau[r.actuated[k]] = u[k];
+    constrained_dynamics(model, data, r.q0, r.v0, tau, r.contacts, c.baumgarte, ddq,
+                         lambda_expected);
+    EXPECT_EQ((lambda - lambda_expected).cwiseAbs().maxCoeff(), 0.0) << "λ at the knot";
+  }
+}
+
+TEST_P(RolloutTest, FollowsItsDefinitionWithAndWithoutJacobians) {
+  const Case c = GetParam();
+  const Robot r = robot(c);
+  const Model& model = *r.model;
+  const int nv = model.nv, nx = 2 * nv, nu = static_cast<int>(r.actuated.size());
+  const int rows = constraint_rows(model, r.contacts);
+  std::mt19937_64 rng(c.seed + 100);
+  // A nominal trajectory off the rollout's (the open-loop one from a moved start) and small gains.
+  Data data(model);
+  Trajectory nominal(model, nu, rows, false);
+  const Eigen::VectorXd moved_start =
+      integrate(model, r.q0, test_support::uniform_vector(rng, nv, -0.05, 0.05));
+  rollout(model, data, moved_start, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated,
+          r.contacts, c.baumgarte, {}, nominal.output());
+  const std::span<const double> q_nominal(nominal.q.data(), kKnots * model.nq);
+  const std::span<const double> v_nominal(nominal.v.data(), kKnots * nv);
+  const Eigen::VectorXd gain_values = test_support::uniform_vector(rng, kKnots * nu * nx, -1, 1);
+  const std::vector<double> gains(gain_values.data(), gain_values.data() + gain_values.size());
+  const RolloutFeedback feedback{q_nominal, v_nominal, gains};
+
+  Trajectory values(model, nu, rows, false), linearized(model, nu, rows, true);
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
+          c.baumgarte, feedback, values.output());
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
+          c.baumgarte, feedback, linearized.output());
+
+  // The definition, step by step, at the values rollout's own states.
+  Data scratch(model);
+  for (int k = 0; k < kKnots; ++k) {
+    const auto q = values.q_at(model, k);
+    const auto v = values.v_at(model, k);
+    Eigen::VectorXd error(nx);
+    error << difference(model, Eigen::VectorXd(nominal.q_at(model, k)), Eigen::VectorXd(q)),
+        v - nominal.v_at(model, k);
+    const Eigen::VectorXd u =
+        Eigen::Map<const Eigen::VectorXd>(r.controls.data() + k * nu, nu) +
+        Eigen::Map<const RowMajorMatrix>(gains.data() + k * nu * nx, nu, nx) * error;
+    const Eigen::Map<const Eigen::VectorXd> applied(values.u.data() + k * nu, nu);
+    EXPECT_LT((applied - u).cwiseAbs().maxCoeff(), 1e-12 * std::max(1.0, u.norm())) << "knot " << k;
+    Eigen::VectorXd q_next(model.nq), v_next(nv), lambda(rows);
+    discrete_step(model, scratch, q, v, applied, kDt, c.integrator, r.actuated, q_next, v_next,
+                  r.contacts, c.baumgarte, {lambda.data(), static_cast<std::size_t>(rows)});
+    EXPECT_EQ((q_next - values.q_at(model, k + 1)).cwiseAbs().maxCoeff(), 0.0) << "knot " << k;
+    EXPECT_EQ((v_next - values.v_at(model, k + 1)).cwiseAbs().maxCoeff(), 0.0) << "knot " << k;
+    if (rows > 0) {
+      const Eigen::Map<const Eigen::VectorXd> got(values.multipliers.data() + k * rows, rows);
+      EXPECT_EQ((got - lambda).cwiseAbs().maxCoeff(), 0.0) << "λ, knot " << k;
+    }
+
+    // The Jacobians are the step's at the linearized rollout's states.
+    const auto lq = linearized.q_at(model, k);
+    const auto lv = linearized.v_at(model, k);
+    const Eigen::Map<const Eigen::VectorXd> lu(linearized.u.data() + k * nu, nu);
+    Eigen::VectorXd q_step(model.nq), v_step(nv);
+    RowMajorMatrix fx(nx, nx), fu(nx, nu);
+    const DiscreteStepOutput out{q_step, v_step, fx, fu};
+    if (c.integrator == Integrator::kRungeKutta4) {
+      runge_kutta_step_derivatives(model, scratch, lq, lv, lu, kDt, r.actuated, out, r.contacts,
+                                   c.baumgarte);
+    } else {
+      euler_step_derivatives(model, scratch, lq, lv, lu, kDt,
+                             c.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
+                                                                        : EulerStep::kSemiImplicit,
+                             r.actuated, out, r.contacts, c.baumgarte);
+    }
+    EXPECT_EQ((fx - Eigen::Map<const RowMajorMatrix>(linearized.fx.data() + k * nx * nx, nx, nx))
+                  .cwiseAbs()
+                  .maxCoeff(),
+              0.0)
+        << "Fx, knot " << k;
+    EXPECT_EQ((fu - Eigen::Map<const RowMajorMatrix>(linearized.fu.data() + k * nx * nu, nx, nu))
+                  .cwiseAbs()
+                  .maxCoeff(),
+              0.0)
+        << "Fu, knot " << k;
+    if (rows > 0) {
+      const Eigen::Map<const Eigen::VectorXd> got(linearized.multipliers.data() + k * rows, rows);
+      Eigen::VectorXd tau = Eigen::VectorXd::Zero(nv), ddq(nv), lambda_at(rows);
+      for (int j = 0; j < nu; ++j) tau[r.actuated[j]] = lu[j];
+      constrained_dynamics(model, scratch, lq, lv, tau, r.contacts, c.baumgarte, ddq, lambda_at);
+      EXPECT_LT((got - lambda_at).cwiseAbs().maxCoeff(), 1e-9 * std::max(1.0, lambda_at.norm()))
+          << "λ, knot " << k;
+    }
+  }
+  // The two rollouts see the same states, to the rounding of ABA against its derivatives' q̈.
+  const double scale =
+      1.0 +
+      Eigen::Map<const Eigen::VectorXd>(values.v.data(), values.v.size()).cwiseAbs().maxCoeff();
+  EXPECT_LT(max_abs(values.q, linearized.q), 1e-9 * scale);
+  EXPECT_LT(max_abs(values.v, linearized.v), 1e-9 * scale);
+}
+
+TEST_P(RolloutTest, ClosedLoopPerturbationsPropagateByFxPlusFuK) {
+  const Case c = GetParam();
+  const Robot r = robot(c);
+  const Model& model = *r.model;
+  const int nv = model.nv, nx = 2 * nv, nu = static_cast<int>(r.actuated.size());
+  const int rows = constraint_rows(model, r.contacts);
+  std::mt19937_64 rng(c.seed + 200);
+  Data data(model);
+  // The nominal is the open-loop trajectory itself, with its Jacobians: x_k ⊖ x̄_k then has
+  // the identity as its derivative at x̄_k.
+  Trajectory nominal(model, nu, rows, true);
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
+          c.baumgarte, {}, nominal.output());
+  const Eigen::VectorXd gain_values = test_support::uniform_vector(rng, kKnots * nu * nx, -1, 1);
+  const std::vector<double> gains(gain_values.data(), gain_values.data() + gain_values.size());
+  const RolloutFeedback feedback{std::span<const double>(nominal.q.data(), kKnots * model.nq),
+                                 std::span<const double>(nominal.v.data(), kKnots * nv), gains};
+
+  Eigen::VectorXd delta = test_support::uniform_vector(rng, nx, -1.0, 1.0);
+  Eigen::VectorXd predicted = delta;
+  for (int k = 0; k < kKnots; ++k) {
+    const Eigen::Map<const RowMajorMatrix> fx(nominal.fx.data() + k * nx * nx, nx, nx);
+    const Eigen::Map<const RowMajorMatrix> fu(nominal.fu.data() + k * nx * nu, nx, nu);
+    const Eigen::Map<const RowMajorMatrix> gain(gains.data() + k * nu * nx, nu, nx);
+    predicted = (fx + fu * gain) * predicted;
+  }
+  // x_K(h) ⊖ x_K(0) for a start moved by h δ, by fourth-order central differences.
+  const auto end_moved = [&](double h) {
+    Trajectory moved(model, nu, rows, false);
+    const Eigen::VectorXd q0 = integrate(model, r.q0, h * delta.head(nv));
+    const Eigen::VectorXd v0 = r.v0 + h * delta.tail(nv);
+    rollout(model, data, q0, v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
+            c.baumgarte, feedback, moved.output());
+    Eigen::VectorXd out(nx);
+    out << difference(model, Eigen::VectorXd(nominal.q_at(model, kKnots)),
+                      Eigen::VectorXd(moved.q_at(model, kKnots))),
+        moved.v_at(model, kKnots) - nominal.v_at(model, kKnots);
+    return out;
+  };
+  constexpr double h = 1e-4;
+  const Eigen::VectorXd measured =
+      (8.0 * (end_moved(h) - end_moved(-h)) - (end_moved(2 * h) - end_moved(-2 * h))) / (12.0 * h);
+  EXPECT_LT(
+      (measured - predicted).cwiseAbs().maxCoeff() / std::max(1.0, predicted.cwiseAbs().maxCoeff()),
+      1e-6);
+}
+
+TEST(RolloutTest, StopsBetweenKnotsWhenInterrupted) {
+  const Robot r = robot({3, Integrator::kSemiImplicitEuler, false});
+  const Model& model = *r.model;
+  const int nu = static_cast<int>(r.actuated.size());
+  Data data(model);
+  int polls = 0;
+  data.interruption = {[](const void* state) {
+                         int& count = *static_cast<int*>(const_cast<void*>(state));
+                         return ++count > 2;
+                       },
+                       &polls};
+  Trajectory out(model, nu, 0, false);
+  std::fill(out.q.begin(), out.q.end(), -7.0);
+  EXPECT_THROW(rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt,
+                       Integrator::kSemiImplicitEuler, r.actuated, {}, {}, {}, out.output()),
+               Interrupted);
+  // Two steps taken: x₀, x₁, x₂ written, x₃ on as they were.
+  EXPECT_NE(out.q[2 * model.nq], -7.0);
+  EXPECT_EQ(out.q[3 * model.nq], -7.0);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const Integrator integrators[] = {Integrator::kSemiImplicitEuler, Integrator::kExplicitEuler,
+                                    Integrator::kRungeKutta4};
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    out.push_back({seed, integrators[seed % 3], seed > 3});
+  }
+  // Contacts held by Baumgarte's gains, which reach the steps' Jacobians through ∂λ.
+  for (std::uint64_t seed = 7; seed <= 9; ++seed) {
+    out.push_back({seed, integrators[seed % 3], true, {400.0, 40.0}});
+  }
+  return out;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  static constexpr const char* kIntegrators[] = {"_semi_implicit_euler", "_explicit_euler",
+                                                 "_runge_kutta_4"};
+  return "seed" + std::to_string(info.param.seed) +
+         kIntegrators[static_cast<int>(info.param.integrator)] +
+         (info.param.in_contact ? "_in_contact" : "") +
+         (info.param.baumgarte.position > 0.0 ? "_baumgarte" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(RandomTrees, RolloutTest, ::testing::ValuesIn(cases()), case_name);
+
+}  // namespace
+}  // namespace torqued
