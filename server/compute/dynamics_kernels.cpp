@@ -15,24 +15,10 @@
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "server/compute/engine_enums.hpp"
 #include "server/compute/state_arrays.hpp"
 
 namespace torqued::server {
-
-namespace {
-
-ReferenceFrame to_reference(v1::ReferenceFrame r) {
-  switch (r) {
-    case v1::REFERENCE_FRAME_LOCAL_WORLD_ALIGNED:
-      return ReferenceFrame::kLocalWorldAligned;
-    case v1::REFERENCE_FRAME_WORLD:
-      return ReferenceFrame::kWorld;
-    default:
-      return ReferenceFrame::kLocal;
-  }
-}
-
-}  // namespace
 
 void inverse_dynamics(const Model& model, ModelWorkspace& ws,
                       const v1::InverseDynamicsRequest& request, int begin, int end, double* tau) {

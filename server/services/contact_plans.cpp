@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "server/compute/contact_kernels.hpp"
+#include "server/compute/engine_enums.hpp"
 #include "server/services/dynamics_plans.hpp"
 #include "server/services/dynamics_rpcs.hpp"
 #include "server/services/request_checks.hpp"
@@ -303,10 +304,7 @@ grpc::Status SimulateRpc::plan(const Planning& planning, const RegisteredModelPt
                    " is for contact-free runs; with candidates the time stepping is "
                    "INTEGRATOR_SEMI_IMPLICIT_EULER");
   }
-  options.integrator = request->integrator() == v1::INTEGRATOR_RK4 ? Integrator::kRungeKutta4
-                       : request->integrator() == v1::INTEGRATOR_EXPLICIT_EULER
-                           ? Integrator::kExplicitEuler
-                           : Integrator::kSemiImplicitEuler;
+  options.integrator = to_integrator(request->integrator());
   const v1::GroundPlane& ground = request->ground();
   if (s = check_range("ground.height", ground.height(), -INFINITY, INFINITY, "finite"); !s.ok()) {
     return s;

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/algorithms/jacobian.hpp"
 #include "server/compute/dynamics_kernels.hpp"
+#include "server/compute/engine_enums.hpp"
 #include "server/compute/state_arrays.hpp"
 #include "server/models/model_layout.hpp"
 #include "server/services/dynamics_rpcs.hpp"
@@ -225,6 +227,34 @@ grpc::Status plan_constraints(const Planning& planning, const RegisteredModelPtr
   return grpc::Status::OK;
 }
 
+// The model's frames that `names` name, in order: at most --max-kinematics-frames of them, each
+// known to the model.
+grpc::Status named_frames(const Planning& planning, const Model& m,
+                          const google::protobuf::RepeatedPtrField<std::string>& names,
+                          std::vector<int>& frames) {
+  if (names.size() > planning.limits.max_kinematics_frames) {
+    return over_limit("frames", names.size(), planning.limits.max_kinematics_frames,
+                      "--max-kinematics-frames");
+  }
+  frames.clear();
+  for (int k = 0; k < names.size(); ++k) {
+    const int f = m.find_frame(names[k]);
+    if (f < 0) {
+      return invalid("frames[" + std::to_string(k) + "]: no frame named " + quote_input(names[k]) +
+                     " in model " + quote_input(m.name) + " (see Model.frames)");
+    }
+    frames.push_back(f);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status check_reference(v1::ReferenceFrame reference) {
+  if (reference < v1::REFERENCE_FRAME_UNSPECIFIED || reference > v1::REFERENCE_FRAME_WORLD) {
+    return invalid("reference: unknown ReferenceFrame " + std::to_string(reference));
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace
 
 grpc::Status InverseDynamicsRpc::plan(const Planning& planning, const RegisteredModelPtr& entry,
@@ -356,33 +386,16 @@ grpc::Status KinematicsRpc::plan(const Planning& planning, const RegisteredModel
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv, true); !s.ok()) return s;
-  if (request->reference() < v1::REFERENCE_FRAME_UNSPECIFIED ||
-      request->reference() > v1::REFERENCE_FRAME_WORLD) {
-    return {grpc::StatusCode::INVALID_ARGUMENT,
-            "reference: unknown ReferenceFrame " + std::to_string(request->reference())};
-  }
-  if (request->frames_size() > planning.limits.max_kinematics_frames) {
-    return over_limit("frames", request->frames_size(), planning.limits.max_kinematics_frames,
-                      "--max-kinematics-frames");
-  }
+  if (s = check_reference(request->reference()); !s.ok()) return s;
   std::vector<int> frames;
   if (request->frames().empty()) {
     for (int f = 0; f < static_cast<int>(m.frames.size()); ++f) frames.push_back(f);
-  } else {
-    for (int k = 0; k < request->frames_size(); ++k) {
-      const int f = m.find_frame(request->frames(k));
-      if (f < 0) {
-        return {grpc::StatusCode::INVALID_ARGUMENT,
-                "frames[" + std::to_string(k) + "]: no frame named " +
-                    quote_input(request->frames(k)) + " in model " + quote_input(m.name) +
-                    " (see Model.frames)"};
-      }
-      frames.push_back(f);
+    if (static_cast<std::int64_t>(frames.size()) > planning.limits.max_kinematics_frames) {
+      return over_limit("frames", static_cast<std::int64_t>(frames.size()),
+                        planning.limits.max_kinematics_frames, "--max-kinematics-frames");
     }
-  }
-  if (static_cast<std::int64_t>(frames.size()) > planning.limits.max_kinematics_frames) {
-    return over_limit("frames", static_cast<std::int64_t>(frames.size()),
-                      planning.limits.max_kinematics_frames, "--max-kinematics-frames");
+  } else if (s = named_frames(planning, m, request->frames(), frames); !s.ok()) {
+    return s;
   }
   const std::int64_t slots =
       static_cast<std::int64_t>(n) * static_cast<std::int64_t>(frames.size());
@@ -695,6 +708,41 @@ double* sized_for_writing(google::protobuf::RepeatedField<double>* field, std::i
   return field->AddNAlreadyReserved(static_cast<int>(n));
 }
 
+// What Linearize and Rollout read alike: the step, its integrator, the controls' DOFs, and the
+// constraints with their gains.
+struct StepSettings {
+  double dt = 0.0;
+  Integrator integrator = Integrator::kSemiImplicitEuler;
+  std::vector<int> actuated;
+  std::vector<BilateralConstraint> constraints;
+  BaumgarteGains gains;
+  int rows = 0;  // the constraint rows, the loop closures' included
+};
+
+template <class Request>
+grpc::Status plan_step(const Planning& planning, const RegisteredModelPtr& entry,
+                       const Request& request, const Algorithm& algorithm, StepSettings& out,
+                       google::protobuf::RepeatedPtrField<v1::ConstraintRows>& layout) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_range("dt", request.dt(), std::numeric_limits<double>::min(), INFINITY,
+                      "> 0 (seconds)");
+      !s.ok()) {
+    return s;
+  }
+  if (s = actuated_dofs(m, request.actuation(), out.actuated); !s.ok()) return s;
+  if (s = check_gains(request.gains()); !s.ok()) return s;
+  if (s = plan_constraints(planning, entry, request.constraints(), algorithm, out.constraints,
+                           out.rows, layout);
+      !s.ok()) {
+    return s;
+  }
+  out.dt = request.dt();
+  out.integrator = to_integrator(request.integrator());
+  out.gains = {request.gains().position(), request.gains().velocity()};
+  return grpc::Status::OK;
+}
+
 // Where Linearize's kernel writes: the response's arrays (the continuous derivatives' null when
 // not asked for).
 struct LinearizeOutput {
@@ -721,29 +769,20 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   grpc::Status s;
   const Model& m = *entry->model;
   if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
-  if (s = check_range("dt", request->dt(), std::numeric_limits<double>::min(), INFINITY,
-                      "> 0 (seconds)");
-      !s.ok()) {
-    return s;
-  }
   if (s = check_enum("integrator", request->integrator(), v1::Integrator_IsValid); !s.ok()) {
     return s;
   }
-  std::vector<int> actuated;
-  if (s = actuated_dofs(m, request->actuation(), actuated); !s.ok()) return s;
-  const int nu = static_cast<int>(actuated.size());
-  if (s = check_array("u", request->u(), n, nu); !s.ok()) return s;
-  const v1::Integrator integrator = request->integrator();
-  const bool rk4 = integrator == v1::INTEGRATOR_RK4;
+  const bool rk4 = request->integrator() == v1::INTEGRATOR_RK4;
   // An RK4 step runs the dynamics derivatives four times.
   const Algorithm algorithm = rk4 ? kRungeKuttaStep : kEulerStep;
-  std::vector<BilateralConstraint> constraints;
-  int rows = 0;
-  if (s = plan_constraints(planning, entry, request->constraints(), algorithm, constraints, rows,
-                           *response->mutable_rows());
+  StepSettings step;
+  if (s = plan_step(planning, entry, *request, algorithm, step, *response->mutable_rows());
       !s.ok()) {
     return s;
   }
+  const int nu = static_cast<int>(step.actuated.size());
+  if (s = check_array("u", request->u(), n, nu); !s.ok()) return s;
+  const int rows = step.rows;
 
   const std::int64_t states = n;
   const std::int64_t nx = 2 * m.nv;
@@ -773,36 +812,39 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
       multipliers ? sized_for_writing(response->mutable_dmultipliers_dv(), rows_by_dofs) : nullptr,
       multipliers ? sized_for_writing(response->mutable_dmultipliers_dtau(), rows_by_dofs)
                   : nullptr};
-  const EulerStep euler =
-      integrator == v1::INTEGRATOR_EXPLICIT_EULER ? EulerStep::kExplicit : EulerStep::kSemiImplicit;
+  const EulerStep euler = step.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
+                                                                        : EulerStep::kSemiImplicit;
   job = {algorithm,
-         [entry, request, actuated = std::move(actuated), constraints = std::move(constraints),
-          rows, out, rk4, euler](WorkerContext& w, int b, int e) {
+         [entry, request, step = std::move(step), out, rk4, euler](WorkerContext& w, int b, int e) {
            const Model& model = *entry->model;
            Data& data = w.workspace(*entry).data;
            const int nq = model.nq, nv = model.nv, nx = 2 * nv;
-           const int nu = static_cast<int>(actuated.size());
-           const double dt = request->dt();
+           const int nu = static_cast<int>(step.actuated.size()), rows = step.rows;
+           const std::vector<int>& actuated = step.actuated;
+           const std::vector<BilateralConstraint>& constraints = step.constraints;
+           const double dt = step.dt;
            for (int k = b; k < e; ++k) {
              const ConstMap q = row(request->q(), k, nq);
              const ConstMap v = row(request->v(), k, nv);
              const ConstMap u = row(request->u(), k, nu);
-             const DiscreteStepOutput step{
+             const DiscreteStepOutput result{
                  Eigen::Map<Eigen::VectorXd>(out.q_next + std::ptrdiff_t{k} * nq, nq),
                  Eigen::Map<Eigen::VectorXd>(out.v_next + std::ptrdiff_t{k} * nv, nv),
                  Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * nx * nx, nx, nx),
                  Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * nx * nu, nx, nu)};
              if (rk4) {
-               runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, step, constraints);
+               runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, result, constraints,
+                                            step.gains);
              } else {
-               euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, step, constraints);
+               euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, result,
+                                      constraints, step.gains);
              }
              if (out.da_dq == nullptr) continue;
              // The Euler steps leave the derivatives at the knot; RK4 leaves its last stage's.
              const AbaDerivativesWorkspace& d =
                  rk4 ? forward_dynamics_derivatives(model, data, q, v,
                                                     data.workspace<DiscreteStepWorkspace>().tau,
-                                                    constraints)
+                                                    constraints, step.gains)
                      : data.workspace<AbaDerivativesWorkspace>();
              copy_out_matrix(d.ddq_dq, out.da_dq, k);
              copy_out_matrix(d.ddq_dv, out.da_dv, k);
@@ -817,6 +859,149 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
            }
          },
          rk4 ? 4 : 1};
+  return grpc::Status::OK;
+}
+
+grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
+                              const v1::RolloutRequest* request, v1::RolloutResponse* response,
+                              PlannedWork& job, Reservation& memory) {
+  grpc::Status s;
+  const Model& m = *entry->model;
+  if (s = check_array("v", request->v(), n, m.nv); !s.ok()) return s;
+  if (request->knots() == 0) return invalid("knots: must be at least 1");
+  const std::int64_t rollouts = n;
+  const std::int64_t knots = request->knots();
+  if (rollouts * knots > planning.limits.max_batch_states) {
+    return over_limit("batch_size × knots: steps", rollouts * knots,
+                      planning.limits.max_batch_states, "--max-batch-states");
+  }
+  if (s = check_enum("integrator", request->integrator(), v1::Integrator_IsValid); !s.ok()) {
+    return s;
+  }
+  StepSettings step;
+  if (s = plan_step(planning, entry, *request, kRollout, step, *response->mutable_rows());
+      !s.ok()) {
+    return s;
+  }
+  const int k = static_cast<int>(knots);
+  const int nu = static_cast<int>(step.actuated.size());
+  const int nx = 2 * m.nv;
+  if (s = check_array("u", request->u(), n, k * nu, false, {"batch_size", "rollout"}); !s.ok()) {
+    return s;
+  }
+  const bool closed_loop = !request->q_nominal().empty() || !request->v_nominal().empty() ||
+                           !request->feedback().empty();
+  if (closed_loop) {
+    const ArrayRows by_knot{"knots", "knot"};
+    if (s = check_array("q_nominal", request->q_nominal(), k, m.nq, false, by_knot); !s.ok()) {
+      return s;
+    }
+    if (s = check_quaternions(m, request->q_nominal(), k, "q_nominal"); !s.ok()) return s;
+    if (s = check_array("v_nominal", request->v_nominal(), k, m.nv, false, by_knot); !s.ok()) {
+      return s;
+    }
+    if (s = check_array("feedback", request->feedback(), k, nu * nx, false, by_knot); !s.ok()) {
+      return s;
+    }
+  }
+  std::vector<int> frames;
+  if (s = named_frames(planning, m, request->frames(), frames); !s.ok()) return s;
+  if (request->frame_jacobians() && frames.empty()) {
+    return invalid("frame_jacobians: names no frame to differentiate; list them in frames");
+  }
+  if (s = check_reference(request->reference()); !s.ok()) return s;
+
+  const std::int64_t states = rollouts * (knots + 1);
+  const std::int64_t steps = rollouts * knots;
+  const std::int64_t slots = states * static_cast<std::int64_t>(frames.size());
+  const bool jacobians = request->jacobians();
+  const std::int64_t frame_values = slots * (12 + (request->frame_jacobians() ? 6 * m.nv : 0));
+  if (s = planning.reserve_response(
+          states * (m.nq + m.nv) + steps * (nu + step.rows) +
+              (jacobians ? steps * (std::int64_t{nx} * nx + std::int64_t{nx} * nu) : 0) +
+              frame_values,
+          memory);
+      !s.ok()) {
+    return {s.error_code(), s.error_message() + " or fewer knots"};
+  }
+  response->set_batch_size(n);
+  response->set_nu(nu);
+  response->set_knots(request->knots());
+  for (const int f : frames) response->add_frames(m.frames[f].name);
+  const auto array = [](google::protobuf::RepeatedField<double>* field, std::int64_t size) {
+    return std::span<double>(sized_for_writing(field, size), static_cast<std::size_t>(size));
+  };
+  // Each rollout's share of the answer's arrays.
+  struct Output {
+    std::span<double> q, v, u, fx, fu, multipliers, positions, rotations, frame_jacobians;
+  };
+  const Output out{array(response->mutable_q(), states * m.nq),
+                   array(response->mutable_v(), states * m.nv),
+                   array(response->mutable_u(), steps * nu),
+                   jacobians ? array(response->mutable_fx(), steps * nx * nx) : std::span<double>(),
+                   jacobians ? array(response->mutable_fu(), steps * nx * nu) : std::span<double>(),
+                   array(response->mutable_multipliers(), steps * step.rows),
+                   array(response->mutable_frame_positions(), slots * 3),
+                   array(response->mutable_frame_rotations(), slots * 9),
+                   request->frame_jacobians()
+                       ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
+                       : std::span<double>()};
+  const ReferenceFrame reference = to_reference(request->reference());
+  job = {kRollout,
+         [entry, request, step = std::move(step), frames = std::move(frames), out, k, closed_loop,
+          reference](WorkerContext& w, int b, int e) {
+           const Model& model = *entry->model;
+           Data& data = w.workspace(*entry).data;
+           const auto nq = static_cast<std::size_t>(model.nq);
+           const auto nv = static_cast<std::size_t>(model.nv);
+           const auto nu = step.actuated.size();
+           const auto knots = static_cast<std::size_t>(k);
+           const auto nf = frames.size();
+           // Rollout r's part of an array of `per_rollout` values per rollout.
+           const auto part = [](std::span<double> all, std::size_t r, std::size_t per_rollout) {
+             return all.empty() ? all : all.subspan(r * per_rollout, per_rollout);
+           };
+           const auto values = [](const DoubleArray& field) {
+             return std::span<const double>(field.data(), static_cast<std::size_t>(field.size()));
+           };
+           const RolloutFeedback feedback =
+               closed_loop
+                   ? RolloutFeedback{values(request->q_nominal()), values(request->v_nominal()),
+                                     values(request->feedback())}
+                   : RolloutFeedback{};
+           InterruptionPoll poll(data.interruption);
+           for (int rollout_index = b; rollout_index < e; ++rollout_index) {
+             const auto r = static_cast<std::size_t>(rollout_index);
+             const std::span<double> q = part(out.q, r, (knots + 1) * nq);
+             rollout(model, data, row(request->q(), rollout_index, model.nq),
+                     row(request->v(), rollout_index, model.nv), k,
+                     values(request->u()).subspan(r * knots * nu, knots * nu), step.dt,
+                     step.integrator, step.actuated, step.constraints, step.gains, feedback,
+                     {q, part(out.v, r, (knots + 1) * nv), part(out.u, r, knots * nu),
+                      part(out.fx, r, knots * 4 * nv * nv), part(out.fu, r, knots * 2 * nv * nu),
+                      part(out.multipliers, r, knots * static_cast<std::size_t>(step.rows))});
+             if (nf == 0) continue;
+             // The frames at each state: the kinematics again, as the dynamics left data at the
+             // step's last stage.
+             for (std::size_t state = 0; state <= knots; ++state) {
+               poll.add(static_cast<double>(nf * 60 * nv));
+               forward_kinematics(
+                   model, data, Eigen::Map<const Eigen::VectorXd>(q.data() + state * nq, model.nq));
+               for (std::size_t f = 0; f < nf; ++f) {
+                 const std::size_t slot = (r * (knots + 1) + state) * nf + f;
+                 const Transform placement = frame_placement(model, data, frames[f]);
+                 Eigen::Map<Vec3>(out.positions.data() + 3 * slot) = placement.translation;
+                 Eigen::Map<Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(
+                     out.rotations.data() + 9 * slot) = placement.rotation;
+                 if (out.frame_jacobians.empty()) continue;
+                 frame_jacobian(model, data, frames[f], reference, data.J);
+                 Eigen::Map<RowMajorMatrix>(out.frame_jacobians.data() + 6 * nv * slot, 6,
+                                            model.nv) = data.J;
+               }
+             }
+           }
+         },
+         request->knots() * std::int64_t{step.integrator == Integrator::kRungeKutta4 ? 4 : 1}};
   return grpc::Status::OK;
 }
 

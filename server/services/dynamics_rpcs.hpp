@@ -38,6 +38,7 @@
 #include "engine/algorithms/lagrange_homogeneous.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/rollout.hpp"
 #include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "server/compute/algorithms.hpp"
@@ -176,12 +177,18 @@ struct LinearizeRpc : BatchRpc<v1::LinearizeRequest, v1::LinearizeResponse> {
   static Plan plan;
 };
 
+struct RolloutRpc : BatchRpc<v1::RolloutRequest, v1::RolloutResponse> {
+  static constexpr Algorithm kRollout{"rollout", kRolloutWorkspaces};
+  static constexpr Algorithm algorithms[] = {kRollout};
+  static Plan plan;
+};
+
 // The table, in the service's order.
 using BatchRpcs =
     std::tuple<InverseDynamicsRpc, ForwardDynamicsRpc, MassMatrixRpc, NonlinearEffectsRpc,
                GravityRpc, KinematicsRpc, HybridDynamicsRpc, FloatingBaseInverseDynamicsRpc,
                DerivativesRpc, CoriolisMatrixRpc, CentroidalRpc, ConstrainedDynamicsRpc,
-               ContactDynamicsRpc, ImpactRpc, SimulateRpc, LinearizeRpc>;
+               ContactDynamicsRpc, ImpactRpc, SimulateRpc, LinearizeRpc, RolloutRpc>;
 
 // Calls `visit(row)` for every row, in order.
 template <typename Visit>

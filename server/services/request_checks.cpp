@@ -71,12 +71,13 @@ grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& sta
 }
 
 grpc::Status check_array(const char* field, const DoubleArray& values, int states, int per_state,
-                         bool optional) {
+                         bool optional, const ArrayRows& rows) {
   const std::int64_t expected = static_cast<std::int64_t>(states) * per_state;
   if (values.size() != expected && !(optional && values.empty())) {
     std::ostringstream s;
-    s << field << ": expected " << expected << " values (batch_size " << states << " × "
-      << per_state << " per state)" << (optional ? " or none" : "") << ", got " << values.size();
+    s << field << ": expected " << expected << " values (" << rows.count << " " << states << " × "
+      << per_state << " per " << rows.unit << ")" << (optional ? " or none" : "") << ", got "
+      << values.size();
     return invalid(s.str());
   }
   const double* data = values.data();
@@ -84,8 +85,9 @@ grpc::Status check_array(const char* field, const DoubleArray& values, int state
   for (int i = 0; i < values.size(); ++i) {
     if (!std::isfinite(data[i])) {
       std::ostringstream s;
-      s << field << "[" << i << "] (state " << i / per_state << ", element " << i % per_state
-        << ") is " << (std::isnan(data[i]) ? "NaN" : "infinite") << "; values must be finite";
+      s << field << "[" << i << "] (" << rows.unit << " " << i / per_state << ", element "
+        << i % per_state << ") is " << (std::isnan(data[i]) ? "NaN" : "infinite")
+        << "; values must be finite";
       return invalid(s.str());
     }
   }
@@ -139,7 +141,8 @@ grpc::Status check_dof_inputs(const google::protobuf::RepeatedField<int>& inputs
   return grpc::Status::OK;
 }
 
-grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states) {
+grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states,
+                               const char* field) {
   for (int b = 1; b < model.nbodies(); ++b) {
     const Joint& joint = model.joints[b];
     int offset;
@@ -157,9 +160,10 @@ grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int sta
       if (std::abs(norm - 1.0) > kQuaternionTolerance) {
         std::ostringstream out;
         out.precision(17);
-        out << "q: the quaternion (x, y, z, w) of joint " << quote_input(model.joint_names[b])
-            << " at q[" << static_cast<std::int64_t>(s) * model.nq + offset << "] (state " << s
-            << ") has norm " << norm << "; it must be 1 within " << kQuaternionTolerance;
+        out << field << ": the quaternion (x, y, z, w) of joint "
+            << quote_input(model.joint_names[b]) << " at " << field << "["
+            << static_cast<std::int64_t>(s) * model.nq + offset << "] (state " << s << ") has norm "
+            << norm << "; it must be 1 within " << kQuaternionTolerance;
         return invalid(out.str());
       }
     }

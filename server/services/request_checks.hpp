@@ -30,8 +30,13 @@ grpc::Status check_batch_size(std::uint32_t batch_size, int max_states, int& sta
 
 // `values` must hold states × per_state finite numbers ("q: expected 14 values (batch_size 2 ×
 // 7 per state), got 13"; "q[5] is NaN"). With `optional`, an empty array is accepted too.
+// What an array's rows are, for its messages: batch_size states by default.
+struct ArrayRows {
+  const char* count = "batch_size";
+  const char* unit = "state";
+};
 grpc::Status check_array(const char* field, const DoubleArray& values, int states, int per_state,
-                         bool optional = false);
+                         bool optional = false, const ArrayRows& rows = {});
 
 // `values` must be empty: the field does not apply to the call, `reason` says why ("tau: must be
 // empty with DERIVATIVES_OF_INVERSE_DYNAMICS, got 12 values").
@@ -52,8 +57,10 @@ grpc::Status check_enum(const char* field, int value, bool (*is_valid)(int));
 // DOF_INPUT_FORCE.
 grpc::Status check_dof_inputs(const google::protobuf::RepeatedField<int>& inputs, int nv);
 
-// Every quaternion in q (spherical and free-flyer joints) must have unit norm within 1e-6.
-grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states);
+// Every quaternion in q (spherical and free-flyer joints) must have unit norm within 1e-6; `field`
+// names q in the message.
+grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states,
+                               const char* field = "q");
 
 // The bytes of a response of `doubles` numbers.
 std::int64_t response_bytes(std::int64_t doubles);

@@ -479,6 +479,27 @@ v1::LinearizeRequest linearize(int knots = 1) {
   return r;
 }
 
+// `rollouts` rollouts of `knots` steps of the quadruped with every DOF actuated, open loop.
+v1::RolloutRequest rollout(int rollouts = 1, int knots = 2) {
+  auto r = on<v1::RolloutRequest>("quadruped", rollouts);
+  fill(r.mutable_v(), rollouts * nv("quadruped"));
+  r.set_knots(knots);
+  fill(r.mutable_u(), rollouts * knots * nv("quadruped"));
+  r.set_dt(0.01);
+  return r;
+}
+
+// The same with feedback about a nominal trajectory: the start, held, and gains K_k of 18 × 36.
+v1::RolloutRequest closed_loop_rollout(int knots = 2) {
+  auto r = rollout(1, knots);
+  for (int k = 0; k < knots; ++k) {
+    r.mutable_q_nominal()->Add(r.q().begin(), r.q().end());
+    r.mutable_v_nominal()->Add(r.v().begin(), r.v().end());
+  }
+  fill(r.mutable_feedback(), knots * nv("quadruped") * 2 * nv("quadruped"));
+  return r;
+}
+
 v1::SimulateRequest simulate(int steps = 10) {
   auto r = on<v1::SimulateRequest>("quadruped");
   fill(r.mutable_v(), nv("quadruped"));
@@ -1382,7 +1403,7 @@ std::vector<Row> undecodable_rows() {
        {"InverseDynamics", "ForwardDynamics", "MassMatrix", "NonlinearEffects", "Gravity",
         "Kinematics", "HybridDynamics", "FloatingBaseInverseDynamics", "Derivatives",
         "CoriolisMatrix", "Centroidal", "ConstrainedDynamics", "ContactDynamics", "Impact",
-        "Simulate", "Linearize", "Echo"}) {
+        "Simulate", "Linearize", "Rollout", "Echo"}) {
     const std::string path = std::string("/torqued.v1.DynamicsService/") + method;
     rows.push_back({std::string(method) + "Undecodable",
                     StatusCode::INVALID_ARGUMENT,
@@ -2044,6 +2065,121 @@ std::vector<Row> dynamics_rows() {
        C::RESOURCE_EXHAUSTED,
        {"--max-message-bytes"},
        [] { return call(&Dynamics::Linearize, linearize(400)); }},
+      {"LinearizeNegativeGain",
+       C::INVALID_ARGUMENT,
+       {"gains.position"},
+       [] {
+         auto r = linearize();
+         *r.add_constraints() = point_constraint("FL_foot");
+         r.mutable_gains()->set_position(kNaN);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"RolloutZeroKnots",
+       C::INVALID_ARGUMENT,
+       {"knots: must be at least 1"},
+       [] {
+         auto r = rollout();
+         r.set_knots(0);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutNanDt",
+       C::INVALID_ARGUMENT,
+       {"dt is NaN"},
+       [] {
+         auto r = rollout();
+         r.set_dt(kNaN);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutUWrongRowCount",
+       C::INVALID_ARGUMENT,
+       {"u: expected 108 values (batch_size 2 × 54 per rollout), got 72"},
+       [] {
+         auto r = rollout(2, 3);
+         r.mutable_u()->Truncate(72);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutUnknownIntegrator",
+       C::INVALID_ARGUMENT,
+       {"integrator", "7"},
+       [] {
+         auto r = rollout();
+         r.set_integrator(static_cast<v1::Integrator>(7));
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutActuationOfNoJoint",
+       C::INVALID_ARGUMENT,
+       {"actuation.joints", "nu = 0"},
+       [] {
+         auto r = rollout();
+         r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_JOINTS);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutNegativeGain",
+       C::INVALID_ARGUMENT,
+       {"gains.velocity"},
+       [] {
+         auto r = rollout();
+         *r.add_constraints() = point_constraint("FL_foot");
+         r.mutable_gains()->set_velocity(-1.0);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutFeedbackWithoutNominal",
+       C::INVALID_ARGUMENT,
+       {"q_nominal: expected 38 values (knots 2 × 19 per knot), got 0"},
+       [] {
+         auto r = closed_loop_rollout();
+         r.clear_q_nominal();
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutFeedbackGainsOfTheWrongShape",
+       C::INVALID_ARGUMENT,
+       {"feedback: expected 1296 values (knots 2 × 648 per knot), got 1295"},
+       [] {
+         auto r = closed_loop_rollout();
+         r.mutable_feedback()->RemoveLast();
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutNominalOffTheManifold",
+       C::INVALID_ARGUMENT,
+       {"q_nominal", "quaternion"},
+       [] {
+         auto r = closed_loop_rollout();
+         r.set_q_nominal(19 + 3, 2.0);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutUnknownFrame",
+       C::INVALID_ARGUMENT,
+       {"frames[1]", "no frame named", "FL_toe"},
+       [] {
+         auto r = rollout();
+         r.add_frames("FL_foot");
+         r.add_frames("FL_toe");
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutFrameJacobiansOfNoFrame",
+       C::INVALID_ARGUMENT,
+       {"frame_jacobians", "frames"},
+       [] {
+         auto r = rollout();
+         r.set_frame_jacobians(true);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutStepsOverMaxBatchStates",
+       C::RESOURCE_EXHAUSTED,
+       {"batch_size × knots", "20002", "--max-batch-states"},
+       [] {
+         auto r = rollout(2, 1);
+         r.set_knots(10001);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutResponseOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"--max-message-bytes", "or fewer knots"},
+       [] {
+         auto r = rollout(1, 400);
+         r.set_jacobians(true);
+         return call(&Dynamics::Rollout, r);
+       }},
       {"EchoResponseOverMessageBytes",
        C::RESOURCE_EXHAUSTED,
        {"response_values", "--max-message-bytes"},

@@ -159,6 +159,10 @@ v1::DerivativesRequest forward_derivatives_request(const v1::Model& model, int s
   return request;
 }
 
+std::filesystem::path talos_urdf() {
+  return std::filesystem::path(TORQUED_SHARED_DIR) / "models" / "talos_reduced.urdf";
+}
+
 class HardeningTest : public ::testing::Test {
  protected:
   void start(std::vector<std::string> args, bool metrics = false,
@@ -170,6 +174,22 @@ class HardeningTest : public ::testing::Test {
     ASSERT_TRUE(server_->running());
     dynamics_ = server_->dynamics();
     models_ = server_->models();
+  }
+
+  // A server whose limits admit a 10,000-knot horizon of talos_reduced (floating), and that
+  // model registered on it.
+  v1::Model start_with_talos() {
+    start({"--workers=2", "--max-message-bytes=1073741824", "--memory-budget-bytes=4294967296"},
+          true);
+    v1::RegisterModelRequest registration;
+    std::ifstream in(talos_urdf());
+    registration.set_urdf(std::string(std::istreambuf_iterator<char>(in), {}));
+    registration.set_base(v1::BASE_TYPE_FLOATING);
+    v1::RegisterModelResponse registered;
+    EXPECT_TRUE(with_deadline(60, [&](grpc::ClientContext* c) {
+                  return models_->RegisterModel(c, registration, &registered);
+                }).ok());
+    return registered.model();
   }
 
   v1::Model bundled(const std::string& name) {
@@ -405,20 +425,8 @@ TEST_F(HardeningTest, OneLongStateOfDerivativesStopsAtItsDeadline) {
 // two workers after it (scaled under a sanitizer; CPU time, which a shared machine does not
 // stretch).
 TEST_F(HardeningTest, TenThousandKnotLinearizeStopsAtItsDeadline) {
-  const std::filesystem::path talos =
-      std::filesystem::path(TORQUED_SHARED_DIR) / "models" / "talos_reduced.urdf";
-  if (!std::filesystem::exists(talos)) GTEST_SKIP() << talos << " is not checked out";
-  start({"--workers=2", "--max-message-bytes=1073741824", "--memory-budget-bytes=4294967296"},
-        true);
-  v1::RegisterModelRequest registration;
-  std::ifstream in(talos);
-  registration.set_urdf(std::string(std::istreambuf_iterator<char>(in), {}));
-  registration.set_base(v1::BASE_TYPE_FLOATING);
-  v1::RegisterModelResponse registered;
-  ASSERT_TRUE(with_deadline(60, [&](grpc::ClientContext* c) {
-                return models_->RegisterModel(c, registration, &registered);
-              }).ok());
-  const v1::Model& model = registered.model();
+  if (!std::filesystem::exists(talos_urdf())) GTEST_SKIP() << talos_urdf() << " is not checked out";
+  const v1::Model model = start_with_talos();
   constexpr int kKnots = 10000;
   v1::LinearizeRequest request;
   request.set_model_id(model.id());
@@ -433,6 +441,34 @@ TEST_F(HardeningTest, TenThousandKnotLinearizeStopsAtItsDeadline) {
   grpc::ClientContext context;
   context.set_deadline(deadline_in(0.1));
   const grpc::Status status = dynamics_->Linearize(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_LT(cpu_seconds_until_idle(30.0), 0.2 * kSanitizerSlowdown)
+      << "the server kept computing after the deadline";
+  ASSERT_TRUE(server_->running());
+  EXPECT_EQ(busy_workers(), 0);
+}
+
+// The same horizon as one Rollout with its Jacobians: one state of the batch, 10,000 steps in
+// sequence on one worker, which polls the deadline before each step.
+TEST_F(HardeningTest, TenThousandStepRolloutStopsAtItsDeadline) {
+  if (!std::filesystem::exists(talos_urdf())) GTEST_SKIP() << talos_urdf() << " is not checked out";
+  const v1::Model model = start_with_talos();
+  constexpr int kKnots = 10000;
+  v1::RolloutRequest request;
+  request.set_model_id(model.id());
+  const std::vector<double> q = random_configurations(model, 1, 72);
+  request.mutable_q()->Add(q.begin(), q.end());
+  // At rest and unactuated: a second of free fall, which stays regular.
+  request.mutable_v()->Resize(model.nv(), 0.0);
+  request.set_knots(kKnots);
+  request.mutable_u()->Resize(kKnots * (model.nv() - 6), 0.0);
+  request.set_dt(1e-4);
+  request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  request.set_jacobians(true);
+  v1::RolloutResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(0.1));
+  const grpc::Status status = dynamics_->Rollout(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
   EXPECT_LT(cpu_seconds_until_idle(30.0), 0.2 * kSanitizerSlowdown)
       << "the server kept computing after the deadline";

@@ -230,9 +230,11 @@ TYPED_TEST(ReflectionTest, DescribesTheApiWellEnoughToCallIt) {
   ASSERT_TRUE(response.has_file_descriptor_response()) << response.ShortDebugString();
   EXPECT_EQ(response.valid_host(), "localhost");
   ReflectedPool reflected(response.file_descriptor_response());
-  // The service's file first, then what it imports.
-  EXPECT_EQ(reflected.file_names(),
-            (std::vector<std::string>{"torqued/v1/dynamics.proto", "torqued/v1/model.proto"}));
+  // The service's file first, then what it imports: protobuf's descriptor.proto for the field
+  // options dynamics.proto declares, and model.proto.
+  EXPECT_EQ(reflected.file_names(), (std::vector<std::string>{"torqued/v1/dynamics.proto",
+                                                              "google/protobuf/descriptor.proto",
+                                                              "torqued/v1/model.proto"}));
 
   // Every method of both services, with its streaming and the full definition of its input and
   // output types, as the server's own (compiled-in) descriptors have them.
@@ -336,7 +338,7 @@ TYPED_TEST(ReflectionTest, FindsFilesBySymbolAndByName) {
 }
 
 // Unknown names are NOT_FOUND error responses that echo the request, and the stream goes on;
-// torqued's files declare no extensions.
+// torqued's extensions are the field options of dynamics.proto.
 TYPED_TEST(ReflectionTest, AnswersWhatItCannotFindWithErrorResponses) {
   ASSERT_TRUE(this->server_->running());
   typename TestFixture::Client client(this->server_->channel());
@@ -351,12 +353,13 @@ TYPED_TEST(ReflectionTest, AnswersWhatItCannotFindWithErrorResponses) {
   not_found(TestFixture::symbol("torqued.v1.NoSuchService"));
   not_found(TestFixture::symbol("torqued.v1.DynamicsService.NoSuchMethod"));
   not_found(TestFixture::symbol(""));
-  // In the process's pool (protobuf's own), but not a file of the served services.
-  not_found(TestFixture::symbol("google.protobuf.FileDescriptorProto"));
+  // In the process's pool (protobuf's own), but neither a file of the served services nor one
+  // they import.
+  not_found(TestFixture::symbol("google.protobuf.Duration"));
   typename TestFixture::Request request;
   request.set_file_by_filename("torqued/v1/no_such.proto");
   not_found(request);
-  request.set_file_by_filename("google/protobuf/descriptor.proto");
+  request.set_file_by_filename("google/protobuf/duration.proto");
   not_found(request);
   request.mutable_file_containing_extension()->set_containing_type("torqued.v1.EchoRequest");
   request.mutable_file_containing_extension()->set_extension_number(100);
@@ -371,6 +374,19 @@ TYPED_TEST(ReflectionTest, AnswersWhatItCannotFindWithErrorResponses) {
   ASSERT_TRUE(response.has_all_extension_numbers_response()) << response.ShortDebugString();
   EXPECT_EQ(response.all_extension_numbers_response().base_type_name(), "torqued.v1.EchoRequest");
   EXPECT_EQ(response.all_extension_numbers_response().extension_number_size(), 0);
+  request.set_all_extension_numbers_of_type("google.protobuf.FieldOptions");
+  response = client.ask(request);
+  ASSERT_TRUE(response.has_all_extension_numbers_response()) << response.ShortDebugString();
+  const auto& numbers = response.all_extension_numbers_response().extension_number();
+  EXPECT_EQ(std::set<int>(numbers.begin(), numbers.end()), (std::set<int>{50001, 50002}));
+  request.mutable_file_containing_extension()->set_containing_type("google.protobuf.FieldOptions");
+  request.mutable_file_containing_extension()->set_extension_number(50001);
+  response = client.ask(request);
+  ASSERT_TRUE(response.has_file_descriptor_response()) << response.ShortDebugString();
+  google::protobuf::FileDescriptorProto declaring;
+  ASSERT_TRUE(
+      declaring.ParseFromString(response.file_descriptor_response().file_descriptor_proto(0)));
+  EXPECT_EQ(declaring.name(), "torqued/v1/dynamics.proto");
 
   // No request set (or one of a later version of the protocol, which decodes as none).
   request.Clear();

@@ -23,6 +23,7 @@
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
+#include "engine/algorithms/rollout.hpp"
 #include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "server/models/bundled_models.hpp"
 #include "server/models/model_from_request.hpp"
@@ -595,6 +596,91 @@ TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
     expect_bitwise_equal(response.multipliers(), want_lambda, what + " λ");
     expect_bitwise_equal(response.dmultipliers_dq(), want_dlq, what + " dλ/dq");
   }
+}
+
+// Rollouts spread over the workers, each the engine's: 9 rollouts of 5 steps, the feet held with
+// Baumgarte's gains, about a nominal with gains, with Fx, Fu, λ and a foot's placement and
+// Jacobian at every state.
+TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
+  const LocalModel& local = models_->at("quadruped");
+  const Model& m = *local.model;
+  constexpr int kRollouts = 9, kKnots = 5;
+  const int nx = 2 * m.nv, nu = m.nv - 6, rows = 12;
+  const auto q = random_configurations(local.layout, kRollouts, 68);
+  const auto v = random_values(kRollouts * m.nv, 69);
+  const auto u = random_values(kRollouts * kKnots * nu, 70);
+  const auto q_nominal = random_configurations(local.layout, kKnots, 71);
+  const auto v_nominal = random_values(kKnots * m.nv, 72);
+  auto gains = random_values(kKnots * nu * nx, 73);
+  for (double& g : gains) g *= 0.1;
+  const auto [feet, contacts] = quadruped_feet(m);
+
+  v1::RolloutRequest request;
+  fill_batch(request, local, q, v);
+  request.set_batch_size(kRollouts);
+  request.set_knots(kKnots);
+  request.mutable_u()->Add(u.begin(), u.end());
+  request.set_dt(0.01);
+  request.set_integrator(v1::INTEGRATOR_RK4);
+  request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  request.mutable_constraints()->Add(feet.begin(), feet.end());
+  request.mutable_gains()->set_position(100.0);
+  request.mutable_gains()->set_velocity(20.0);
+  request.mutable_q_nominal()->Add(q_nominal.begin(), q_nominal.end());
+  request.mutable_v_nominal()->Add(v_nominal.begin(), v_nominal.end());
+  request.mutable_feedback()->Add(gains.begin(), gains.end());
+  request.set_jacobians(true);
+  request.add_frames("FL_foot");
+  request.set_frame_jacobians(true);
+  request.set_reference(v1::REFERENCE_FRAME_LOCAL_WORLD_ALIGNED);
+  v1::RolloutResponse response;
+  const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+    return server_->dynamics()->Rollout(c, request, &response);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.nu(), static_cast<std::uint32_t>(nu));
+  EXPECT_EQ(response.knots(), static_cast<std::uint32_t>(kKnots));
+  ASSERT_EQ(response.rows_size(), 4);
+
+  std::vector<int> actuated(nu);
+  for (int c = 0; c < nu; ++c) actuated[c] = 6 + c;
+  Data data(m);
+  const int states = kKnots + 1;
+  std::vector<double> want_q(kRollouts * states * m.nq), want_v(kRollouts * states * m.nv),
+      want_u(kRollouts * kKnots * nu), want_fx(kRollouts * kKnots * nx * nx),
+      want_fu(kRollouts * kKnots * nx * nu), want_lambda(kRollouts * kKnots * rows), want_positions,
+      want_jacobians;
+  const int foot = m.find_frame("FL_foot");
+  for (int r = 0; r < kRollouts; ++r) {
+    const auto slice = [r](std::vector<double>& all, int per_rollout) {
+      return std::span<double>(all).subspan(static_cast<std::size_t>(r) * per_rollout, per_rollout);
+    };
+    const std::span<double> trajectory = slice(want_q, states * m.nq);
+    rollout(
+        m, data, row(q, r, m.nq), row(v, r, m.nv), kKnots,
+        std::span<const double>(u).subspan(static_cast<std::size_t>(r) * kKnots * nu, kKnots * nu),
+        0.01, Integrator::kRungeKutta4, actuated, contacts, {100.0, 20.0},
+        {q_nominal, v_nominal, gains},
+        {trajectory, slice(want_v, states * m.nv), slice(want_u, kKnots * nu),
+         slice(want_fx, kKnots * nx * nx), slice(want_fu, kKnots * nx * nu),
+         slice(want_lambda, kKnots * rows)});
+    for (int k = 0; k < states; ++k) {
+      forward_kinematics(m, data, Eigen::Map<const Vector>(trajectory.data() + k * m.nq, m.nq));
+      const Transform placement = frame_placement(m, data, foot);
+      append(want_positions, placement.translation);
+      Eigen::MatrixXd jacobian(6, m.nv);
+      frame_jacobian(m, data, foot, ReferenceFrame::kLocalWorldAligned, jacobian);
+      append_matrix(want_jacobians, jacobian);
+    }
+  }
+  expect_bitwise_equal(response.q(), want_q, "q");
+  expect_bitwise_equal(response.v(), want_v, "v");
+  expect_bitwise_equal(response.u(), want_u, "u");
+  expect_bitwise_equal(response.fx(), want_fx, "fx");
+  expect_bitwise_equal(response.fu(), want_fu, "fu");
+  expect_bitwise_equal(response.multipliers(), want_lambda, "λ");
+  expect_bitwise_equal(response.frame_positions(), want_positions, "frame positions");
+  expect_bitwise_equal(response.frame_jacobians(), want_jacobians, "frame Jacobians");
 }
 
 TEST_F(RpcEquivalenceTest, CoriolisMatrixAndCentroidal) {

@@ -121,6 +121,9 @@ class SessionTest : public ::testing::Test {
       case v1::SessionRequest::kLinearize:
         status = call(&Stub::Linearize, message.linearize(), model_id, out.mutable_linearize());
         break;
+      case v1::SessionRequest::kRollout:
+        status = call(&Stub::Rollout, message.rollout(), model_id, out.mutable_rollout());
+        break;
       case v1::SessionRequest::kEcho:
         status = call(&Stub::Echo, message.echo(), model_id, out.mutable_echo());
         break;
@@ -210,7 +213,7 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
   const auto q = random_configurations(m, n, 5);
   const auto x = random_values(static_cast<std::size_t>(n) * m.nv(), 6);
   const auto y = random_values(static_cast<std::size_t>(n) * m.nv(), 7);
-  std::vector<v1::SessionRequest> messages(14);
+  std::vector<v1::SessionRequest> messages(15);
   // n states of q, and of v when the request takes velocities.
   auto fill = [&](auto* r) {
     r->set_batch_size(n);
@@ -252,6 +255,17 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
   linearize->mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
   linearize->set_continuous_derivatives(true);
   *linearize->mutable_constraints() = constrained->constraints();
+  // 3 rollouts of 2 steps, the feet in contact, with Fx, Fu and the feet's placements.
+  auto* rollout = fill(messages[14].mutable_rollout());
+  rollout->set_knots(2);
+  const auto u = random_values(2 * static_cast<std::size_t>(n) * (m.nv() - 6), 8);
+  rollout->mutable_u()->Add(u.begin(), u.end());
+  rollout->set_dt(0.01);
+  rollout->mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  *rollout->mutable_constraints() = constrained->constraints();
+  rollout->set_jacobians(true);
+  rollout->add_frames("FL_foot");
+  rollout->set_frame_jacobians(true);
   for (std::size_t i = 0; i < messages.size(); ++i) messages[i].set_sequence(i);
   messages[0].set_model_id(m.id());
   grpc::Status status;

@@ -110,40 +110,70 @@ const Specifics* specifics(const std::string& rpc) {
       {"Derivatives", {{"tau"}, nullptr}},
       // Forward mode: tau given.
       {"ConstrainedDynamics", {{"a"}, nullptr}},
-      {"Simulate",
-       {{},
-        [](const v1::Model&, v1::SessionRequest& message) {
-          message.mutable_simulate()->set_steps(1);
-        }}},
-      // Every DOF actuated (u has nv values per knot), Crocoddyl's usual step.
-      {"Linearize",
-       {{},
-        [](const v1::Model&, v1::SessionRequest& message) {
-          message.mutable_linearize()->set_dt(0.01);
-        }}},
   };
   const auto it = by_method.find(rpc);
   return it == by_method.end() ? nullptr : &it->second;
 }
 
-// Sets the request's model and batch size, and fills its repeated double fields by name, but
-// those `left_empty`: q with random valid configurations, v, a, tau and u (the controls of every
-// DOF) with nv random numbers per state. Its other fields stay empty.
+// The number of values per state that a field's `example_shape` option ("knots * nv") gives:
+// nq, nv, numbers and the request's own integer fields, multiplied.
+int shape_values(const v1::Model& model, const google::protobuf::Message& request,
+                 const std::string& shape) {
+  const google::protobuf::Descriptor& d = *request.GetDescriptor();
+  std::istringstream factors(shape);
+  std::string factor;
+  int values = 1;
+  while (factors >> factor) {
+    if (factor == "*") continue;
+    if (factor == "nq") {
+      values *= model.nq();
+    } else if (factor == "nv") {
+      values *= model.nv();
+    } else if (const google::protobuf::FieldDescriptor* f = d.FindFieldByName(factor)) {
+      values *= static_cast<int>(request.GetReflection()->GetUInt32(request, f));
+    } else {
+      values *= std::stoi(factor);
+    }
+  }
+  return values;
+}
+
+// Sets the request's model and batch size and its scalars that carry an `example` option, then
+// fills its repeated double fields, but those `left_empty`: q with random valid configurations,
+// a field with an `example_shape` option with that many random numbers per state, and v, a, tau
+// and u (the controls of every DOF) with nv per state. Its other fields stay empty.
 void fill_by_names(const v1::Model& model, int batch, const std::set<std::string>& left_empty,
                    StateSource& states, google::protobuf::Message& request) {
+  using google::protobuf::FieldDescriptor;
   const google::protobuf::Descriptor& d = *request.GetDescriptor();
   const google::protobuf::Reflection& r = *request.GetReflection();
   r.SetString(&request, d.FindFieldByName("model_id"), model.id());
   r.SetUInt32(&request, d.FindFieldByName("batch_size"), static_cast<std::uint32_t>(batch));
   for (int i = 0; i < d.field_count(); ++i) {
-    const google::protobuf::FieldDescriptor* f = d.field(i);
-    if (!f->is_repeated() || f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE ||
+    const FieldDescriptor* f = d.field(i);
+    if (f->is_repeated() || !f->options().HasExtension(v1::example)) continue;
+    const double example = f->options().GetExtension(v1::example);
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+      r.SetDouble(&request, f, example);
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_UINT32) {
+      r.SetUInt32(&request, f, static_cast<std::uint32_t>(example));
+    } else {
+      throw std::logic_error(f->full_name() + ": an example of a type torqued-load cannot set");
+    }
+  }
+  for (int i = 0; i < d.field_count(); ++i) {
+    const FieldDescriptor* f = d.field(i);
+    if (!f->is_repeated() || f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE ||
         left_empty.count(f->name()) > 0) {
       continue;
     }
     google::protobuf::RepeatedField<double> values;
     if (f->name() == "q") {
       states.configurations(batch, &values);
+    } else if (f->options().HasExtension(v1::example_shape)) {
+      states.values(
+          batch * shape_values(model, request, f->options().GetExtension(v1::example_shape)),
+          &values);
     } else if (f->name() == "v" || f->name() == "a" || f->name() == "tau" || f->name() == "u") {
       states.values(batch * model.nv(), &values);
     } else {
