@@ -489,6 +489,42 @@ const std::map<std::string, ClientCall>& client_calls() {
          EXPECT_EQ(held.dmultipliers_dtau[0].rows(), 3);
          EXPECT_EQ(held.rows.size(), 1u);
        }},
+      {"Rollout",
+       [](Client& c, const CallInputs& in) {
+         // Two rollouts of 3 steps on one foot, about a nominal held at the first start, with
+         // the foot's placement and Jacobian at every state.
+         client::RolloutOptions options;
+         options.dt = 0.01;
+         v1::Constraint& foot = options.constraints.emplace_back();
+         foot.set_type(v1::CONSTRAINT_TYPE_POINT);
+         foot.mutable_frame1()->set_frame("FL_foot");
+         options.q_nominal = in.q.row(0).replicate(3, 1);
+         options.v_nominal = in.v.row(0).replicate(3, 1);
+         options.feedback.assign(3, Matrix::Constant(18, 36, 0.01));
+         options.jacobians = true;
+         options.frames = {"FL_foot"};
+         options.frame_jacobians = true;
+         const client::RolloutResult out =
+             c.rollout(in.id, in.q, in.v,
+                       {in.a.topRows(2).replicate(2, 1).topRows(3),
+                        in.a.topRows(2).replicate(2, 1).bottomRows(3)},
+                       options);
+         ASSERT_EQ(out.rollouts.size(), 2u);
+         const client::RolloutTrajectory& second = out.rollouts[1];
+         EXPECT_EQ(second.q.rows(), 4);
+         EXPECT_EQ(second.q.cols(), 19);
+         EXPECT_EQ((second.q.row(0) - in.q.row(1)).norm(), 0.0);
+         EXPECT_EQ(second.u.rows(), 3);
+         ASSERT_EQ(second.fx.size(), 3u);
+         EXPECT_EQ(second.fu[2].rows(), 36);
+         EXPECT_EQ(second.fu[2].cols(), 18);
+         EXPECT_EQ(second.multipliers.rows(), 3);
+         EXPECT_EQ(second.multipliers.cols(), 3);
+         ASSERT_EQ(second.frame_jacobians.size(), 4u);
+         EXPECT_EQ(second.frame_jacobians[3][0].cols(), 18);
+         EXPECT_EQ(second.frame_positions[0].rows(), 1);
+         EXPECT_EQ(out.frames, std::vector<std::string>{"FL_foot"});
+       }},
       {"Session",
        [](Client& c, const CallInputs& in) {
          client::Session session = c.session();

@@ -256,6 +256,47 @@ TEST_F(TorquectlTest, LinearizeReadsCsvAndMatchesLocal) {
   EXPECT_EQ(torquectl("linearize " + id, knots).exit_code, 2) << "--dt is required";
 }
 
+// rollout on JSON: each row a start and its K × nu controls; the same numbers from the server
+// and in process, its first step linearize's, the frame's placement at every state.
+TEST_F(TorquectlTest, RolloutReadsJsonAndTakesLinearizesSteps) {
+  const std::string dh = repository_dir() + "/puma560.dh.txtpb";
+  const Outcome registered = torquectl("register --dh " + dh);
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  const std::string rollouts =
+      R"({"q": [[0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [-0.3, 1.2, 0.5, 0, 0.1, 2]],
+          "v": [[0, 0.1, 0, 0.2, 0, 0.3], [0.5, 0, 0, 0, 0, 0]],
+          "u": [[5, -2, 1, 1, 0, 3], [1, 1, 0, 0, -1, -1]]})";
+  const std::string options =
+      " --knots 3 --dt 0.01 --actuation joint3,joint1 --fx-fu --frames joint6 --jacobians";
+  const Outcome remote = torquectl("rollout " + id + options, rollouts);
+  const Outcome local = torquectl("rollout " + dh + " --local --dh" + options, rollouts);
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(remote.out, local.out);
+  const nlohmann::json result = nlohmann::json::parse(remote.out);
+  ASSERT_EQ(result["q"].size(), 2u);
+  ASSERT_EQ(result["q"][1].size(), 4u);
+  EXPECT_EQ(result["u"][1][2], (std::vector<double>{-1, -1}));
+  EXPECT_EQ(result["fx"][0].size(), 3u);
+  EXPECT_EQ(result["frame_jacobians"][0].size(), 4u);
+
+  const Outcome step = torquectl(
+      "linearize " + id + " --dt 0.01 --actuation joint3,joint1",
+      R"({"q": [[-0.3, 1.2, 0.5, 0, 0.1, 2]], "v": [[0.5, 0, 0, 0, 0, 0]], "u": [[1, 1]]})");
+  ASSERT_EQ(step.exit_code, 0) << step.err;
+  const nlohmann::json linearized = nlohmann::json::parse(step.out);
+  EXPECT_EQ(result["q"][1][1], linearized["q_next"][0]);
+  EXPECT_EQ(result["fu"][1][0], linearized["fu"][0]);
+
+  const Outcome unknown = torquectl("rollout " + id + options, R"({"q": [[0]], "w": [[1]]})");
+  EXPECT_EQ(unknown.exit_code, 3);
+  EXPECT_NE(unknown.err.find("unknown field \"w\" (fields are q, v, u)"), std::string::npos)
+      << unknown.err;
+  EXPECT_EQ(torquectl("rollout " + id + " --dt 0.01", rollouts).exit_code, 2)
+      << "--knots is required";
+}
+
 TEST_F(TorquectlTest, ExitCodesSayWhatWentWrong) {
   // Usage errors: 2.
   EXPECT_EQ(torquectl("").exit_code, 2);
@@ -339,6 +380,9 @@ const std::map<std::string, std::string>& call_requests() {
       {"Linearize", "{" + model + q + ", " + v +
                         R"(, "u": [0.3, 0.1], "dt": 0.01, "integrator": "INTEGRATOR_RK4",
           "actuation": {"kind": "ACTUATION_KIND_UNACTUATED_ROOT"}})"},
+      {"Rollout", "{" + model + q + ", " + v +
+                      R"(, "knots": 2, "u": [0.3, 0.1, 0.2, 0], "dt": 0.01, "jacobians": true,
+          "actuation": {"kind": "ACTUATION_KIND_UNACTUATED_ROOT"}, "frames": ["link2"]})"},
   };
   return requests;
 }

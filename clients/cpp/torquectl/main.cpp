@@ -112,11 +112,13 @@ const std::map<std::string, OptionSpec>& option_specs() {
       {"--integrator",
        {"euler|explicit-euler|rk4",
         "semi-implicit Euler (default), explicit Euler or RK4 (simulate: contact-free only)"}},
-      {"--dt", {"H", "linearize: the step, seconds (required)"}},
+      {"--dt", {"H", "linearize, rollout: the step, seconds (required)"}},
       {"--actuation",
        {"all|unactuated-root|J,J,...",
-        "linearize: the DOFs u drives: every DOF (default), all but the free-flyer root's, or "
-        "the named joints' in that order"}},
+        "linearize, rollout: the DOFs u drives: every DOF (default), all but the free-flyer "
+        "root's, or the named joints' in that order"}},
+      {"--knots", {"K", "rollout: the number of steps, u's K × nu values per rollout (required)"}},
+      {"--fx-fu", {"", "rollout: also the Jacobians fx and fu of every step"}},
       {"--continuous-derivatives", {"", "linearize: also da/dq, da/dv and da/dtau per knot"}},
       {"--ground-height", {"Z", "height of the ground plane z = Z, metres (default 0)"}},
       {"--friction", {"MU", "friction coefficient of the ground (default 0)"}},
@@ -535,7 +537,18 @@ void add_multiplier_fields(const v1::Model& m, const std::vector<v1::ConstraintR
   out.fields.push_back({"dmultipliers_dtau", {labels, dofs}, flatten(dtau)});
 }
 
-// Linearize's options from --dt, --integrator, --actuation and --continuous-derivatives.
+// --reference: local (default), local-world-aligned or world.
+v1::ReferenceFrame reference_option(const Args& args) {
+  return choice<v1::ReferenceFrame>(
+      args, "--reference",
+      {{"local", v1::REFERENCE_FRAME_LOCAL},
+       {"local-world-aligned", v1::REFERENCE_FRAME_LOCAL_WORLD_ALIGNED},
+       {"world", v1::REFERENCE_FRAME_WORLD}},
+      "local");
+}
+
+// Linearize's options from --dt, --integrator, --actuation, --continuous-derivatives,
+// --constraints and --gains.
 client::LinearizeOptions linearize_options(const Args& args) {
   client::LinearizeOptions options;
   const std::optional<double> dt = number_option(args, "--dt");
@@ -558,7 +571,44 @@ client::LinearizeOptions linearize_options(const Args& args) {
   }
   options.continuous_derivatives = args.has("--continuous-derivatives");
   options.constraints = constraints(args);
+  options.gains = gains(args);
   return options;
+}
+
+// Rollout's options: the step as linearize_options() reads it, and what to return.
+client::RolloutOptions rollout_options(const Args& args) {
+  const client::LinearizeOptions step = linearize_options(args);
+  client::RolloutOptions options;
+  options.dt = step.dt;
+  options.integrator = step.integrator;
+  options.actuation = step.actuation;
+  options.actuated_joints = step.actuated_joints;
+  options.constraints = step.constraints;
+  options.gains = step.gains;
+  options.jacobians = args.has("--fx-fu");
+  std::stringstream frames(args.value("--frames", ""));
+  for (std::string f; std::getline(frames, f, ',');) options.frames.push_back(f);
+  options.frame_jacobians = args.has("--jacobians");
+  options.reference = reference_option(args);
+  return options;
+}
+
+// --knots: at least 1.
+int knots_option(const Args& args) {
+  const std::optional<double> knots = number_option(args, "--knots");
+  if (!knots || *knots < 1 || *knots != std::floor(*knots) || *knots > 1e6) {
+    throw UsageError("--knots: required, a whole number of steps from 1");
+  }
+  return static_cast<int>(*knots);
+}
+
+// Labels "k:label" for K steps of `labels` each.
+std::vector<std::string> per_step_labels(int steps, const std::vector<std::string>& labels) {
+  std::vector<std::string> out;
+  for (int k = 0; k < steps; ++k) {
+    for (const std::string& label : labels) out.push_back(std::to_string(k) + ":" + label);
+  }
+  return out;
 }
 
 // The labels of u's columns under `options`: the velocity labels of the DOFs it drives.
@@ -658,12 +708,7 @@ std::map<std::string, Dynamics> dynamics_commands() {
         client::KinematicsOptions options;
         std::stringstream frames(args.value("--frames", ""));
         for (std::string f; std::getline(frames, f, ',');) options.frames.push_back(f);
-        options.reference = choice<v1::ReferenceFrame>(
-            args, "--reference",
-            {{"local", v1::REFERENCE_FRAME_LOCAL},
-             {"local-world-aligned", v1::REFERENCE_FRAME_LOCAL_WORLD_ALIGNED},
-             {"world", v1::REFERENCE_FRAME_WORLD}},
-            "local");
+        options.reference = reference_option(args);
         options.jacobians = args.has("--jacobians");
         const client::KinematicsResult r = c.kinematics(id, in[0], in[1], options);
         Output out;
@@ -880,6 +925,82 @@ std::map<std::string, Dynamics> dynamics_commands() {
           out.fields.push_back(dof_matrix_field("da_dtau", m, r.da_dtau));
           add_multiplier_fields(m, r.rows, r.multipliers, r.dmultipliers_dq, r.dmultipliers_dv,
                                 r.dmultipliers_dtau, out);
+        }
+        return out;
+      }};
+  commands["rollout"] = {
+      [](const v1::Model& m, const Args& args) {
+        std::vector<InputField> fields = q_v(m);
+        client::LinearizeOptions step = linearize_options(args);
+        fields.push_back(field("u", per_step_labels(knots_option(args), control_labels(m, step))));
+        return fields;
+      },
+      [](Client& c, const std::string& id, const v1::Model& m, const std::vector<Matrix>& in,
+         const Args& args) {
+        const client::RolloutOptions options = rollout_options(args);
+        const int knots = knots_option(args);
+        client::Matrices u;
+        for (Eigen::Index r = 0; r < in[2].rows(); ++r) {
+          u.emplace_back(
+              Eigen::Map<const Matrix>(in[2].row(r).data(), knots, in[2].cols() / knots));
+        }
+        const client::RolloutResult result = c.rollout(id, in[0], in[1], u, options);
+        std::vector<std::string> states, steps;
+        for (int k = 0; k <= knots; ++k) states.push_back(std::to_string(k));
+        steps.assign(states.begin(), states.end() - 1);
+        // Each rollout's arrays as one output row.
+        const auto rows = [&](auto&& of) {
+          std::vector<Matrix> per_rollout;
+          for (const client::RolloutTrajectory& t : result.rollouts) per_rollout.push_back(of(t));
+          return flatten(per_rollout);
+        };
+        const auto stacked = [](const client::Matrices& blocks) {
+          Matrix all(static_cast<Eigen::Index>(blocks.size()),
+                     blocks.empty() ? 0 : blocks.front().size());
+          for (std::size_t k = 0; k < blocks.size(); ++k) {
+            all.row(static_cast<Eigen::Index>(k)) =
+                Eigen::Map<const Eigen::RowVectorXd>(blocks[k].data(), blocks[k].size());
+          }
+          return all;
+        };
+        const client::LinearizeOptions step = linearize_options(args);
+        Output out{
+            {{"q", {states, coordinate_labels(m, false)}, rows([](const auto& t) { return t.q; })},
+             {"v", {states, coordinate_labels(m, true)}, rows([](const auto& t) { return t.v; })},
+             {"u", {steps, control_labels(m, step)}, rows([](const auto& t) { return t.u; })}}};
+        if (options.jacobians) {
+          std::vector<std::string> x;
+          for (const char* part : {"q:", "v:"}) {
+            for (const std::string& dof : coordinate_labels(m, true)) x.push_back(part + dof);
+          }
+          out.fields.push_back(
+              {"fx", {steps, x, x}, rows([&](const auto& t) { return stacked(t.fx); })});
+          out.fields.push_back({"fu", {steps, x, control_labels(m, step)}, rows([&](const auto& t) {
+                                  return stacked(t.fu);
+                                })});
+        }
+        if (!result.rollouts.empty() && result.rollouts.front().multipliers.cols() > 0) {
+          out.fields.push_back({"multipliers",
+                                {steps, multiplier_labels(result.rows)},
+                                rows([](const auto& t) { return t.multipliers; })});
+        }
+        if (!result.frames.empty()) {
+          out.lists = {{"frames", result.frames}};
+          out.fields.push_back({"frame_positions",
+                                {states, result.frames, kXyz},
+                                rows([&](const auto& t) { return stacked(t.frame_positions); })});
+          if (options.frame_jacobians) {
+            out.fields.push_back(
+                {"frame_jacobians",
+                 {states, result.frames, spatial_labels(), coordinate_labels(m, true)},
+                 rows([&](const auto& t) {
+                   client::Matrices per_state;
+                   for (const client::Matrices& frames : t.frame_jacobians) {
+                     per_state.push_back(stacked(frames));
+                   }
+                   return stacked(per_state);
+                 })});
+          }
         }
         return out;
       }};
@@ -1176,7 +1297,15 @@ std::vector<Command> commands() {
        {"a trajectory optimizer's step at each knot (q, v, u): q_next, v_next and the Jacobians "
         "fx (2nv x 2nv) and fu (2nv x nu) in the tangent space, from --dt, held by the model's "
         "loop closures and --constraints (rigid contacts)",
-        {"--dt", "--integrator", "--actuation", "--continuous-derivatives", "--constraints"}}},
+        {"--dt", "--integrator", "--actuation", "--continuous-derivatives", "--constraints",
+         "--gains"}}},
+      {"rollout",
+       {"a shooting solver's forward pass from each row's q, v: the states q, v after each of "
+        "--knots steps of --dt under the row's controls u (--knots × nu values), open loop, held "
+        "by the model's loop closures and --constraints; with --fx-fu the steps' Jacobians, "
+        "with --frames the frames' placements at every state (call Rollout for feedback)",
+        {"--knots", "--dt", "--integrator", "--actuation", "--constraints", "--gains", "--fx-fu",
+         "--frames", "--jacobians", "--reference"}}},
   };
   for (const auto& [name, spec] : dynamics_commands()) {
     std::vector<std::string> options = kModelOptions;

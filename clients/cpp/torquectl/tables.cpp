@@ -1,6 +1,7 @@
 // torquectl's batch I/O (see tables.hpp).
 #include "torquectl/tables.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -191,9 +192,12 @@ std::vector<Matrix> csv_fields(const std::string& text, const std::vector<InputF
 std::vector<Matrix> json_states(const std::string& text, const std::vector<InputField>& fields) {
   std::map<std::string, std::vector<std::vector<double>>> rows = json_fields(text);
   for (const auto& [name, ignored] : rows) {
-    if (name != "q" && name != "v" && name != "a" && name != "tau" && name != "external_forces") {
-      throw InputError("input: unknown field \"" + name +
-                       "\" (fields are q, v, a, tau, external_forces)");
+    const bool known = std::any_of(fields.begin(), fields.end(),
+                                   [&](const InputField& f) { return f.name == name; });
+    if (!known) {
+      std::string names;
+      for (const InputField& f : fields) names += (names.empty() ? "" : ", ") + f.name;
+      throw InputError("input: unknown field \"" + name + "\" (fields are " + names + ")");
     }
   }
   Eigen::Index states = -1;

@@ -36,6 +36,13 @@ void put(const MatrixRef& m, DoubleArray* field) {
   Eigen::Map<Matrix>(field->mutable_data(), m.rows(), m.cols()) = m;
 }
 
+// `m`'s values after those `field` holds, row by row.
+void append(const MatrixRef& m, DoubleArray* field) {
+  const int at = field->size();
+  field->Resize(at + static_cast<int>(m.size()), 0.0);
+  Eigen::Map<Matrix>(field->mutable_data() + at, m.rows(), m.cols()) = m;
+}
+
 // A flat N × k array as an (N, k) matrix.
 Matrix to_matrix(const DoubleArray& values, std::uint32_t states) {
   if (states == 0 || values.empty()) return Matrix(states, 0);
@@ -54,6 +61,19 @@ Matrices to_matrices(const DoubleArray& values, std::uint32_t states, Eigen::Ind
     out.emplace_back(Eigen::Map<const Matrix>(values.data() + s * per_state, rows, cols));
   }
   return out;
+}
+
+// The step of a Linearize or Rollout request: dt, integrator, actuation, constraints and gains.
+template <typename Options, typename Request>
+void put_step(const Options& options, Request& request) {
+  request.set_dt(options.dt);
+  request.set_integrator(options.integrator);
+  request.mutable_actuation()->set_kind(options.actuation);
+  for (const std::string& joint : options.actuated_joints) {
+    request.mutable_actuation()->add_joints(joint);
+  }
+  request.mutable_constraints()->Add(options.constraints.begin(), options.constraints.end());
+  if (!options.constraints.empty()) *request.mutable_gains() = options.gains;
 }
 
 void put_contact_solver(const ContactSolverOptions& in, v1::ContactSolverOptions* out) {
@@ -705,14 +725,8 @@ LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& 
   put(q, request.mutable_q());
   put(v, request.mutable_v());
   put(u, request.mutable_u());
-  request.set_dt(options.dt);
-  request.set_integrator(options.integrator);
-  request.mutable_actuation()->set_kind(options.actuation);
-  for (const std::string& joint : options.actuated_joints) {
-    request.mutable_actuation()->add_joints(joint);
-  }
+  put_step(options, request);
   request.set_continuous_derivatives(options.continuous_derivatives);
-  request.mutable_constraints()->Add(options.constraints.begin(), options.constraints.end());
   v1::LinearizeResponse response;
   call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Linearize);
   const std::uint32_t knots = response.batch_size();
@@ -730,6 +744,75 @@ LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& 
           to_matrices(response.dmultipliers_dv(), knots, rows),
           to_matrices(response.dmultipliers_dtau(), knots, rows),
           {response.rows().begin(), response.rows().end()}};
+}
+
+RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, const MatrixRef& v0,
+                              const Matrices& u, const RolloutOptions& options,
+                              const CallOptions& call) {
+  v1::RolloutRequest request;
+  request.set_model_id(model_id);
+  request.set_batch_size(static_cast<std::uint32_t>(q0.rows()));
+  put(q0, request.mutable_q());
+  put(v0, request.mutable_v());
+  request.set_knots(u.empty() ? 0 : static_cast<std::uint32_t>(u.front().rows()));
+  for (const Matrix& controls : u) append(controls, request.mutable_u());
+  put_step(options, request);
+  put(options.q_nominal, request.mutable_q_nominal());
+  put(options.v_nominal, request.mutable_v_nominal());
+  for (const Matrix& gain : options.feedback) append(gain, request.mutable_feedback());
+  request.set_jacobians(options.jacobians);
+  for (const std::string& frame : options.frames) request.add_frames(frame);
+  request.set_frame_jacobians(options.frame_jacobians);
+  request.set_reference(options.reference);
+  v1::RolloutResponse response;
+  call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Rollout);
+
+  RolloutResult out;
+  out.frames.assign(response.frames().begin(), response.frames().end());
+  out.rows.assign(response.rows().begin(), response.rows().end());
+  const auto rollouts = static_cast<int>(response.batch_size());
+  const auto knots = static_cast<int>(response.knots());
+  const auto nf = static_cast<int>(out.frames.size());
+  const int states = knots + 1;
+  // Rollout r's share of an array that holds as many values for each.
+  const auto part = [&](const DoubleArray& all, int r) {
+    DoubleArray values;
+    if (all.empty()) return values;
+    const int per_rollout = all.size() / rollouts;
+    values.Add(all.begin() + r * per_rollout, all.begin() + (r + 1) * per_rollout);
+    return values;
+  };
+  const Eigen::Index nx = 2 * (response.v_size() / std::max(rollouts * states, 1));
+  for (int r = 0; r < rollouts; ++r) {
+    RolloutTrajectory t;
+    t.q = to_matrix(part(response.q(), r), states);
+    t.v = to_matrix(part(response.v(), r), states);
+    t.u = to_matrix(part(response.u(), r), knots);
+    t.fx = to_matrices(part(response.fx(), r), knots, nx);
+    t.fu = to_matrices(part(response.fu(), r), knots, nx);
+    t.multipliers = to_matrix(part(response.multipliers(), r), knots);
+    if (nf > 0) {
+      t.frame_positions = to_matrices(part(response.frame_positions(), r), states, nf);
+      const DoubleArray rotations = part(response.frame_rotations(), r);
+      const DoubleArray jacobians = part(response.frame_jacobians(), r);
+      const Eigen::Index jacobian_size = jacobians.size() / (states * nf);
+      for (int s = 0; s < states; ++s) {
+        std::vector<Eigen::Matrix3d>& at = t.frame_rotations.emplace_back();
+        for (int f = 0; f < nf; ++f) {
+          at.push_back(Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(
+              rotations.data() + 9 * (s * nf + f)));
+        }
+        if (jacobians.empty()) continue;
+        Matrices& jac = t.frame_jacobians.emplace_back();
+        for (int f = 0; f < nf; ++f) {
+          jac.emplace_back(Eigen::Map<const Matrix>(jacobians.data() + jacobian_size * (s * nf + f),
+                                                    6, jacobian_size / 6));
+        }
+      }
+    }
+    out.rollouts.push_back(std::move(t));
+  }
+  return out;
 }
 
 const std::vector<const google::protobuf::ServiceDescriptor*>& services() {

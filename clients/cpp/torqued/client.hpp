@@ -293,6 +293,7 @@ struct LinearizeOptions {
   // Rigid contacts (bilateral constraints) holding the robot at every knot, as
   // ConstrainedDynamicsOptions takes them; the model's loop closures hold it in any case.
   std::vector<v1::Constraint> constraints;
+  v1::BaumgarteGains gains;  // their stabilization; none by default
 };
 
 // One entry per knot; x = (q, v) has 2 nv tangent coordinates, δq then δv.
@@ -307,6 +308,42 @@ struct LinearizeResult {
   Matrix multipliers;
   Matrices dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau;
   std::vector<v1::ConstraintRows> rows;  // the model's loop closures, then the constraints
+};
+
+// Rollout: the step as Linearize takes it, the feedback, and what to return beside the states.
+struct RolloutOptions {
+  double dt = 0.0;  // seconds, > 0; required
+  v1::Integrator integrator = v1::INTEGRATOR_SEMI_IMPLICIT_EULER;
+  v1::ActuationKind actuation = v1::ACTUATION_KIND_ALL;
+  std::vector<std::string> actuated_joints;  // ACTUATION_KIND_JOINTS: the joints u drives
+  std::vector<v1::Constraint> constraints;   // rigid contacts, as LinearizeOptions takes them
+  v1::BaumgarteGains gains;
+  // Feedback u_k = ū_k + K_k (x_k ⊖ x̄_k), shared by the rollouts: x̄ as (knots, nq) and
+  // (knots, nv), and K_k (nu × 2 nv) per knot. All empty: open loop.
+  Matrix q_nominal, v_nominal;
+  Matrices feedback;
+  bool jacobians = false;           // also Fx and Fu of every step
+  std::vector<std::string> frames;  // placements of these frames at every state
+  bool frame_jacobians = false;     // and their Jacobians, expressed as `reference` says
+  v1::ReferenceFrame reference = v1::REFERENCE_FRAME_LOCAL;
+};
+
+// One rollout of K steps: its K + 1 states and K controls.
+struct RolloutTrajectory {
+  Matrix q;            // (knots + 1, nq), x₀ first, on the manifold
+  Matrix v;            // (knots + 1, nv)
+  Matrix u;            // (knots, nu), the controls applied, feedback included
+  Matrices fx, fu;     // 2nv × 2nv and 2nv × nu per step, with options.jacobians; else empty
+  Matrix multipliers;  // (knots, rows): λ at each step's state; empty without constraint rows
+  Matrices frame_positions;                                   // F × 3 per state
+  std::vector<std::vector<Eigen::Matrix3d>> frame_rotations;  // [state][frame]
+  std::vector<Matrices> frame_jacobians;  // [state][frame] 6 × nv; empty unless asked
+};
+
+struct RolloutResult {
+  std::vector<RolloutTrajectory> rollouts;  // one per row of q0
+  std::vector<std::string> frames;          // the frames reported, in order
+  std::vector<v1::ConstraintRows> rows;     // the model's loop closures, then the constraints
 };
 
 // torqued.v1.ModelService and DynamicsService: the API this client covers, method by method.
@@ -440,6 +477,12 @@ class Client {
   LinearizeResult linearize(const std::string& model_id, const MatrixRef& q, const MatrixRef& v,
                             const MatrixRef& u, const LinearizeOptions& options,
                             const CallOptions& call = {});
+
+  // Shooting forward passes, one per row of q0 and v0, each under its own controls u[r]
+  // (knots × nu), with the feedback of options.
+  RolloutResult rollout(const std::string& model_id, const MatrixRef& q0, const MatrixRef& v0,
+                        const Matrices& u, const RolloutOptions& options,
+                        const CallOptions& call = {});
 
   // A Session stream, its deadline the call's (see Session).
   Session session(const CallOptions& call = {});

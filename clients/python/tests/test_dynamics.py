@@ -191,6 +191,55 @@ def test_linearize_in_contact_is_the_step_of_constrained_dynamics(
     assert free.multipliers is None and free.rows == []
 
 
+
+def test_rollout_chains_linearize_steps_with_feedback(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model]
+) -> None:
+    model = layouts["quadruped"]
+    nv, dt, knots = model.nv, 0.01, 4
+    q, v, _ = random_states(model, 2, seed=24)
+    rng = np.random.default_rng(25)
+    u = rng.uniform(-2.0, 2.0, (2, knots, nv - 6))
+    feet = [
+        {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": foot}}
+        for foot in ("FL_foot", "FR_foot", "HL_foot", "HR_foot")
+    ]
+    step = {"dt": dt, "actuation": "unactuated_root", "constraints": feet}
+    # The nominal: rollout 0 open loop; the feedback then acts on rollout 1's distance from it.
+    nominal = client.rollout(model.id, q[0], v[0], u[0], **step)
+    assert nominal.q.shape == (knots + 1, model.nq) and nominal.fx is None
+    gains = rng.uniform(-0.5, 0.5, (knots, nv - 6, 2 * nv))
+    out = client.rollout(
+        model.id,
+        q,
+        v,
+        u,
+        **step,
+        q_nominal=nominal.q[:knots],
+        v_nominal=nominal.v[:knots],
+        feedback=gains,
+        jacobians=True,
+        frames=["FL_foot"],
+        frame_jacobians=True,
+    )
+    assert out.q.shape == (2, knots + 1, model.nq) and out.u.shape == (2, knots, nv - 6)
+    assert out.fx.shape == (2, knots, 2 * nv, 2 * nv) and out.multipliers.shape == (2, knots, 12)
+    assert out.frame_jacobians.shape == (2, knots + 1, 1, 6, nv)
+    # On the nominal itself the feedback adds nothing; Jacobians and states are linearize's.
+    assert_close(out.u[0], u[0])
+    assert_close(out.q[0], nominal.q)
+    knot = client.linearize(model.id, out.q[1, :knots], out.v[1, :knots], out.u[1], **step)
+    assert_close(out.fx[1], knot.fx)
+    assert_close(out.fu[1], knot.fu)
+    assert_close(out.q[1, 1:], knot.q_next)
+    # Rollout 1 starts elsewhere, and the feedback moves its controls.
+    assert np.abs(out.u[1] - u[1]).max() > 1e-3
+    kinematics = client.kinematics(model.id, out.q[1], frames=["FL_foot"], jacobians=True)
+    assert_close(out.frame_positions[1, :, 0], kinematics.positions[:, 0])
+    assert_close(out.frame_jacobians[1, :, 0], kinematics.jacobians[:, 0])
+    with pytest.raises(ValueError, match="all three or none"):
+        client.rollout(model.id, q, v, u, **step, feedback=gains)
+
 @pytest.mark.parametrize("name", BUNDLED)
 def test_hybrid_dynamics_between_forward_and_inverse(
     client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str

@@ -66,6 +66,7 @@ __all__ = [
     "Error",
     "Kinematics",
     "Linearization",
+    "Rollouts",
     "Session",
     "SessionReply",
     "Simulation",
@@ -276,6 +277,37 @@ class Linearization(NamedTuple):
     rows: list[model_pb2.ConstraintRows]
 
 
+class Rollouts(NamedTuple):
+    """Shooting forward passes: R rollouts of K steps (no rollout axis for a 1-D x0).
+
+    Attributes:
+        q: the states' configurations x_0 ... x_K, on the manifold, (R, K + 1, nq).
+        v: their velocities, (R, K + 1, nv).
+        u: the controls applied, feedback included, (R, K, nu).
+        fx, fu: with jacobians, dx_{k+1}/dx_k (R, K, 2 nv, 2 nv) and dx_{k+1}/du_k
+            (R, K, 2 nv, nu), as linearize gives them at these states; else None.
+        multipliers: with constraints (or loop closures), lambda at each step's state,
+            (R, K, rows), laid out as `rows` says; else None.
+        frames: the frames reported.
+        frame_positions, frame_rotations: their origins (R, K + 1, F, 3) and rotations
+            (R, K + 1, F, 3, 3) at every state; None without frames.
+        frame_jacobians: with frame_jacobians, (R, K + 1, F, 6, nv); else None.
+        rows: the model's loop closures, then the call's constraints.
+    """
+
+    q: Array
+    v: Array
+    u: Array
+    fx: Optional[Array]
+    fu: Optional[Array]
+    multipliers: Optional[Array]
+    frames: list[str]
+    frame_positions: Optional[Array]
+    frame_rotations: Optional[Array]
+    frame_jacobians: Optional[Array]
+    rows: list[model_pb2.ConstraintRows]
+
+
 class _Batch:
     """Packs the per-state arrays of one call and unpacks its results.
 
@@ -324,6 +356,14 @@ class _Batch:
         """Reshapes a flat result of nv x nv matrices."""
         nv = math.isqrt(len(array) // self.size)
         return self.unpack(array, nv, nv)
+
+
+def _actuation(actuation: Actuation) -> dynamics_pb2.Actuation:
+    """Linearize's and Rollout's Actuation: "all", "unactuated_root" or joint names."""
+    if isinstance(actuation, str):
+        kind = _enum(dynamics_pb2.ActuationKind, "ACTUATION_KIND_", actuation)
+        return dynamics_pb2.Actuation(kind=kind)
+    return dynamics_pb2.Actuation(kind=dynamics_pb2.ACTUATION_KIND_JOINTS, joints=list(actuation))
 
 
 def _enum(enum: Any, prefix: str, name: str) -> Any:
@@ -1678,6 +1718,8 @@ class Client:
         actuation: Actuation = "all",
         continuous_derivatives: bool = False,
         constraints: Sequence[Constraint] = (),
+        position_gain: float = 0.0,
+        velocity_gain: float = 0.0,
         timeout: Optional[float] = None,
     ) -> Linearization:
         """The discrete step x+ = f(x, u) and its Jacobians at each knot of a horizon.
@@ -1695,15 +1737,10 @@ class Client:
                 takes them, e.g. {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": "FL_FOOT"}}
                 (a 3D contact; CONSTRAINT_TYPE_WELD for 6D). The model's loop closures hold it in
                 any case.
+            position_gain, velocity_gain: Baumgarte's K_p (1/s^2) and K_d (1/s) on the
+                constraints; 0: held at the acceleration level, as Crocoddyl holds contacts.
         """
         batch = _Batch(q)
-        if isinstance(actuation, str):
-            kind = _enum(dynamics_pb2.ActuationKind, "ACTUATION_KIND_", actuation)
-            message = dynamics_pb2.Actuation(kind=kind)
-        else:
-            message = dynamics_pb2.Actuation(
-                kind=dynamics_pb2.ACTUATION_KIND_JOINTS, joints=list(actuation)
-            )
         response = self._compute(
             "Linearize",
             model_id,
@@ -1714,9 +1751,10 @@ class Client:
             u=batch.rows("u", u),
             dt=dt,
             integrator=_enum(dynamics_pb2.Integrator, "INTEGRATOR_", integrator),
-            actuation=message,
+            actuation=_actuation(actuation),
             continuous_derivatives=continuous_derivatives,
             constraints=[_message(dynamics_pb2.Constraint, c) for c in constraints],
+            gains=dynamics_pb2.BaumgarteGains(position=position_gain, velocity=velocity_gain),
         )
         nx = 2 * (len(response.v_next) // batch.size)
         rows = len(response.multipliers) // batch.size
@@ -1739,6 +1777,103 @@ class Client:
             dmultipliers_dq=by_rows(response.dmultipliers_dq, rows, -1),
             dmultipliers_dv=by_rows(response.dmultipliers_dv, rows, -1),
             dmultipliers_dtau=by_rows(response.dmultipliers_dtau, rows, -1),
+            rows=list(response.rows),
+        )
+
+    def rollout(
+        self,
+        model_id: str,
+        q0: npt.ArrayLike,
+        v0: npt.ArrayLike,
+        u: npt.ArrayLike,
+        *,
+        dt: float,
+        integrator: Integrator = "semi_implicit_euler",
+        actuation: Actuation = "all",
+        constraints: Sequence[Constraint] = (),
+        position_gain: float = 0.0,
+        velocity_gain: float = 0.0,
+        q_nominal: Optional[npt.ArrayLike] = None,
+        v_nominal: Optional[npt.ArrayLike] = None,
+        feedback: Optional[npt.ArrayLike] = None,
+        jacobians: bool = False,
+        frames: Sequence[str] = (),
+        frame_jacobians: bool = False,
+        reference: ReferenceFrame = "local",
+        timeout: Optional[float] = None,
+    ) -> Rollouts:
+        """A shooting solver's forward pass: K steps from x0 under u_k + K_k (x_k - xbar_k).
+
+        The step is linearize's; x - xbar is the tangent-space difference, in the coordinates
+        of fx's columns (dq with xbar + dq = x, then dv).
+
+        Args:
+            q0, v0: the start of each rollout, (R, nq) and (R, nv), or 1-D for one rollout.
+            u: the feed-forward controls, (R, K, nu), or (K, nu) for one rollout.
+            dt, integrator, actuation, constraints, position_gain, velocity_gain: the step, as
+                linearize takes it.
+            q_nominal, v_nominal, feedback: the nominal trajectory, (K, nq) and (K, nv), and the
+                gains K_k, (K, nu, 2 nv), shared by the rollouts; all three or none (open loop).
+            jacobians: also return fx and fu of every step.
+            frames: frame names whose placements are returned at every state.
+            frame_jacobians: and their Jacobians, expressed as `reference` says.
+        """
+        batch = _Batch(q0)
+        controls = np.asarray(u, dtype=np.float64)
+        if controls.ndim != (2 if batch.single else 3) or (
+            not batch.single and controls.shape[0] != batch.size
+        ):
+            wanted = "(K, nu)" if batch.single else f"({batch.size}, K, nu)"
+            raise ValueError(f"u: expected shape {wanted}, got {controls.shape}")
+        knots = controls.shape[-2]
+        closed_loop = [x is not None for x in (q_nominal, v_nominal, feedback)]
+        if any(closed_loop) and not all(closed_loop):
+            raise ValueError("q_nominal, v_nominal and feedback: give all three or none")
+
+        def flat(values: Optional[npt.ArrayLike]) -> Array:
+            return np.empty(0) if values is None else np.asarray(values, np.float64).ravel()
+
+        response = self._compute(
+            "Rollout",
+            model_id,
+            timeout,
+            batch_size=batch.size,
+            q=batch.q,
+            v=batch.rows("v0", v0),
+            knots=knots,
+            u=controls.ravel(),
+            dt=dt,
+            integrator=_enum(dynamics_pb2.Integrator, "INTEGRATOR_", integrator),
+            actuation=_actuation(actuation),
+            constraints=[_message(dynamics_pb2.Constraint, c) for c in constraints],
+            gains=dynamics_pb2.BaumgarteGains(position=position_gain, velocity=velocity_gain),
+            q_nominal=flat(q_nominal),
+            v_nominal=flat(v_nominal),
+            feedback=flat(feedback),
+            jacobians=jacobians,
+            frames=list(frames),
+            frame_jacobians=frame_jacobians,
+            reference=_enum(dynamics_pb2.ReferenceFrame, "REFERENCE_FRAME_", reference),
+        )
+        states = knots + 1
+        nv = len(response.v) // (batch.size * states)
+        nx = 2 * nv
+        count = len(response.frames)
+
+        def unpack(values: Any, *shape: int) -> Optional[Array]:
+            return batch.unpack(values, *shape) if len(values) else None
+
+        return Rollouts(
+            q=batch.unpack(response.q, states, -1),
+            v=batch.unpack(response.v, states, nv),
+            u=batch.unpack(response.u, knots, response.nu),
+            fx=unpack(response.fx, knots, nx, nx),
+            fu=unpack(response.fu, knots, nx, response.nu),
+            multipliers=unpack(response.multipliers, knots, -1),
+            frames=list(response.frames),
+            frame_positions=unpack(response.frame_positions, states, count, 3),
+            frame_rotations=unpack(response.frame_rotations, states, count, 3, 3),
+            frame_jacobians=unpack(response.frame_jacobians, states, count, 6, nv),
             rows=list(response.rows),
         )
 
