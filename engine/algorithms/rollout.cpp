@@ -34,8 +34,8 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
   Row(out.q.data(), nq) = q0;
   Row(out.v.data(), nv) = v0;
 
-  for (int k = 0; k < knots; ++k) {
-    poll.poll();
+  // Step k: u_k, x_{k+1} and what was asked beside them.
+  const auto take_step = [&](int k) {
     const std::ptrdiff_t at = k;
     const ConstRow q(out.q.data() + at * nq, nq);
     const ConstRow v(out.v.data() + at * nv, nv);
@@ -56,7 +56,7 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
       discrete_step(model, data, q, v, u, dt, integrator, actuated_dofs, q_next, v_next,
                     constraints, baumgarte,
                     multipliers ? out.multipliers.subspan(at * rows, rows) : std::span<double>());
-      continue;
+      return;
     }
     const DiscreteStepOutput step{q_next, v_next,
                                   Eigen::Map<RowMajorMatrix>(out.fx.data() + at * nx * nx, nx, nx),
@@ -75,6 +75,23 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
                                                                       : EulerStep::kSemiImplicit,
                              actuated_dofs, step, constraints, baumgarte);
       if (multipliers) lambda = data.workspace<ConstrainedDerivativesWorkspace>().lambda.head(rows);
+    }
+  };
+
+  for (int k = 0; k < knots; ++k) {
+    poll.poll();
+    try {
+      take_step(k);
+    } catch (const SingularSystemError& singular) {
+      throw RolloutDiverged(k, singular.what());
+    }
+    const std::ptrdiff_t next = k + 1;
+    if (!ConstRow(out.q.data() + next * nq, nq).allFinite() ||
+        !ConstRow(out.v.data() + next * nv, nv).allFinite() ||
+        !ConstRow(out.u.data() + k * std::ptrdiff_t{nu}, nu).allFinite()) {
+      throw RolloutDiverged(k,
+                            "the state after it is not finite (the controls or the feedback "
+                            "drove it away)");
     }
   }
 }

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <span>
+#include <stdexcept>
+#include <string>
 
 #include "engine/algorithms/discrete_step.hpp"
 #include "engine/algorithms/euler_step_derivatives.hpp"
@@ -41,10 +43,23 @@ struct RolloutOutput {
   std::span<double> multipliers;
 };
 
+// A rollout that cannot go on: the dynamics of a step is singular, or a step leaves the state not
+// finite (the controls or the feedback drove it away). `steps` were taken: x_steps is the last
+// finite state.
+class RolloutDiverged : public std::runtime_error {
+ public:
+  RolloutDiverged(int steps, const std::string& why)
+      : std::runtime_error("step " + std::to_string(steps) + ": " + why), steps_(steps) {}
+  int steps() const { return steps_; }
+
+ private:
+  int steps_;
+};
+
 // `knots` steps of dt from (q0, v0) under ū = `controls` (knots × nu, row-major), with
 // `feedback`; integrator, actuation, constraints and their Baumgarte gains as discrete_step() takes
 // them. Polls data.interruption before each step (throws Interrupted; the states past it are left
-// as they were). Throws SingularSystemError as aba() does.
+// as they were). Throws RolloutDiverged: the arrays past its steps are left as they were.
 void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const ConstVectorRef& v0,
              int knots, std::span<const double> controls, double dt, Integrator integrator,
              std::span<const int> actuated_dofs, std::span<const BilateralConstraint> constraints,

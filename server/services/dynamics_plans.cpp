@@ -928,6 +928,8 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
   response->set_nu(nu);
   response->set_knots(request->knots());
   for (const int f : frames) response->add_frames(m.frames[f].name);
+  response->mutable_steps()->Resize(n, request->knots());
+  for (int r = 0; r < n; ++r) response->add_status();
   const auto array = [](google::protobuf::RepeatedField<double>* field, std::int64_t size) {
     return std::span<double>(sized_for_writing(field, size), static_cast<std::size_t>(size));
   };
@@ -947,61 +949,88 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
                        ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
                        : std::span<double>()};
   const ReferenceFrame reference = to_reference(request->reference());
-  job = {kRollout,
-         [entry, request, step = std::move(step), frames = std::move(frames), out, k, closed_loop,
-          reference](WorkerContext& w, int b, int e) {
-           const Model& model = *entry->model;
-           Data& data = w.workspace(*entry).data;
-           const auto nq = static_cast<std::size_t>(model.nq);
-           const auto nv = static_cast<std::size_t>(model.nv);
-           const auto nu = step.actuated.size();
-           const auto knots = static_cast<std::size_t>(k);
-           const auto nf = frames.size();
-           // Rollout r's part of an array of `per_rollout` values per rollout.
-           const auto part = [](std::span<double> all, std::size_t r, std::size_t per_rollout) {
-             return all.empty() ? all : all.subspan(r * per_rollout, per_rollout);
-           };
-           const auto values = [](const DoubleArray& field) {
-             return std::span<const double>(field.data(), static_cast<std::size_t>(field.size()));
-           };
-           const RolloutFeedback feedback =
-               closed_loop
-                   ? RolloutFeedback{values(request->q_nominal()), values(request->v_nominal()),
-                                     values(request->feedback())}
-                   : RolloutFeedback{};
-           InterruptionPoll poll(data.interruption);
-           for (int rollout_index = b; rollout_index < e; ++rollout_index) {
-             const auto r = static_cast<std::size_t>(rollout_index);
-             const std::span<double> q = part(out.q, r, (knots + 1) * nq);
-             rollout(model, data, row(request->q(), rollout_index, model.nq),
-                     row(request->v(), rollout_index, model.nv), k,
-                     values(request->u()).subspan(r * knots * nu, knots * nu), step.dt,
-                     step.integrator, step.actuated, step.constraints, step.gains, feedback,
-                     {q, part(out.v, r, (knots + 1) * nv), part(out.u, r, knots * nu),
-                      part(out.fx, r, knots * 4 * nv * nv), part(out.fu, r, knots * 2 * nv * nu),
-                      part(out.multipliers, r, knots * static_cast<std::size_t>(step.rows))});
-             if (nf == 0) continue;
-             // The frames at each state: the kinematics again, as the dynamics left data at the
-             // step's last stage.
-             for (std::size_t state = 0; state <= knots; ++state) {
-               poll.add(static_cast<double>(nf * 60 * nv));
-               forward_kinematics(
-                   model, data, Eigen::Map<const Eigen::VectorXd>(q.data() + state * nq, model.nq));
-               for (std::size_t f = 0; f < nf; ++f) {
-                 const std::size_t slot = (r * (knots + 1) + state) * nf + f;
-                 const Transform placement = frame_placement(model, data, frames[f]);
-                 Eigen::Map<Vec3>(out.positions.data() + 3 * slot) = placement.translation;
-                 Eigen::Map<Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(
-                     out.rotations.data() + 9 * slot) = placement.rotation;
-                 if (out.frame_jacobians.empty()) continue;
-                 frame_jacobian(model, data, frames[f], reference, data.J);
-                 Eigen::Map<RowMajorMatrix>(out.frame_jacobians.data() + 6 * nv * slot, 6,
-                                            model.nv) = data.J;
-               }
-             }
-           }
-         },
-         request->knots() * std::int64_t{step.integrator == Integrator::kRungeKutta4 ? 4 : 1}};
+  job = {
+      kRollout,
+      [entry, request, response, step = std::move(step), frames = std::move(frames), out, k,
+       closed_loop, reference](WorkerContext& w, int b, int e) {
+        const Model& model = *entry->model;
+        Data& data = w.workspace(*entry).data;
+        const auto nq = static_cast<std::size_t>(model.nq);
+        const auto nv = static_cast<std::size_t>(model.nv);
+        const auto nu = step.actuated.size();
+        const auto knots = static_cast<std::size_t>(k);
+        const auto nf = frames.size();
+        // Rollout r's part of an array of `per_rollout` values per rollout.
+        const auto part = [](std::span<double> all, std::size_t r, std::size_t per_rollout) {
+          return all.empty() ? all : all.subspan(r * per_rollout, per_rollout);
+        };
+        const auto values = [](const DoubleArray& field) {
+          return std::span<const double>(field.data(), static_cast<std::size_t>(field.size()));
+        };
+        const RolloutFeedback feedback =
+            closed_loop ? RolloutFeedback{values(request->q_nominal()),
+                                          values(request->v_nominal()), values(request->feedback())}
+                        : RolloutFeedback{};
+        InterruptionPoll poll(data.interruption);
+        for (int rollout_index = b; rollout_index < e; ++rollout_index) {
+          const auto r = static_cast<std::size_t>(rollout_index);
+          const RolloutOutput parts{
+              part(out.q, r, (knots + 1) * nq),
+              part(out.v, r, (knots + 1) * nv),
+              part(out.u, r, knots * nu),
+              part(out.fx, r, knots * 4 * nv * nv),
+              part(out.fu, r, knots * 2 * nv * nu),
+              part(out.multipliers, r, knots * static_cast<std::size_t>(step.rows))};
+          std::size_t steps = knots;
+          try {
+            rollout(model, data, row(request->q(), rollout_index, model.nq),
+                    row(request->v(), rollout_index, model.nv), k,
+                    values(request->u()).subspan(r * knots * nu, knots * nu), step.dt,
+                    step.integrator, step.actuated, step.constraints, step.gains, feedback, parts);
+          } catch (const RolloutDiverged& diverged) {
+            // Zeros past the last finite state, and the reason in the rollout's status.
+            steps = static_cast<std::size_t>(diverged.steps());
+            response->set_steps(rollout_index, static_cast<std::uint32_t>(steps));
+            v1::CallStatus& status = *response->mutable_status(rollout_index);
+            status.set_code(grpc::StatusCode::FAILED_PRECONDITION);
+            status.set_message("rollout " + std::to_string(rollout_index) + ": " + diverged.what());
+            const auto zero_from = [](std::span<double> values, std::size_t at) {
+              if (!values.empty()) std::fill(values.begin() + at, values.end(), 0.0);
+            };
+            zero_from(parts.q, (steps + 1) * nq);
+            zero_from(parts.v, (steps + 1) * nv);
+            zero_from(parts.u, steps * nu);
+            zero_from(parts.fx, steps * 4 * nv * nv);
+            zero_from(parts.fu, steps * 2 * nv * nu);
+            zero_from(parts.multipliers, steps * static_cast<std::size_t>(step.rows));
+            zero_from(part(out.positions, r, (knots + 1) * nf * 3), (steps + 1) * nf * 3);
+            zero_from(part(out.rotations, r, (knots + 1) * nf * 9), (steps + 1) * nf * 9);
+            zero_from(part(out.frame_jacobians, r, (knots + 1) * nf * 6 * nv),
+                      (steps + 1) * nf * 6 * nv);
+          }
+          if (nf == 0) continue;
+          const std::span<double> q = parts.q;
+          // The frames at each state: the kinematics again, as the dynamics left data at the
+          // step's last stage.
+          for (std::size_t state = 0; state <= steps; ++state) {
+            poll.add(static_cast<double>(nf * 60 * nv));
+            forward_kinematics(model, data,
+                               Eigen::Map<const Eigen::VectorXd>(q.data() + state * nq, model.nq));
+            for (std::size_t f = 0; f < nf; ++f) {
+              const std::size_t slot = (r * (knots + 1) + state) * nf + f;
+              const Transform placement = frame_placement(model, data, frames[f]);
+              Eigen::Map<Vec3>(out.positions.data() + 3 * slot) = placement.translation;
+              Eigen::Map<Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(
+                  out.rotations.data() + 9 * slot) = placement.rotation;
+              if (out.frame_jacobians.empty()) continue;
+              frame_jacobian(model, data, frames[f], reference, data.J);
+              Eigen::Map<RowMajorMatrix>(out.frame_jacobians.data() + 6 * nv * slot, 6, model.nv) =
+                  data.J;
+            }
+          }
+        }
+      },
+      request->knots() * std::int64_t{step.integrator == Integrator::kRungeKutta4 ? 4 : 1}};
   return grpc::Status::OK;
 }
 

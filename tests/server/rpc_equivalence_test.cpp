@@ -5,6 +5,10 @@
 
 #include <cstring>
 #include <map>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/aba_derivatives.hpp"
@@ -681,6 +685,56 @@ TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
   expect_bitwise_equal(response.multipliers(), want_lambda, "λ");
   expect_bitwise_equal(response.frame_positions(), want_positions, "frame positions");
   expect_bitwise_equal(response.frame_jacobians(), want_jacobians, "frame Jacobians");
+}
+
+// A rollout driven away (controls of 1e300 N·m overflow its velocities) stops there with its
+// status, zeros past its last finite state; the call succeeds and the others are whole.
+TEST_F(RpcEquivalenceTest, ADivergingRolloutStopsAloneWithItsStatus) {
+  const LocalModel& local = models_->at("stanford_arm");
+  const Model& m = *local.model;
+  constexpr int kRollouts = 3, kKnots = 4;
+  const auto q = random_configurations(local.layout, kRollouts, 74);
+  const auto v = random_values(kRollouts * m.nv, 75);
+  std::vector<double> u = random_values(kRollouts * kKnots * m.nv, 76);
+  u[(kKnots + 1) * m.nv] = 1e300;  // rollout 1, step 1
+  v1::RolloutRequest request;
+  fill_batch(request, local, q, v);
+  request.set_batch_size(kRollouts);
+  request.set_knots(kKnots);
+  request.mutable_u()->Add(u.begin(), u.end());
+  request.set_dt(0.01);
+  request.set_jacobians(true);
+  v1::RolloutResponse response;
+  const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+    return server_->dynamics()->Rollout(c, request, &response);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.steps_size(), kRollouts);
+  EXPECT_EQ(response.steps(0), static_cast<std::uint32_t>(kKnots));
+  EXPECT_EQ(response.steps(2), static_cast<std::uint32_t>(kKnots));
+  EXPECT_EQ(response.status(0).code(), 0);
+  EXPECT_LT(response.steps(1), static_cast<std::uint32_t>(kKnots));
+  EXPECT_EQ(response.status(1).code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(response.status(1).message().find("rollout 1: step " +
+                                              std::to_string(response.steps(1))),
+            std::string::npos)
+      << response.status(1).message();
+  const int states = kKnots + 1;
+  for (int k = (static_cast<int>(response.steps(1)) + 1) * m.nq; k < states * m.nq; ++k) {
+    EXPECT_EQ(response.q(states * m.nq + k), 0.0) << k;
+  }
+  // Rollout 2 is the engine's.
+  std::vector<int> every_dof(m.nv);
+  std::iota(every_dof.begin(), every_dof.end(), 0);
+  std::vector<double> want_q(states * m.nq), want_v(states * m.nv), want_u(kKnots * m.nv),
+      fx(kKnots * 4 * m.nv * m.nv), fu(kKnots * 2 * m.nv * m.nv);
+  Data data(m);
+  rollout(m, data, row(q, 2, m.nq), row(v, 2, m.nv), kKnots,
+          std::span<const double>(u).subspan(2 * kKnots * m.nv, kKnots * m.nv), 0.01,
+          Integrator::kSemiImplicitEuler, every_dof, {}, {}, {},
+          {want_q, want_v, want_u, fx, fu, {}});
+  const std::vector<double> got(response.q().begin() + 2 * states * m.nq, response.q().end());
+  EXPECT_EQ(got, want_q);
 }
 
 TEST_F(RpcEquivalenceTest, CoriolisMatrixAndCentroidal) {

@@ -967,7 +967,11 @@ std::map<std::string, Dynamics> dynamics_commands() {
         Output out{
             {{"q", {states, coordinate_labels(m, false)}, rows([](const auto& t) { return t.q; })},
              {"v", {states, coordinate_labels(m, true)}, rows([](const auto& t) { return t.v; })},
-             {"u", {steps, control_labels(m, step)}, rows([](const auto& t) { return t.u; })}}};
+             {"u", {steps, control_labels(m, step)}, rows([](const auto& t) { return t.u; })},
+             {"steps", {}, rows([](const auto& t) { return Matrix::Constant(1, 1, t.steps); })}}};
+        for (const client::RolloutTrajectory& t : result.rollouts) {
+          if (!t.error.empty()) std::cerr << "torquectl: " << t.error << "\n";
+        }
         if (options.jacobians) {
           std::vector<std::string> x;
           for (const char* part : {"q:", "v:"}) {

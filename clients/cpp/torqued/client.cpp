@@ -785,6 +785,8 @@ RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, 
   const Eigen::Index nx = 2 * (response.v_size() / std::max(rollouts * states, 1));
   for (int r = 0; r < rollouts; ++r) {
     RolloutTrajectory t;
+    t.steps = static_cast<int>(response.steps(r));
+    t.error = response.status(r).message();
     t.q = to_matrix(part(response.q(), r), states);
     t.v = to_matrix(part(response.v(), r), states);
     t.u = to_matrix(part(response.u(), r), knots);

@@ -328,8 +328,11 @@ struct RolloutOptions {
   v1::ReferenceFrame reference = v1::REFERENCE_FRAME_LOCAL;
 };
 
-// One rollout of K steps: its K + 1 states and K controls.
+// One rollout of K steps: its K + 1 states and K controls. A rollout that diverged took fewer
+// steps, its values past them are zeros, and `error` says why.
 struct RolloutTrajectory {
+  int steps = 0;       // K, or the steps taken before it diverged
+  std::string error;   // empty when it completed
   Matrix q;            // (knots + 1, nq), x₀ first, on the manifold
   Matrix v;            // (knots + 1, nv)
   Matrix u;            // (knots, nu), the controls applied, feedback included

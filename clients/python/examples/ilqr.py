@@ -3,19 +3,25 @@
 The solver is iterative LQR (Li & Todorov 2004) in the form Crocoddyl's DDP uses (Mastalli et al.
 2020): a backward pass on the dynamics' linearization along the current trajectory, with
 Levenberg-Marquardt regularization of Q_uu, and a forward pass under the feedback gains with a
-backtracking line search. torqued gives the dynamics: one Linearize call for a whole horizon's
-Fx and Fu (the backward pass) and one per knot for the steps of the forward pass. The state
-x = (q, v) has 2 nv tangent coordinates, dq (q (+) dq on the configuration manifold) then dv, as
-Linearize's Jacobians have them; a problem says how to take q1 (-) q0 for the feedback.
+backtracking line search. torqued gives the dynamics, one Rollout call per iteration: every step
+size of the line search is a rollout of the same call, u_k + alpha k_k + K_k (x_k (-) xbar_k)
+about the current trajectory, the server taking the tangent-space difference (-) and returning
+each rollout's Fx and Fu and the frames the costs need, so that the accepted rollout brings the
+next backward pass its linearization. The state x = (q, v) has 2 nv tangent coordinates, dq
+(q (+) dq on the configuration manifold) then dv, as Rollout's Jacobians and feedback have them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Optional, Protocol
 
 import numpy as np
 
 import torqued
+
+# The line search's step sizes, all tried in one call; the largest that decreases the cost enough
+# is taken.
+ALPHAS = np.array([1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125])
 
 
 class Problem(Protocol):
@@ -23,14 +29,16 @@ class Problem(Protocol):
 
     nv: int
 
-    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray) -> torqued.Linearization:
-        """The step and its Jacobians at each of the K knots (rows of q, v, u)."""
-
-    def step(self, q: np.ndarray, v: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One step from one knot: (q+, v+)."""
-
-    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        """The tangent vector dq (nv) with q0 (+) dq = q1."""
+    def rollout(
+        self,
+        q0: np.ndarray,
+        v0: np.ndarray,
+        u: np.ndarray,
+        nominal: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    ) -> torqued.Rollouts:
+        """Rollouts from x0 (q0 (R, nq), v0 (R, nv)) under u (R, K, nu), with the feedback
+        nominal = (q (K, nq), v (K, nv), gains (K, nu, 2 nv)) or open loop, with their Jacobians
+        and the frames terminal() reads."""
 
     def running(
         self, q: np.ndarray, v: np.ndarray, u: np.ndarray
@@ -38,8 +46,29 @@ class Problem(Protocol):
         """The running cost summed over the K knots, and per knot its gradients lx (K, 2nv),
         lu (K, nu) and Hessians lxx (K, 2nv, 2nv), luu (K, nu, nu)."""
 
-    def terminal(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """The terminal cost at the last state, its gradient (2nv) and Hessian (2nv, 2nv)."""
+    def terminal(self, out: torqued.Rollouts, r: int) -> tuple[float, np.ndarray, np.ndarray]:
+        """The terminal cost at rollout r's last state, its gradient (2nv) and Hessian."""
+
+
+@dataclass
+class Trajectory:
+    """One rollout: its states, controls and linearization."""
+
+    q: np.ndarray  # (K + 1, nq)
+    v: np.ndarray  # (K + 1, nv)
+    u: np.ndarray  # (K, nu), as applied
+    fx: np.ndarray  # (K, 2 nv, 2 nv)
+    fu: np.ndarray  # (K, 2 nv, nu)
+    cost: float
+    terminal: tuple[float, np.ndarray, np.ndarray]
+
+    @staticmethod
+    def of(problem: Problem, out: torqued.Rollouts, r: int) -> "Trajectory":
+        terminal = problem.terminal(out, r)
+        running = problem.running(out.q[r, :-1], out.v[r, :-1], out.u[r])[0]
+        return Trajectory(
+            out.q[r], out.v[r], out.u[r], out.fx[r], out.fu[r], running + terminal[0], terminal
+        )
 
 
 @dataclass
@@ -48,26 +77,30 @@ class Result:
     v: np.ndarray  # (K + 1, nv)
     u: np.ndarray  # (K, nu)
     costs: list[float]  # the cost before the first iteration and after each
+    calls: int  # the Rollout calls made
 
 
-def cost(problem: Problem, q: np.ndarray, v: np.ndarray, u: np.ndarray) -> float:
-    return problem.running(q[:-1], v[:-1], u)[0] + problem.terminal(q[-1], v[-1])[0]
+def feedback(nominal: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict:
+    """Client.rollout's feedback arguments for a nominal (q, v, gains); none for open loop."""
+    if nominal is None:
+        return {}
+    q, v, gains = nominal
+    return {"q_nominal": q, "v_nominal": v, "feedback": gains}
 
 
 def backward_pass(
-    problem: Problem, q: np.ndarray, v: np.ndarray, u: np.ndarray, mu: float
+    problem: Problem, t: Trajectory, mu: float
 ) -> tuple[np.ndarray, np.ndarray, float] | None:
     """Feedforward terms k (K, nu), gains K (K, nu, nx) and the expected cost reduction of a
     full step; None when Q_uu is not positive definite under the regularization mu."""
-    knots, nu = u.shape
-    lin = problem.linearize(q[:-1], v[:-1], u)
-    _, lx, lu, lxx, luu = problem.running(q[:-1], v[:-1], u)
-    _, vx, vxx = problem.terminal(q[-1], v[-1])
+    knots, nu = t.u.shape
+    _, lx, lu, lxx, luu = problem.running(t.q[:-1], t.v[:-1], t.u)
+    _, vx, vxx = t.terminal
     nx = vx.shape[0]
     feedforward, gains = np.zeros((knots, nu)), np.zeros((knots, nu, nx))
     expected = 0.0
     for k in reversed(range(knots)):
-        fx, fu = lin.fx[k], lin.fu[k]
+        fx, fu = t.fx[k], t.fu[k]
         qx = lx[k] + fx.T @ vx
         qu = lu[k] + fu.T @ vx
         qxx = lxx[k] + fx.T @ vxx @ fx
@@ -91,24 +124,6 @@ def backward_pass(
     return feedforward, gains, expected
 
 
-def forward_pass(
-    problem: Problem,
-    q: np.ndarray,
-    v: np.ndarray,
-    u: np.ndarray,
-    feedforward: np.ndarray,
-    gains: np.ndarray,
-    alpha: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The trajectory under u_k + alpha k_k + K_k (x_k (-) x_k-bar), from the same start."""
-    new_q, new_v, new_u = q.copy(), v.copy(), u.copy()
-    for k in range(u.shape[0]):
-        dx = np.concatenate([problem.difference(q[k], new_q[k]), new_v[k] - v[k]])
-        new_u[k] = u[k] + alpha * feedforward[k] + gains[k] @ dx
-        new_q[k + 1], new_v[k + 1] = problem.step(new_q[k], new_v[k], new_u[k])
-    return new_q, new_v, new_u
-
-
 def solve(
     problem: Problem,
     q0: np.ndarray,
@@ -118,36 +133,39 @@ def solve(
     log: Callable[[int, float], None],
 ) -> Result:
     """iLQR from the controls u (K, nu) rolled out from (q0, v0); log(iteration, cost) after the
-    rollout and after each iteration. Stops when a full step would gain less than a millionth of
-    the cost."""
-    knots = u.shape[0]
-    q = np.zeros((knots + 1, q0.shape[0]))
-    v = np.zeros((knots + 1, v0.shape[0]))
-    q[0], v[0] = q0, v0
-    for k in range(knots):
-        q[k + 1], v[k + 1] = problem.step(q[k], v[k], u[k])
-    current = cost(problem, q, v, u)
-    costs, mu = [current], 1e-6
-    log(0, current)
+    first rollout and after each iteration. Stops when a full step would gain less than a
+    millionth of the cost."""
+    first = problem.rollout(q0[None], v0[None], u[None], None)
+    if first.errors[0]:
+        raise RuntimeError(f"the initial controls: {first.errors[0]}")
+    t = Trajectory.of(problem, first, 0)
+    costs, mu, calls = [t.cost], 1e-6, 1
+    log(0, t.cost)
+    starts_q, starts_v = np.tile(q0, (len(ALPHAS), 1)), np.tile(v0, (len(ALPHAS), 1))
     for iteration in range(1, iterations + 1):
-        result = backward_pass(problem, q, v, u, mu)
+        result = backward_pass(problem, t, mu)
         if result is None:
             mu = max(mu * 10, 1e-6)
             continue
         feedforward, gains, expected = result
+        # Every step size at once, about the current trajectory.
+        candidates = t.u[None] + ALPHAS[:, None, None] * feedforward[None]
+        out = problem.rollout(starts_q, starts_v, candidates, (t.q[:-1], t.v[:-1], gains))
+        calls += 1
         accepted = False
-        for alpha in (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125):
-            new_q, new_v, new_u = forward_pass(problem, q, v, u, feedforward, gains, alpha)
-            new_cost = cost(problem, new_q, new_v, new_u)
-            if new_cost < current - 1e-4 * alpha * abs(expected):
-                q, v, u, current, accepted = new_q, new_v, new_u, new_cost, True
+        for r, alpha in enumerate(ALPHAS):
+            if out.steps[r] < len(t.u):  # diverged: a smaller step may hold
+                continue
+            candidate = Trajectory.of(problem, out, r)
+            if candidate.cost < t.cost - 1e-4 * alpha * abs(expected):
+                t, accepted = candidate, True
                 break
         mu = max(mu / 10, 1e-9) if accepted else mu * 10
-        costs.append(current)
-        log(iteration, current)
-        if accepted and abs(expected) < 1e-6 * current:
+        costs.append(t.cost)
+        log(iteration, t.cost)
+        if accepted and abs(expected) < 1e-6 * t.cost:
             break
-    return Result(q, v, u, costs)
+    return Result(t.q, t.v, t.u, costs, calls)
 
 
 def quadratic_running(

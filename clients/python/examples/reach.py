@@ -5,9 +5,9 @@
                      [--frame tool0] [--target 0.3,0.3,0.4] [--knots 50] [--dt 0.02]
                      [--plot reach.png]
 
-The solver is ilqr.py's. Every joint of the arm is actuated (u = tau) and its configuration
-space is a vector space, so q (+) dq = q + dq; a Kinematics call gives the end effector's position
-and Jacobian for the cost.
+The solver is ilqr.py's: one Rollout call per iteration, which also returns the end effector's
+position and Jacobian at the last state for the terminal cost. Every joint of the arm is actuated
+(u = tau).
 
 The cost: 0.5 w_u |u - g(q0)|^2 + 0.5 w_v |v|^2 per knot (g: gravity compensation at the start),
 then 0.5 w_p |p(q_K) - target|^2 + 0.5 w_v |v_K|^2 at the end. The script prints the cost and
@@ -54,21 +54,33 @@ class Reach:
         )
         return frames.positions[0], frames.jacobians[0, :3, :]
 
-    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray) -> torqued.Linearization:
-        return self.client.linearize(self.model_id, q, v, u, dt=self.dt)
-
-    def step(self, q: np.ndarray, v: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        out = self.linearize(q, v, u)
-        return out.q_next, out.v_next
-
-    def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
-        return q1 - q0
+    def rollout(
+        self,
+        q0: np.ndarray,
+        v0: np.ndarray,
+        u: np.ndarray,
+        nominal: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    ) -> torqued.Rollouts:
+        return self.client.rollout(
+            self.model_id,
+            q0,
+            v0,
+            u,
+            dt=self.dt,
+            **ilqr.feedback(nominal),
+            jacobians=True,
+            frames=[self.frame],
+            frame_jacobians=True,
+            reference="local_world_aligned",
+        )
 
     def running(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
         return ilqr.quadratic_running(v, u, self.u_ref, self.w_u, self.w_v)
 
-    def terminal(self, q: np.ndarray, v: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        position, jacobian = self.end_effector(q)
+    def terminal(self, out: torqued.Rollouts, r: int) -> tuple[float, np.ndarray, np.ndarray]:
+        position = out.frame_positions[r, -1, 0]
+        jacobian = out.frame_jacobians[r, -1, 0, :3, :]
+        v = out.v[r, -1]
         error = position - self.target
         nv = self.nv
         value = 0.5 * self.w_p * error @ error + 0.5 * self.w_v * v @ v
@@ -113,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         result = ilqr.solve(problem, q0, np.zeros(model.nv), u, a.iterations, log)
         distance = float(np.linalg.norm(problem.end_effector(result.q[-1])[0] - problem.target))
         print(
-            f"{len(result.costs) - 1} iterations in {time.monotonic() - start:.2f} s; the end "
-            f"effector ends {distance * 1e3:.3f} mm from the target"
+            f"{len(result.costs) - 1} iterations ({result.calls} Rollout calls) in "
+            f"{time.monotonic() - start:.2f} s; the end effector ends {distance * 1e3:.3f} mm "
+            "from the target"
         )
     if a.plot:
         ilqr.plot(result.costs, "iLQR over torqued: reach", a.plot)

@@ -280,7 +280,12 @@ class Linearization(NamedTuple):
 class Rollouts(NamedTuple):
     """Shooting forward passes: R rollouts of K steps (no rollout axis for a 1-D x0).
 
+    A rollout that diverged (its dynamics singular, or its state no longer finite) took fewer
+    steps than K: its values past them are zeros, and its error says why.
+
     Attributes:
+        steps: the steps each rollout took, (R,) (a scalar for a 1-D x0).
+        errors: why each stopped early, "" for one that completed.
         q: the states' configurations x_0 ... x_K, on the manifold, (R, K + 1, nq).
         v: their velocities, (R, K + 1, nv).
         u: the controls applied, feedback included, (R, K, nu).
@@ -295,6 +300,8 @@ class Rollouts(NamedTuple):
         rows: the model's loop closures, then the call's constraints.
     """
 
+    steps: Any
+    errors: list[str]
     q: Array
     v: Array
     u: Array
@@ -1863,7 +1870,10 @@ class Client:
         def unpack(values: Any, *shape: int) -> Optional[Array]:
             return batch.unpack(values, *shape) if len(values) else None
 
+        steps = np.array(response.steps, dtype=np.int64)
         return Rollouts(
+            steps=int(steps[0]) if batch.single else steps,
+            errors=[status.message for status in response.status],
             q=batch.unpack(response.q, states, -1),
             v=batch.unpack(response.v, states, nv),
             u=batch.unpack(response.u, knots, response.nu),
