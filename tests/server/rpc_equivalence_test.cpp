@@ -715,9 +715,9 @@ TEST_F(RpcEquivalenceTest, ADivergingRolloutStopsAloneWithItsStatus) {
   EXPECT_EQ(response.status(0).code(), 0);
   EXPECT_LT(response.steps(1), static_cast<std::uint32_t>(kKnots));
   EXPECT_EQ(response.status(1).code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(response.status(1).message().find("rollout 1: step " +
-                                              std::to_string(response.steps(1))),
-            std::string::npos)
+  EXPECT_NE(
+      response.status(1).message().find("rollout 1: step " + std::to_string(response.steps(1))),
+      std::string::npos)
       << response.status(1).message();
   const int states = kKnots + 1;
   for (int k = (static_cast<int>(response.steps(1)) + 1) * m.nq; k < states * m.nq; ++k) {
