@@ -191,7 +191,8 @@ std::vector<Matrix> csv_fields(const std::string& text, const std::vector<InputF
 
 std::vector<Matrix> json_states(const std::string& text, const std::vector<InputField>& fields) {
   std::map<std::string, std::vector<std::vector<double>>> rows = json_fields(text);
-  for (const auto& [name, ignored] : rows) {
+  for (const auto& entry : rows) {
+    const std::string& name = entry.first;
     const bool known = std::any_of(fields.begin(), fields.end(),
                                    [&](const InputField& f) { return f.name == name; });
     if (!known) {
