@@ -949,6 +949,8 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
                        ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
                        : std::span<double>()};
   const ReferenceFrame reference = to_reference(request->reference());
+  // A step's work in dynamics calls: four stages for RK4.
+  const std::int64_t cost = knots * (step.integrator == Integrator::kRungeKutta4 ? 4 : 1);
   job = {
       kRollout,
       [entry, request, response, step = std::move(step), frames = std::move(frames), out, k,
@@ -1030,7 +1032,7 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
           }
         }
       },
-      request->knots() * std::int64_t{step.integrator == Integrator::kRungeKutta4 ? 4 : 1}};
+      cost};
   return grpc::Status::OK;
 }
 

@@ -295,6 +295,9 @@ TEST_F(TorquectlTest, RolloutReadsJsonAndTakesLinearizesSteps) {
       << unknown.err;
   EXPECT_EQ(torquectl("rollout " + id + " --dt 0.01", rollouts).exit_code, 2)
       << "--knots is required";
+  // One file of states serves several commands: what another command reads is left unread.
+  const Outcome shared = torquectl("gravity " + id, rollouts);
+  EXPECT_EQ(shared.exit_code, 0) << shared.err;
 }
 
 TEST_F(TorquectlTest, ExitCodesSayWhatWentWrong) {

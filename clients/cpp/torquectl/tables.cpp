@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 namespace torqued::torquectl {
@@ -191,9 +192,12 @@ std::vector<Matrix> csv_fields(const std::string& text, const std::vector<InputF
 
 std::vector<Matrix> json_states(const std::string& text, const std::vector<InputField>& fields) {
   std::map<std::string, std::vector<std::vector<double>>> rows = json_fields(text);
+  // A field of another command (one file of states for several commands) is left unread.
+  static const std::set<std::string> kStateFields = {"q", "v", "a", "tau", "u", "external_forces"};
   for (const auto& entry : rows) {
     const std::string& name = entry.first;
-    const bool known = std::any_of(fields.begin(), fields.end(),
+    const bool known = kStateFields.count(name) > 0 ||
+                       std::any_of(fields.begin(), fields.end(),
                                    [&](const InputField& f) { return f.name == name; });
     if (!known) {
       std::string names;
