@@ -89,7 +89,9 @@ def run(a):
             u = rng.uniform(-10.0, 10.0, (a.knots, model.nv - 6))
             nx, nu = 2 * model.nv, model.nv - 6
             sent = q.size + v.size + u.size
-            answered = a.knots * (model.nq + model.nv + nx * nx + nx * nu)
+            # The client asks for Fx's and Fu's v+ rows and the free-flyer's 6 x 6 blocks of J_q
+            # and J_w (StepJacobians in dynamics.proto), and assembles Fx and Fu itself.
+            answered = a.knots * (model.nq + model.nv + model.nv * (nx + nu) + 2 * 36)
 
             def linearize():
                 client.linearize(model.id, q, v, u, dt=0.01, actuation="unactuated_root")

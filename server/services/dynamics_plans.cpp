@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/algorithms/jacobian.hpp"
@@ -748,8 +749,12 @@ grpc::Status plan_step(const Planning& planning, const RegisteredModelPtr& entry
 struct LinearizeOutput {
   double* q_next;
   double* v_next;
+  // STEP_JACOBIANS_DENSE: Fx and Fu (K × 2nv × 2nv, K × 2nv × nu); VELOCITY_ROWS: their v⁺ rows
+  // (K × nv × 2nv, K × nv × nu) and the blocks of J_q and J_w (K × Σ dofs² each).
   double* fx;
   double* fu;
+  double* integrate_dq;
+  double* integrate_dw;
   double* da_dq;
   double* da_dv;
   double* da_dtau;
@@ -790,10 +795,36 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   const bool continuous = request->continuous_derivatives();
   const bool multipliers = continuous && rows > 0;
   const std::int64_t rows_by_dofs = states * rows * m.nv;
-  if (s = planning.reserve_response(states * (m.nq + m.nv + nx * nx + nx * nu) +
-                                        (continuous ? 3 * states * nv2 : 0) +
-                                        (multipliers ? states * rows + 3 * rows_by_dofs : 0),
-                                    memory);
+  if (s = check_enum("jacobians", request->jacobians(), v1::StepJacobians_IsValid); !s.ok()) {
+    return s;
+  }
+  const bool velocity_rows = request->jacobians() == v1::STEP_JACOBIANS_VELOCITY_ROWS;
+  if (velocity_rows && rk4) {
+    return invalid(
+        "jacobians: STEP_JACOBIANS_VELOCITY_ROWS needs an Euler integrator (an RK4 step's q⁺ "
+        "rows are not a product of its v⁺ rows)");
+  }
+  // The multi-DOF joints, whose blocks of J_q and J_w velocity_rows sends.
+  std::vector<std::pair<int, int>> blocks;
+  std::int64_t block_values = 0;
+  if (velocity_rows) {
+    for (int i = 1; i < m.nbodies(); ++i) {
+      const Joint& joint = m.joints[i];
+      if (joint_nv(joint.type) < 2) continue;
+      blocks.emplace_back(joint.idx_v, joint_nv(joint.type));
+      v1::DofBlock& block = *response->add_integration_blocks();
+      block.set_first_dof(static_cast<std::uint32_t>(joint.idx_v));
+      block.set_dofs(static_cast<std::uint32_t>(joint_nv(joint.type)));
+      block_values += std::int64_t{joint_nv(joint.type)} * joint_nv(joint.type);
+    }
+  }
+  // The rows of Fx and Fu the answer carries.
+  const std::int64_t jacobian_rows = velocity_rows ? m.nv : nx;
+  if (s = planning.reserve_response(
+          states * (m.nq + m.nv + jacobian_rows * (nx + nu) + 2 * block_values) +
+              (continuous ? 3 * states * nv2 : 0) +
+              (multipliers ? states * rows + 3 * rows_by_dofs : 0),
+          memory);
       !s.ok()) {
     return s;
   }
@@ -802,8 +833,14 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   const LinearizeOutput out{
       sized_for_writing(response->mutable_q_next(), states * m.nq),
       sized_for_writing(response->mutable_v_next(), states * m.nv),
-      sized_for_writing(response->mutable_fx(), states * nx * nx),
-      sized_for_writing(response->mutable_fu(), states * nx * nu),
+      sized_for_writing(velocity_rows ? response->mutable_dv_next_dx() : response->mutable_fx(),
+                        states * jacobian_rows * nx),
+      sized_for_writing(velocity_rows ? response->mutable_dv_next_du() : response->mutable_fu(),
+                        states * jacobian_rows * nu),
+      velocity_rows ? sized_for_writing(response->mutable_integrate_dq(), states * block_values)
+                    : nullptr,
+      velocity_rows ? sized_for_writing(response->mutable_integrate_dw(), states * block_values)
+                    : nullptr,
       continuous ? sized_for_writing(response->mutable_da_dq(), states * nv2) : nullptr,
       continuous ? sized_for_writing(response->mutable_da_dv(), states * nv2) : nullptr,
       continuous ? sized_for_writing(response->mutable_da_dtau(), states * nv2) : nullptr,
@@ -815,7 +852,8 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   const EulerStep euler = step.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
                                                                         : EulerStep::kSemiImplicit;
   job = {algorithm,
-         [entry, request, step = std::move(step), out, rk4, euler](WorkerContext& w, int b, int e) {
+         [entry, request, step = std::move(step), out, rk4, euler, velocity_rows,
+          blocks = std::move(blocks), block_values](WorkerContext& w, int b, int e) {
            const Model& model = *entry->model;
            Data& data = w.workspace(*entry).data;
            const int nq = model.nq, nv = model.nv, nx = 2 * nv;
@@ -823,6 +861,9 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
            const std::vector<int>& actuated = step.actuated;
            const std::vector<BilateralConstraint>& constraints = step.constraints;
            const double dt = step.dt;
+           // With velocity rows the step's full Fx and Fu go here, and their v⁺ rows out.
+           RowMajorMatrix fx(velocity_rows ? nx : 0, velocity_rows ? nx : 0);
+           RowMajorMatrix fu(velocity_rows ? nx : 0, velocity_rows ? nu : 0);
            for (int k = b; k < e; ++k) {
              const ConstMap q = row(request->q(), k, nq);
              const ConstMap v = row(request->v(), k, nv);
@@ -830,14 +871,33 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
              const DiscreteStepOutput result{
                  Eigen::Map<Eigen::VectorXd>(out.q_next + std::ptrdiff_t{k} * nq, nq),
                  Eigen::Map<Eigen::VectorXd>(out.v_next + std::ptrdiff_t{k} * nv, nv),
-                 Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * nx * nx, nx, nx),
-                 Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * nx * nu, nx, nu)};
+                 velocity_rows
+                     ? Eigen::Map<RowMajorMatrix>(fx.data(), nx, nx)
+                     : Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * nx * nx, nx, nx),
+                 velocity_rows
+                     ? Eigen::Map<RowMajorMatrix>(fu.data(), nx, nu)
+                     : Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * nx * nu, nx, nu)};
              if (rk4) {
                runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, result, constraints,
                                             step.gains);
              } else {
                euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, result,
                                       constraints, step.gains);
+             }
+             if (velocity_rows) {
+               copy_out_matrix(fx.bottomRows(nv), out.fx, k);
+               copy_out_matrix(fu.bottomRows(nv), out.fu, k);
+               const DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
+               double* dq = out.integrate_dq + k * block_values;
+               double* dw = out.integrate_dw + k * block_values;
+               for (const auto& [first, dofs] : blocks) {
+                 Eigen::Map<RowMajorMatrix>(dq, dofs, dofs) =
+                     ws.integrate_dq.block(first, first, dofs, dofs);
+                 Eigen::Map<RowMajorMatrix>(dw, dofs, dofs) =
+                     ws.integrate_dstep.block(first, first, dofs, dofs);
+                 dq += std::ptrdiff_t{dofs} * dofs;
+                 dw += std::ptrdiff_t{dofs} * dofs;
+               }
              }
              if (out.da_dq == nullptr) continue;
              // The Euler steps leave the derivatives at the knot; RK4 leaves its last stage's.

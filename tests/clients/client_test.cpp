@@ -19,6 +19,7 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/euler_step_derivatives.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "server/models/bundled_models.hpp"
@@ -192,6 +193,54 @@ TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
                          tau.row(s).transpose(), feet, {10.0, 0.0}, ddq, lambda);
     EXPECT_EQ(Eigen::VectorXd(r.a.row(s).transpose()), ddq) << "state " << s;
     EXPECT_EQ(Eigen::VectorXd(r.multipliers.row(s).transpose()), lambda) << "state " << s;
+  }
+}
+
+// The client asks for the Euler steps' v⁺ rows and the blocks of J_q and J_w, and assembles Fx
+// and Fu from them: they equal the engine's, to the rounding of the free-flyer's 6 × 6 products
+// (the client's dynamic-size products may sum in another order than the engine's fixed-size ones).
+TEST_F(ClientTest, LinearizeAssemblesTheEnginesFxAndFu) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::RegisterModelRequest request = quadruped_request();
+  const v1::Model layout = client.register_model(request);
+  constexpr int kKnots = 4, kNv = 18, kNu = 12;
+  const Matrix q = as_batch(random_configurations(layout, kKnots, 31), kKnots);
+  const Matrix v = as_batch(random_values(kKnots * kNv, 32), kKnots);
+  const Matrix u = as_batch(random_values(kKnots * kNu, 33), kKnots);
+  server::BuiltModel built;
+  ASSERT_TRUE(
+      server::build_from_request(request, server::model_limits(server::Config{}), built).ok());
+  const Model& model = *built.model;
+  Data data(model);
+  std::vector<int> actuated;
+  for (int dof = 6; dof < kNv; ++dof) actuated.push_back(dof);
+
+  for (const v1::Integrator integrator :
+       {v1::INTEGRATOR_SEMI_IMPLICIT_EULER, v1::INTEGRATOR_EXPLICIT_EULER}) {
+    client::LinearizeOptions options;
+    options.dt = 0.01;
+    options.integrator = integrator;
+    options.actuation = v1::ACTUATION_KIND_UNACTUATED_ROOT;
+    const client::LinearizeResult got = client.linearize(layout.id(), q, v, u, options);
+    ASSERT_EQ(got.fx.size(), static_cast<std::size_t>(kKnots));
+    ASSERT_EQ(got.fu.size(), static_cast<std::size_t>(kKnots));
+    Eigen::VectorXd q_next(model.nq), v_next(kNv);
+    RowMajorMatrix fx(2 * kNv, 2 * kNv), fu(2 * kNv, kNu);
+    for (int k = 0; k < kKnots; ++k) {
+      euler_step_derivatives(model, data, q.row(k).transpose(), v.row(k).transpose(),
+                             u.row(k).transpose(), 0.01,
+                             integrator == v1::INTEGRATOR_EXPLICIT_EULER ? EulerStep::kExplicit
+                                                                         : EulerStep::kSemiImplicit,
+                             actuated, {q_next, v_next, fx, fu});
+      const std::string what = v1::Integrator_Name(integrator) + " knot " + std::to_string(k);
+      EXPECT_EQ(Eigen::VectorXd(got.q_next.row(k).transpose()), q_next) << what;
+      EXPECT_EQ(Eigen::VectorXd(got.v_next.row(k).transpose()), v_next) << what;
+      EXPECT_LE((got.fx[k] - fx).cwiseAbs().maxCoeff(), 1e-15 * fx.cwiseAbs().maxCoeff()) << what;
+      EXPECT_LE((got.fu[k] - fu).cwiseAbs().maxCoeff(), 1e-15 * fu.cwiseAbs().maxCoeff()) << what;
+      // The v⁺ rows come as the engine wrote them.
+      EXPECT_EQ(got.fx[k].bottomRows(kNv), fx.bottomRows(kNv)) << what;
+    }
   }
 }
 

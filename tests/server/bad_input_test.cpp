@@ -1974,6 +1974,23 @@ std::vector<Row> dynamics_rows() {
          r.set_integrator(static_cast<v1::Integrator>(9));
          return call(&Dynamics::Linearize, r);
        }},
+      {"LinearizeUnknownJacobians",
+       C::INVALID_ARGUMENT,
+       {"jacobians", "7"},
+       [] {
+         auto r = linearize();
+         r.set_jacobians(static_cast<v1::StepJacobians>(7));
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeVelocityRowsOfRk4",
+       C::INVALID_ARGUMENT,
+       {"jacobians", "STEP_JACOBIANS_VELOCITY_ROWS", "Euler"},
+       [] {
+         auto r = linearize();
+         r.set_integrator(v1::INTEGRATOR_RK4);
+         r.set_jacobians(v1::STEP_JACOBIANS_VELOCITY_ROWS);
+         return call(&Dynamics::Linearize, r);
+       }},
       {"LinearizeUnknownJoint",
        C::INVALID_ARGUMENT,
        {"actuation.joints[1]", "no joint", "FL_wrist"},

@@ -446,6 +446,8 @@ TEST_F(RpcEquivalenceTest, LinearizeByEachIntegratorAndActuation) {
         ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
         EXPECT_EQ(response.nu(), static_cast<std::uint32_t>(nu)) << what;
         std::vector<double> want_q, want_v, want_fx, want_fu, want_dq, want_dv, want_dtau;
+        // STEP_JACOBIANS_VELOCITY_ROWS: Fx's and Fu's v⁺ rows, J_q's and J_w's multi-DOF blocks.
+        std::vector<double> want_dv_dx, want_dv_du, want_jq, want_jw;
         Vector q_next(m.nq), v_next(m.nv);
         RowMajor fx(nx, nx), fu(nx, nu);
         for (int s = 0; s < kStates; ++s) {
@@ -465,6 +467,15 @@ TEST_F(RpcEquivalenceTest, LinearizeByEachIntegratorAndActuation) {
           want_v.insert(want_v.end(), v_next.data(), v_next.data() + m.nv);
           append_matrix(want_fx, fx);
           append_matrix(want_fu, fu);
+          append_matrix(want_dv_dx, RowMajor(fx.bottomRows(m.nv)));
+          append_matrix(want_dv_du, RowMajor(fu.bottomRows(m.nv)));
+          const DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
+          for (int i = 1; i < m.nbodies(); ++i) {
+            const int dofs = joint_nv(m.joints[i].type), at = m.joints[i].idx_v;
+            if (dofs < 2) continue;
+            append_matrix(want_jq, RowMajor(ws.integrate_dq.block(at, at, dofs, dofs)));
+            append_matrix(want_jw, RowMajor(ws.integrate_dstep.block(at, at, dofs, dofs)));
+          }
           if (rk4) {
             Vector tau = Vector::Zero(m.nv);
             for (int c = 0; c < nu; ++c) tau[actuated[c]] = u_s[c];
@@ -482,6 +493,31 @@ TEST_F(RpcEquivalenceTest, LinearizeByEachIntegratorAndActuation) {
         expect_bitwise_equal(response.da_dq(), want_dq, what + " da_dq");
         expect_bitwise_equal(response.da_dv(), want_dv, what + " da_dv");
         expect_bitwise_equal(response.da_dtau(), want_dtau, what + " da_dtau");
+        if (rk4) continue;
+
+        request.set_jacobians(v1::STEP_JACOBIANS_VELOCITY_ROWS);
+        v1::LinearizeResponse rows;
+        const grpc::Status by_rows = with_deadline(60, [&](grpc::ClientContext* c) {
+          return server_->dynamics()->Linearize(c, request, &rows);
+        });
+        ASSERT_TRUE(by_rows.ok()) << what << ": " << by_rows.error_message();
+        expect_bitwise_equal(rows.q_next(), want_q, what + " velocity rows: q_next");
+        expect_bitwise_equal(rows.v_next(), want_v, what + " velocity rows: v_next");
+        EXPECT_TRUE(rows.fx().empty() && rows.fu().empty()) << what;
+        expect_bitwise_equal(rows.dv_next_dx(), want_dv_dx, what + " dv_next_dx");
+        expect_bitwise_equal(rows.dv_next_du(), want_dv_du, what + " dv_next_du");
+        expect_bitwise_equal(rows.integrate_dq(), want_jq, what + " integrate_dq");
+        expect_bitwise_equal(rows.integrate_dw(), want_jw, what + " integrate_dw");
+        std::vector<std::pair<int, int>> blocks;
+        for (const v1::DofBlock& block : rows.integration_blocks()) {
+          blocks.emplace_back(block.first_dof(), block.dofs());
+        }
+        std::vector<std::pair<int, int>> want_blocks;
+        for (int i = 1; i < m.nbodies(); ++i) {
+          const int dofs = joint_nv(m.joints[i].type);
+          if (dofs > 1) want_blocks.emplace_back(m.joints[i].idx_v, dofs);
+        }
+        EXPECT_EQ(blocks, want_blocks) << what;
       }
     }
   }

@@ -76,6 +76,58 @@ void put_step(const Options& options, Request& request) {
   if (!options.constraints.empty()) *request.mutable_gains() = options.gains;
 }
 
+// Fx and Fu of each knot's Euler step from a STEP_JACOBIANS_VELOCITY_ROWS answer: the v⁺ rows
+// as they came, the q⁺ rows from them and the blocks of J_q and J_w (StepJacobians in
+// dynamics.proto): semi-implicit, ∂q⁺/∂x = J_q [I 0] + dt J_w ∂v⁺/∂x, ∂q⁺/∂u = dt J_w ∂v⁺/∂u;
+// explicit, ∂q⁺/∂x = [J_q  dt J_w], ∂q⁺/∂u = 0; J_q and J_w are 1 on 1-DOF joints.
+void assemble_euler_step_jacobians(const v1::LinearizeResponse& response, double dt,
+                                   bool explicit_step, Matrices& fx, Matrices& fu) {
+  const std::uint32_t knots = response.batch_size();
+  if (knots == 0) return;
+  const Eigen::Index nv = response.v_next_size() / knots, nx = 2 * nv, nu = response.nu();
+  Eigen::Index block_values = 0;
+  for (const v1::DofBlock& block : response.integration_blocks()) {
+    block_values += Eigen::Index{block.dofs()} * block.dofs();
+  }
+  fx.assign(knots, Matrix(nx, nx));
+  fu.assign(knots, Matrix(nx, nu));
+  for (std::uint32_t k = 0; k < knots; ++k) {
+    const Eigen::Map<const Matrix> dv_dx(response.dv_next_dx().data() + k * nv * nx, nv, nx);
+    const Eigen::Map<const Matrix> dv_du(response.dv_next_du().data() + k * nv * nu, nv, nu);
+    Matrix& x = fx[k];
+    Matrix& c = fu[k];
+    x.bottomRows(nv) = dv_dx;
+    c.bottomRows(nv) = dv_du;
+    if (explicit_step) {
+      x.topRows(nv).setZero();
+      x.topLeftCorner(nv, nv).diagonal().setOnes();
+      x.topRightCorner(nv, nv).diagonal().setConstant(dt);
+      c.topRows(nv).setZero();
+    } else {
+      x.topRows(nv) = dt * dv_dx;
+      x.topLeftCorner(nv, nv).diagonal().array() += 1.0;
+      c.topRows(nv) = dt * dv_du;
+    }
+    const double* jq = response.integrate_dq().data() + k * block_values;
+    const double* jw = response.integrate_dw().data() + k * block_values;
+    for (const v1::DofBlock& block : response.integration_blocks()) {
+      const Eigen::Index first = block.first_dof(), size = block.dofs();
+      const Eigen::Map<const Matrix> dq(jq, size, size);
+      const Matrix dw = dt * Eigen::Map<const Matrix>(jw, size, size);
+      jq += size * size;
+      jw += size * size;
+      if (explicit_step) {
+        x.block(first, first, size, size) = dq;
+        x.block(first, nv + first, size, size) = dw;
+      } else {
+        x.middleRows(first, size).noalias() = dw * dv_dx.middleRows(first, size);
+        x.block(first, first, size, size) += dq;
+        c.middleRows(first, size).noalias() = dw * dv_du.middleRows(first, size);
+      }
+    }
+  }
+}
+
 void put_contact_solver(const ContactSolverOptions& in, v1::ContactSolverOptions* out) {
   if (in.tolerance) out->set_tolerance(*in.tolerance);
   if (in.max_iterations) out->set_max_iterations(*in.max_iterations);
@@ -727,15 +779,27 @@ LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& 
   put(u, request.mutable_u());
   put_step(options, request);
   request.set_continuous_derivatives(options.continuous_derivatives);
+  // An Euler step's q⁺ rows follow from its v⁺ rows: those come, half the bytes of Fx and Fu.
+  const bool velocity_rows = options.integrator != v1::INTEGRATOR_RK4;
+  request.set_jacobians(velocity_rows ? v1::STEP_JACOBIANS_VELOCITY_ROWS
+                                      : v1::STEP_JACOBIANS_DENSE);
   v1::LinearizeResponse response;
   call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Linearize);
   const std::uint32_t knots = response.batch_size();
   const Eigen::Index nx = response.v_next_size() / std::max<std::uint32_t>(knots, 1) * 2;
   const Eigen::Index rows = response.multipliers_size() / std::max<std::uint32_t>(knots, 1);
+  Matrices fx, fu;
+  if (velocity_rows) {
+    assemble_euler_step_jacobians(response, options.dt,
+                                  options.integrator == v1::INTEGRATOR_EXPLICIT_EULER, fx, fu);
+  } else {
+    fx = to_matrices(response.fx(), knots, nx);
+    fu = to_matrices(response.fu(), knots, nx);
+  }
   return {to_matrix(response.q_next(), knots),
           to_matrix(response.v_next(), knots),
-          to_matrices(response.fx(), knots, nx),
-          to_matrices(response.fu(), knots, nx),
+          std::move(fx),
+          std::move(fu),
           to_matrices(response.da_dq(), knots),
           to_matrices(response.da_dv(), knots),
           to_matrices(response.da_dtau(), knots),

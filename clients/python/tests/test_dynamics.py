@@ -192,6 +192,27 @@ def test_linearize_in_contact_is_the_step_of_constrained_dynamics(
 
 
 
+@pytest.mark.parametrize("integrator", ["semi_implicit_euler", "explicit_euler"])
+def test_linearize_assembles_the_dense_jacobians_from_the_velocity_rows(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model], integrator: str
+) -> None:
+    # Linearize's answer carries the v+ rows and the free-flyer's blocks of J_q and J_w, and the
+    # client assembles Fx and Fu; a one-step Rollout's carry them in full, from the same engine
+    # step. Equal to the rounding of the 6 x 6 products (numpy's against the engine's).
+    model = layouts["quadruped"]
+    nv, dt = model.nv, 0.01
+    q, v, tau = random_states(model, 3, seed=26)
+    step = {"dt": dt, "integrator": integrator, "actuation": "unactuated_root"}
+    knots = client.linearize(model.id, q, v, tau[:, 6:], **step)
+    for k in range(3):
+        dense = client.rollout(model.id, q[k], v[k], tau[k : k + 1, 6:], jacobians=True, **step)
+        np.testing.assert_array_equal(knots.fx[k, nv:], dense.fx[0, nv:])
+        np.testing.assert_array_equal(knots.fu[k, nv:], dense.fu[0, nv:])
+        assert_close(knots.fx[k], dense.fx[0], rel=1e-15)
+        assert_close(knots.fu[k], dense.fu[0], rel=1e-15)
+        np.testing.assert_array_equal(knots.q_next[k], dense.q[1])
+
+
 def test_rollout_chains_linearize_steps_with_feedback(
     client: torqued.Client, layouts: dict[str, model_pb2.Model]
 ) -> None:

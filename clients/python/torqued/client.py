@@ -365,6 +365,48 @@ class _Batch:
         return self.unpack(array, nv, nv)
 
 
+def _euler_step_jacobians(
+    dv_dx: Array, dv_du: Array, response: Any, dt: float, *, explicit: bool
+) -> tuple[Array, Array]:
+    """Fx (K, 2nv, 2nv) and Fu (K, 2nv, nu) of Euler steps from their v+ rows, dv_dx (K, nv, 2nv)
+    and dv_du (K, nv, nu), and the response's blocks of J_q and J_w (StepJacobians in
+    dynamics.proto): semi-implicit, dq+/dx = J_q [I 0] + dt J_w dv+/dx and dq+/du = dt J_w dv+/du;
+    explicit, dq+/dx = [J_q  dt J_w] and dq+/du = 0. J_q and J_w are 1 on 1-DOF joints."""
+    knots, nv, nx = dv_dx.shape
+    fx = np.empty((knots, nx, nx))
+    fu = np.empty((knots, nx, dv_du.shape[2]))
+    fx[:, nv:] = dv_dx
+    fu[:, nv:] = dv_du
+    dofs = np.arange(nv)
+    if explicit:
+        fx[:, :nv] = 0.0
+        fu[:, :nv] = 0.0
+        fx[:, dofs, dofs] = 1.0
+        fx[:, dofs, nv + dofs] = dt
+    else:
+        np.multiply(dv_dx, dt, out=fx[:, :nv])
+        np.multiply(dv_du, dt, out=fu[:, :nv])
+        fx[:, dofs, dofs] += 1.0
+    values = sum(block.dofs * block.dofs for block in response.integration_blocks)
+    integrate_dq = response.integrate_dq.reshape(knots, values)
+    integrate_dw = response.integrate_dw.reshape(knots, values)
+    at = 0
+    for block in response.integration_blocks:
+        first, size = block.first_dof, block.dofs
+        jq = integrate_dq[:, at : at + size * size].reshape(knots, size, size)
+        jw = dt * integrate_dw[:, at : at + size * size].reshape(knots, size, size)
+        at += size * size
+        rows = slice(first, first + size)
+        if explicit:
+            fx[:, rows, rows] = jq
+            fx[:, rows, nv + first : nv + first + size] = jw
+        else:
+            fx[:, rows] = jw @ dv_dx[:, rows]
+            fx[:, rows, rows] += jq
+            fu[:, rows] = jw @ dv_du[:, rows]
+    return fx, fu
+
+
 def _actuation(actuation: Actuation) -> dynamics_pb2.Actuation:
     """Linearize's and Rollout's Actuation: "all", "unactuated_root" or joint names."""
     if isinstance(actuation, str):
@@ -1748,6 +1790,9 @@ class Client:
                 constraints; 0: held at the acceleration level, as Crocoddyl holds contacts.
         """
         batch = _Batch(q)
+        # An Euler step's q+ rows follow from its v+ rows (StepJacobians in dynamics.proto): the
+        # answer carries those and Fx and Fu are assembled here, half the bytes on the wire.
+        velocity_rows = integrator != "rk4"
         response = self._compute(
             "Linearize",
             model_id,
@@ -1762,9 +1807,26 @@ class Client:
             continuous_derivatives=continuous_derivatives,
             constraints=[_message(dynamics_pb2.Constraint, c) for c in constraints],
             gains=dynamics_pb2.BaumgarteGains(position=position_gain, velocity=velocity_gain),
+            jacobians=dynamics_pb2.STEP_JACOBIANS_VELOCITY_ROWS
+            if velocity_rows
+            else dynamics_pb2.STEP_JACOBIANS_DENSE,
         )
-        nx = 2 * (len(response.v_next) // batch.size)
+        nv = len(response.v_next) // batch.size
+        nx = 2 * nv
         rows = len(response.multipliers) // batch.size
+        if velocity_rows:
+            fx, fu = _euler_step_jacobians(
+                response.dv_next_dx.reshape(batch.size, nv, nx),
+                response.dv_next_du.reshape(batch.size, nv, response.nu),
+                response,
+                dt,
+                explicit=integrator == "explicit_euler",
+            )
+            fx = batch.unpack(fx.ravel(), nx, nx)
+            fu = batch.unpack(fu.ravel(), nx, response.nu)
+        else:
+            fx = batch.unpack(response.fx, nx, nx)
+            fu = batch.unpack(response.fu, nx, response.nu)
 
         def derivative(values: Any) -> Optional[Array]:
             return batch.square(values) if len(values) else None
@@ -1775,8 +1837,8 @@ class Client:
         return Linearization(
             q_next=batch.unpack(response.q_next, -1),
             v_next=batch.unpack(response.v_next, -1),
-            fx=batch.unpack(response.fx, nx, nx),
-            fu=batch.unpack(response.fu, nx, response.nu),
+            fx=fx,
+            fu=fu,
             da_dq=derivative(response.da_dq),
             da_dv=derivative(response.da_dv),
             da_dtau=derivative(response.da_dtau),
