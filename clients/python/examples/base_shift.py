@@ -9,7 +9,7 @@
 solo12 stands on its four feet (knees bent, feet on z = 0). Each foot is a rigid 3D contact with
 the ground (Rollout's constraints: CONSTRAINT_TYPE_POINT from the *_FOOT frame to the point of
 the world where it stands), the free-flyer base is unactuated (u = tau of the 12 leg joints) and
-the solver is ilqr.py's, one Rollout call per iteration. The cost: 0.5 w_u |u - u0|^2 +
+the solver is ilqr.py's, one Rollout and one Linearize call per iteration. The cost: 0.5 w_u |u - u0|^2 +
 0.5 w_v |v|^2 per knot (u0: the torques that hold the stance), then 0.5 w_p |p_base - target|^2 +
 0.5 w_r |log(R_base R0^T)|^2 + 0.5 w_v |v_K|^2, the base's placement and Jacobian at the last
 state coming with the rollout.
@@ -124,11 +124,14 @@ class BaseShift:
             u,
             **self.step,
             **ilqr.feedback(nominal),
-            jacobians=True,
             frames=[BASE, *FEET],
             frame_jacobians=True,
             reference="local_world_aligned",
         )
+
+    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
+        out = self.client.linearize(self.model_id, q, v, u, **self.step)
+        return out.fx, out.fu
 
     def running(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
         return ilqr.quadratic_running(v, u, self.u_ref, self.w_u, self.w_v)
@@ -232,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         distance = float(np.linalg.norm(problem.base(result.q[-1]) - problem.target))
         residual = problem.feet_residual(result.q)
         print(
-            f"{len(result.costs) - 1} iterations ({result.calls} Rollout calls) in "
+            f"{len(result.costs) - 1} iterations ({result.calls} calls) in "
             f"{time.monotonic() - start:.2f} s; the base ends {distance * 1e3:.3f} mm from its "
             f"target, the feet within {residual:.2e} m of where they stood"
         )

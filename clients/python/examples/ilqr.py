@@ -3,12 +3,14 @@
 The solver is iterative LQR (Li & Todorov 2004) in the form Crocoddyl's DDP uses (Mastalli et al.
 2020): a backward pass on the dynamics' linearization along the current trajectory, with
 Levenberg-Marquardt regularization of Q_uu, and a forward pass under the feedback gains with a
-backtracking line search. torqued gives the dynamics, one Rollout call per iteration: every step
-size of the line search is a rollout of the same call, u_k + alpha k_k + K_k (x_k (-) xbar_k)
-about the current trajectory, the server taking the tangent-space difference (-) and returning
-each rollout's Fx and Fu and the frames the costs need, so that the accepted rollout brings the
-next backward pass its linearization. The state x = (q, v) has 2 nv tangent coordinates, dq
-(q (+) dq on the configuration manifold) then dv, as Rollout's Jacobians and feedback have them.
+backtracking line search. torqued gives the dynamics in two calls per iteration. One Rollout
+call tries every step size of the line search, each a rollout u_k + alpha k_k + K_k (x_k (-)
+xbar_k) about the current trajectory, the server taking the tangent-space difference (-) and
+returning the states and the frames the costs need. One Linearize call then gives the accepted
+trajectory's Fx and Fu for the next backward pass: the Jacobians of one rollout, not of all six
+(on a robot of talos_reduced's size those of six rollouts would cost 15 times the states alone;
+docs/benchmarks.md). The state x = (q, v) has 2 nv tangent coordinates, dq (q (+) dq on the
+configuration manifold) then dv, as Linearize's Jacobians and Rollout's feedback have them.
 """
 from __future__ import annotations
 
@@ -37,8 +39,14 @@ class Problem(Protocol):
         nominal: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]],
     ) -> torqued.Rollouts:
         """Rollouts from x0 (q0 (R, nq), v0 (R, nv)) under u (R, K, nu), with the feedback
-        nominal = (q (K, nq), v (K, nv), gains (K, nu, 2 nv)) or open loop, with their Jacobians
-        and the frames terminal() reads."""
+        nominal = (q (K, nq), v (K, nv), gains (K, nu, 2 nv)) or open loop, with the frames
+        terminal() reads."""
+
+    def linearize(
+        self, q: np.ndarray, v: np.ndarray, u: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Fx (K, 2 nv, 2 nv) and Fu (K, 2 nv, nu) of the steps from the knots (q (K, nq),
+        v (K, nv)) under u (K, nu): the step rollout() takes."""
 
     def running(
         self, q: np.ndarray, v: np.ndarray, u: np.ndarray
@@ -64,11 +72,16 @@ class Trajectory:
 
     @staticmethod
     def of(problem: Problem, out: torqued.Rollouts, r: int) -> "Trajectory":
+        """Rollout r of `out`, its cost, and Fx and Fu still to come (linearized())."""
         terminal = problem.terminal(out, r)
         running = problem.running(out.q[r, :-1], out.v[r, :-1], out.u[r])[0]
         return Trajectory(
-            out.q[r], out.v[r], out.u[r], out.fx[r], out.fu[r], running + terminal[0], terminal
+            out.q[r], out.v[r], out.u[r], np.empty(0), np.empty(0), running + terminal[0], terminal
         )
+
+    def linearized(self, problem: Problem) -> "Trajectory":
+        self.fx, self.fu = problem.linearize(self.q[:-1], self.v[:-1], self.u)
+        return self
 
 
 @dataclass
@@ -77,7 +90,7 @@ class Result:
     v: np.ndarray  # (K + 1, nv)
     u: np.ndarray  # (K, nu)
     costs: list[float]  # the cost before the first iteration and after each
-    calls: int  # the Rollout calls made
+    calls: int  # the calls made, Rollout and Linearize
 
 
 def feedback(nominal: Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> dict:
@@ -138,8 +151,8 @@ def solve(
     first = problem.rollout(q0[None], v0[None], u[None], None)
     if first.errors[0]:
         raise RuntimeError(f"the initial controls: {first.errors[0]}")
-    t = Trajectory.of(problem, first, 0)
-    costs, mu, calls = [t.cost], 1e-6, 1
+    t = Trajectory.of(problem, first, 0).linearized(problem)
+    costs, mu, calls = [t.cost], 1e-6, 2
     log(0, t.cost)
     starts_q, starts_v = np.tile(q0, (len(ALPHAS), 1)), np.tile(v0, (len(ALPHAS), 1))
     for iteration in range(1, iterations + 1):
@@ -158,7 +171,8 @@ def solve(
                 continue
             candidate = Trajectory.of(problem, out, r)
             if candidate.cost < t.cost - 1e-4 * alpha * abs(expected):
-                t, accepted = candidate, True
+                t, accepted = candidate.linearized(problem), True
+                calls += 1
                 break
         mu = max(mu / 10, 1e-9) if accepted else mu * 10
         costs.append(t.cost)

@@ -5,8 +5,9 @@
                      [--frame tool0] [--target 0.3,0.3,0.4] [--knots 50] [--dt 0.02]
                      [--plot reach.png]
 
-The solver is ilqr.py's: one Rollout call per iteration, which also returns the end effector's
-position and Jacobian at the last state for the terminal cost. Every joint of the arm is actuated
+The solver is ilqr.py's: per iteration one Rollout call for the line search, which also returns
+the end effector's position and Jacobian at the last state for the terminal cost, and one
+Linearize call for the accepted trajectory. Every joint of the arm is actuated
 (u = tau).
 
 The cost: 0.5 w_u |u - g(q0)|^2 + 0.5 w_v |v|^2 per knot (g: gravity compensation at the start),
@@ -68,11 +69,14 @@ class Reach:
             u,
             dt=self.dt,
             **ilqr.feedback(nominal),
-            jacobians=True,
             frames=[self.frame],
             frame_jacobians=True,
             reference="local_world_aligned",
         )
+
+    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
+        out = self.client.linearize(self.model_id, q, v, u, dt=self.dt)
+        return out.fx, out.fu
 
     def running(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
         return ilqr.quadratic_running(v, u, self.u_ref, self.w_u, self.w_v)
@@ -125,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         result = ilqr.solve(problem, q0, np.zeros(model.nv), u, a.iterations, log)
         distance = float(np.linalg.norm(problem.end_effector(result.q[-1])[0] - problem.target))
         print(
-            f"{len(result.costs) - 1} iterations ({result.calls} Rollout calls) in "
+            f"{len(result.costs) - 1} iterations ({result.calls} calls) in "
             f"{time.monotonic() - start:.2f} s; the end effector ends {distance * 1e3:.3f} mm "
             "from the target"
         )
