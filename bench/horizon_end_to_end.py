@@ -9,13 +9,16 @@ against Pinocchio computing the same in process and against an Echo of the same 
 It installs the Python client into a temporary venv (as tests/clients/python/run_pytest.sh
 does), starts torqued on loopback with --workers, and alternates, per repeat:
   - Linearize: the median over --calls calls of the client's linearize(), arrays in and out;
-  - Echo: the same request and answer sizes (Client.echo with response_values);
+  - Echo: the same request and answer sizes (Client.echo with response_values): the answer
+    Linearize sends the client, the v+ rows of Fx and Fu and the free-flyer's blocks of J_q and
+    J_w (STEP_JACOBIANS_VELOCITY_ROWS);
+  - the client's assembly of Fx and Fu from those (numpy, on arrays of the same shapes);
   - Pinocchio: anchor_horizon --threads WORKERS, step_linearization per knot × K;
   - the engine alone: torqued_horizon --threads WORKERS, step_linearization per knot × K.
 It prints the medians, the two ratios the trajectory-optimization issue bounds (Linearize over
 Pinocchio, at most 2; Linearize over Echo, at most 1.2) and the split of a call into the
-server's compute and the wire (encoding, transfer and decoding: the Echo). Client and server
-share the machine's CPUs.
+server's compute, the wire (encoding, transfer and decoding: the Echo) and the client's
+assembly. Client and server share the machine's CPUs.
 """
 import argparse
 import os
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TALOS = os.path.join(ROOT, "..", "shared", "models", "talos_reduced.urdf")
@@ -101,11 +105,24 @@ def run(a):
             def echo():
                 client.echo(values=values, response_values=answered)
 
-            samples = {"linearize": [], "echo": [], "pinocchio": [], "engine": []}
+            # The client's part beyond the wire: Fx and Fu from the v+ rows and the blocks.
+            free_flyer = types.SimpleNamespace(
+                integration_blocks=[types.SimpleNamespace(first_dof=root.idx_v, dofs=6)],
+                integrate_dq=rng.uniform(-1.0, 1.0, a.knots * 36),
+                integrate_dw=rng.uniform(-1.0, 1.0, a.knots * 36))
+            dv_dx = rng.uniform(-1.0, 1.0, (a.knots, model.nv, nx))
+            dv_du = rng.uniform(-1.0, 1.0, (a.knots, model.nv, nu))
+
+            def assemble():
+                torqued.client._euler_step_jacobians(dv_dx, dv_du, free_flyer, 0.01,
+                                                     explicit=False)
+
+            samples = {"linearize": [], "echo": [], "assemble": [], "pinocchio": [], "engine": []}
             for repeat in range(a.repeats):
                 steps = [
                     ("linearize", lambda: median_seconds(linearize, a.calls)),
                     ("echo", lambda: median_seconds(echo, a.calls)),
+                    ("assemble", lambda: median_seconds(assemble, a.calls)),
                     ("pinocchio", lambda: step_ns(anchor, a.knots, a.workers) * a.knots * 1e-9),
                     ("engine", lambda: step_ns(horizon, a.knots, a.workers) * a.knots * 1e-9),
                 ]
@@ -123,10 +140,12 @@ def run(a):
     print(f"| Echo of the same bytes (Python client) | {m['echo'] * 1e3:.2f} |")
     print(f"| Pinocchio in process, {a.workers} threads | {m['pinocchio'] * 1e3:.2f} |")
     print(f"| torqued's engine in process, {a.workers} threads | {m['engine'] * 1e3:.2f} |")
+    print(f"| the client's assembly of Fx and Fu | {m['assemble'] * 1e3:.2f} |")
     print(f"\nLinearize / Pinocchio: {m['linearize'] / m['pinocchio']:.2f} (bar: at most 2)")
     print(f"Linearize / Echo:      {m['linearize'] / m['echo']:.2f} (bar: at most 1.2)")
+    rest = m['linearize'] - m['engine'] - m['echo'] - m['assemble']
     print(f"split: engine {m['engine'] * 1e3:.2f} ms, wire (Echo) {m['echo'] * 1e3:.2f} ms, "
-          f"rest {(m['linearize'] - m['engine'] - m['echo']) * 1e3:.2f} ms")
+          f"assembly {m['assemble'] * 1e3:.2f} ms, rest {rest * 1e3:.2f} ms")
 
 
 def main():
