@@ -10,9 +10,6 @@
 #include <console_bridge/console.h>
 #include <urdf_parser/urdf_parser.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -335,14 +332,7 @@ ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
 }
 
 ModelSpec read_urdf_file(const std::string& path, const UrdfOptions& options) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw ModelError("cannot read URDF file '" + path + "': " + std::strerror(errno));
-  }
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) throw ModelError("cannot read URDF file '" + path + "'");
-  return read_urdf_string(contents.str(), options);
+  return read_urdf_string(read_document_file(path, "URDF"), options);
 }
 
 }  // namespace torqued
