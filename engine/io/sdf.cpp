@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/io/urdfdom_messages.hpp"
 #include "engine/io/xml_guard.hpp"
 #include "engine/model/quoted.hpp"
 
@@ -208,7 +209,7 @@ std::string describe(const sdf::Error& error) {
 // inertia (a massless link is one; build_model() judges inertias), the echo of the whole document
 // that ends a failed parse, "Error reading element" of the elements enclosing the one quoted just
 // before, and the two messages of libsdformat's attempt to read a document it failed to read as
-// SDF as a URDF (through urdfdom, whose own messages go to console_bridge's handler).
+// SDF as a URDF.
 std::vector<std::string> quoted_errors(const std::vector<std::string>& console,
                                        const sdf::Errors& errors) {
   std::vector<std::string> messages;
@@ -567,6 +568,10 @@ ModelSpec read_sdf_string(std::string_view xml, const SdfOptions& options) {
   std::vector<std::string> console_errors;
   {
     ConsoleCapture console;
+    // libsdformat tries a document it failed to read as SDF as a URDF, through urdfdom: what
+    // urdfdom says of that is beside the point, and dropped.
+    std::vector<std::string> urdfdom_messages;
+    const CaptureUrdfdomMessages urdfdom(urdfdom_messages);
     // A configuration of its own: the global one is libsdformat's, which anything in the process
     // may change (URI paths, policies).
     const sdf::ParserConfig config;
