@@ -75,10 +75,10 @@ inline constexpr int kMaxSdfDepth = 64;
 // attributes and nodes, the scan adds up the work each element costs libsdformat, in units of a
 // plain element (about 0.04 ms and 5 KB), and refuses more than kMaxSdfWork; <frame> elements,
 // whose cost grows with their number, are capped apart. At these caps any document is refused or
-// read in about 2 s and 0.4 GB at most (sdf_test times the worst ones). Real models are far
-// below them: iiwa14 (322 elements) costs 3,100 units, simple_humanoid (779 elements, at most 3
-// attributes on one) 8,900; a model of 300 links with a visual and a collision each would cost
-// about 100,000, and is refused.
+// read in about 2 s (on an idle core) and 0.35 GB at most (sdf_test times the worst ones). Real
+// models are far below them: iiwa14 (322 elements) costs 3,100 units, simple_humanoid (779
+// elements, at most 3 attributes on one) 8,900; a model of 300 links with a visual and a collision
+// each would cost about 100,000, and is refused.
 inline constexpr std::size_t kMaxSdfElementAttributes = 64;
 inline constexpr std::size_t kMaxSdfAttributes = 50'000;
 inline constexpr std::size_t kMaxSdfNodes = 30'000;
