@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -39,6 +40,8 @@ struct XmlLimits {
   // Most nodes TinyXML builds (0: no limit): elements, comments, CDATA sections, <! declarations
   // and processing instructions. Text runs lie between them, so there are no more of those.
   std::size_t max_nodes = 0;
+  // The document's format, as error messages name it ("invalid URDF: line 3: ...").
+  std::string_view format = "URDF";
 };
 
 // The document has more elements named XmlLimits::counted_element than allowed.
@@ -48,7 +51,8 @@ class TooManyElementsError : public ModelError {
 };
 
 // A start tag the check accepted, for a caller that needs a few attribute values before the
-// parser runs. Values are as written between the quotes (no entity is decoded).
+// parser runs. The name and values view the document itself (a caller may read on from them);
+// values are as written between the quotes (no entity is decoded).
 struct XmlElement {
   int depth;         // 1 for the root element
   std::size_t line;  // where its start tag begins, from 1
@@ -60,5 +64,9 @@ struct XmlElement {
 // `on_element`, when given, sees every start tag in document order.
 void check_xml_structure(std::string_view xml, const XmlLimits& limits,
                          const std::function<void(const XmlElement&)>& on_element = {});
+
+// The contents of the file at `path`, for the readers of files; ModelError ("cannot read URDF
+// file '...': ...", with `format`) when it cannot be read.
+std::string read_document_file(const std::string& path, std::string_view format);
 
 }  // namespace torqued

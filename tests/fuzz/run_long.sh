@@ -15,7 +15,7 @@ if [[ ! -x $build/tests/fuzz/session_request_fuzzer ]]; then
 fi
 failed=0
 running=0
-for target in urdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer; do
+for target in urdf_fuzzer sdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer; do
   if ((running == parallel)); then
     wait -n || failed=$((failed + 1))
     running=$((running - 1))
@@ -27,5 +27,5 @@ while ((running > 0)); do
   wait -n || failed=$((failed + 1))
   running=$((running - 1))
 done
-echo "fuzzers: $((4 - failed)) passed, $failed failed"
+echo "fuzzers: $((5 - failed)) passed, $failed failed"
 ((failed == 0))
