@@ -1,8 +1,9 @@
 // The explicit model specification: links and the joints between them, the way URDF describes a
-// robot. The URDF and DH readers (engine/io) produce one; the service's explicit spec mirrors it;
-// build_model() turns any of them into a validated Model.
+// robot. The URDF, MJCF and DH readers (engine/io) produce one; the service's explicit spec
+// mirrors it; build_model() turns any of them into a validated Model.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,12 @@ struct JointSpec {
   JointType type = JointType::kRevolute;
   std::string parent_link;
   std::string child_link;
-  // Placement of the joint frame (= child link frame at q = 0) in the parent link frame.
+  // Placement of the joint frame in the parent link frame.
   Transform origin = Transform::Identity();
+  // Placement of the child link frame in the joint frame at q = 0. The identity for URDF, whose
+  // joint frame is its child link's frame; MJCF puts a joint at a point of its body, so that the
+  // joint frame is there and the body frame is offset from it.
+  Transform child_origin = Transform::Identity();
   Vec3 axis = Vec3::UnitX();  // URDF's default; need not be normalised, must not be zero
   double pitch = 0.0;         // helical only, metres per radian
   JointLimits limits;
@@ -47,11 +52,19 @@ struct LoopClosureSpec {
   Transform origin2 = Transform::Identity();
 };
 
+// The order in which build_model() walks a link's child joints, hence the order of the bodies
+// and of the q and v coordinates.
+enum class ChildOrder : std::uint8_t {
+  kByJointName,  // sorted by name: urdfdom's and Pinocchio's order for URDF, which the API promises
+  kAsListed,     // the order of ModelSpec::joints: MJCF's document order
+};
+
 struct ModelSpec {
   std::string name;
   std::vector<LinkSpec> links;
   std::vector<JointSpec> joints;
   std::vector<LoopClosureSpec> loop_closures;
+  ChildOrder child_order = ChildOrder::kByJointName;
   // Adds a free-flyer named "root_joint" between the world and the root link.
   bool floating_base = false;
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);
