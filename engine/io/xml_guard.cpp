@@ -75,7 +75,8 @@ class Scanner {
  private:
   template <typename Error = ModelError>
   [[noreturn]] void fail(const std::string& what) {
-    throw Error("invalid URDF: line " + std::to_string(line_at(at_)) + ": " + what);
+    throw Error("invalid " + std::string(limits_.format) + ": line " +
+                std::to_string(line_at(at_)) + ": " + what);
   }
 
   // The line `offset` is on, counting on from the offset asked for last (they never decrease).
