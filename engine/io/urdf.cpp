@@ -10,9 +10,6 @@
 #include <console_bridge/console.h>
 #include <urdf_parser/urdf_parser.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -20,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/io/model_file.hpp"
 #include "engine/io/xml_guard.hpp"
 #include "engine/model/quoted.hpp"
 
@@ -335,14 +333,7 @@ ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
 }
 
 ModelSpec read_urdf_file(const std::string& path, const UrdfOptions& options) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw ModelError("cannot read URDF file '" + path + "': " + std::strerror(errno));
-  }
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) throw ModelError("cannot read URDF file '" + path + "'");
-  return read_urdf_string(contents.str(), options);
+  return read_urdf_string(read_model_file(path, "URDF"), options);
 }
 
 }  // namespace torqued
