@@ -594,8 +594,10 @@ void read_worldbody(const TiXmlElement& worldbody, Reading& reading) {
         reading.bodies[body].geoms.push_back(
             {Element(xml, &reading.classes.of(xml, scope_class).geom), frame});
       }
-    } else if (kind == "site" || kind == "camera" || kind == "light") {
-      reading.warn_once(kind, "not read");
+    } else if (kind == "site") {
+      reading.warn_once(kind, "sites are not read as frames of the model");
+    } else if (kind == "camera" || kind == "light") {
+      reading.warn_once(kind, "no bearing on the dynamics");
     } else if (kind == "plugin") {
       reading.warn_once(kind, "plugins are not run");
     } else if (kind == "composite" || kind == "flexcomp" || kind == "replicate" ||
@@ -960,7 +962,7 @@ ModelSpec to_spec(const TiXmlElement& root, const MjcfOptions& options) {
       {"tendon", "tendons are not modelled"},
       {"sensor", "sensors are not modelled"},
       {"contact", "contacts are not modelled"},
-      {"visual", "not read"},
+      {"visual", "no bearing on the dynamics"},
       {"keyframe", "keyframes are not read"},
       {"extension", "plugins are not run"},
       {"deformable", "flexes and skins are not modelled"},

@@ -534,10 +534,10 @@ TEST(MjcfTest, WarnsOncePerIgnoredKind) {
   EXPECT_THAT(spec.warnings,
               ElementsAre("<asset> ignored: meshes, textures and materials are not read (no "
                           "file is opened)",
-                          "<light> ignored: not read",
+                          "<light> ignored: no bearing on the dynamics",
                           "<geom> ignored: contacts are not modelled (geoms only give the "
                           "mass and inertia of bodies without <inertial>)",
-                          "<site> ignored: not read",
+                          "<site> ignored: sites are not read as frames of the model",
                           "<actuator> ignored: actuators are not modelled (joint torques "
                           "are the caller's)",
                           "<sensor> ignored: sensors are not modelled",
