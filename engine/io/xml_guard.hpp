@@ -1,14 +1,15 @@
 // A structural check of an XML document before it reaches a recursive parser.
 //
-// urdfdom parses URDF with TinyXML 2.6, which descends one C++ call frame (several, in fact) per
-// level of element nesting: a 260 KB document nested 37,000 levels deep overflows the stack and
-// kills the process. This check walks the document iteratively and accepts only well-formed XML
-// in the subset robot descriptions use (elements with quoted attributes, text, comments, CDATA,
-// processing instructions such as the <?xml?> declaration, a DOCTYPE without an internal subset),
-// nested at most `max_depth` levels, with matching end tags. For a document it accepts, every
-// element TinyXML will see is an element this check has counted, so the parser's recursion is
-// bounded by `max_depth`. Anything ambiguous is refused rather than guessed at: URDF files are
-// written by tools (xacro, exporters) and are well-formed.
+// urdfdom parses URDF with TinyXML 2.6, and the MJCF reader parses MJCF with it too. TinyXML
+// descends one C++ call frame (several, in fact) per level of element nesting: a 260 KB document
+// nested 37,000 levels deep overflows the stack and kills the process. This check walks the
+// document iteratively and accepts only well-formed XML in the subset robot descriptions use
+// (elements with quoted attributes, text, comments, CDATA, processing instructions such as the
+// <?xml?> declaration, a DOCTYPE without an internal subset), nested at most `max_depth` levels,
+// with matching end tags. For a document it accepts, every element TinyXML will see is an element
+// this check has counted, so the parser's recursion is bounded by `max_depth`. Anything ambiguous
+// is refused rather than guessed at: robot descriptions (URDF from xacro or exporters, MJCF) are
+// well-formed.
 //
 // TinyXML also takes time quadratic in the attributes of one element (each new attribute is
 // compared with every earlier one, to refuse duplicates: 200,000 attributes on one element take

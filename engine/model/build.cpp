@@ -172,7 +172,8 @@ void check_joint(const JointSpec& joint) {
 
 [[gnu::flatten]] Transform compose(const Transform& aMb, const Transform& bMc) { return aMb * bMc; }
 
-// A link's inertia moved into the frame of the body it is welded to.
+// A link's inertia moved into the frame of its body, where the link frame sits at bodyMlink: a
+// link welded to the body, or one offset from its joint frame (JointSpec::child_link_placement).
 [[gnu::flatten]] RigidInertia welded_inertia(const LinkSpec& link, const Transform& bodyMlink) {
   return link_inertia(link).transformed_by(bodyMlink);
 }

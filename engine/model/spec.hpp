@@ -1,6 +1,6 @@
 // The explicit model specification: links and the joints between them, the way URDF describes a
-// robot. The URDF and DH readers (engine/io) produce one; the service's explicit spec mirrors it;
-// build_model() turns any of them into a validated Model.
+// robot. The URDF, MJCF, SDF and DH readers (engine/io) produce one; the service's explicit spec
+// mirrors it; build_model() turns any of them into a validated Model.
 #pragma once
 
 #include <string>
@@ -31,8 +31,9 @@ struct JointSpec {
   // Placement of the joint frame in the parent link frame.
   Transform origin = Transform::Identity();
   // Placement of the child link frame in the joint frame (at q = 0 for a moving joint). Identity,
-  // as in URDF, when the joint frame is the child link's frame; an SDF joint may sit anywhere in
-  // its child link, and the body's frame is then the joint frame, the link a frame on it.
+  // as in URDF, when the joint frame is the child link's frame. An SDF joint may sit anywhere in
+  // its child link, and MJCF puts a joint at a point of its body: the body's frame is then the
+  // joint frame, and the link a frame on it.
   Transform child_link_placement = Transform::Identity();
   Vec3 axis = Vec3::UnitX();  // URDF's default; need not be normalised, must not be zero
   double pitch = 0.0;         // helical only, metres per radian
