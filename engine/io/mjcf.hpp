@@ -1,8 +1,8 @@
 // Reading MuJoCo models (MJCF, parsed with TinyXML 2.6 behind the checks of xml_guard.hpp) into a
 // ModelSpec, with the semantics of MuJoCo's compiler for what decides the rigid-body dynamics.
 //
-// Read: the <body> tree of <worldbody> in document order (ModelSpec::children_in_given_order: q and v
-// follow the file, as in MuJoCo and Pinocchio); <frame> elements, whose placement and childclass
+// Read: the <body> tree of <worldbody> in document order (ModelSpec::children_in_given_order: q and
+// v follow the file, as in MuJoCo and Pinocchio); <frame> elements, whose placement and childclass
 // apply to what they hold; <default> classes (nested ones inherit their parent's values, a body's
 // or frame's childclass sets the class of what it holds, an element's class overrides it);
 // <compiler angle eulerseq inertiafromgeom inertiagrouprange> (angles are in degrees unless
@@ -22,9 +22,9 @@
 //   orientation replaces its class's; two orientations on one element are refused.
 // - Joints: MuJoCo places a joint at `pos` in its body with the body's axes and turns the body
 //   about it. Here the joint frame is there (the body frame shifted to pos) and the body's link
-//   frame sits at -pos in it (JointSpec::child_link_placement): bodies and links are where MuJoCo puts
-//   them, joint frames where Pinocchio's MJCF reader puts them. q is MuJoCo's qpos: a hinge's or
-//   slide's `ref` is its value in the configuration the file describes. Velocity and effort
+//   frame sits at -pos in it (JointSpec::child_link_placement): bodies and links are where MuJoCo
+//   puts them, joint frames where Pinocchio's MJCF reader puts them. q is MuJoCo's qpos: a hinge's
+//   or slide's `ref` is its value in the configuration the file describes. Velocity and effort
 //   limits are infinite (MJCF has none; actuator force ranges belong to the ignored actuators).
 // - A body without joints is welded to its parent (a fixed joint "<body>_fixed"); a body without
 //   <inertial> or geoms has no mass. Unnamed bodies and joints are named "body<i>" and

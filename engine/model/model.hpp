@@ -23,7 +23,8 @@ enum class FrameKind : std::uint8_t { kBody, kFixedLink, kJoint };
 
 // A named frame rigidly attached to a body: every link of the source (moving or merged) and
 // every joint. A moving joint's frame is the frame of the body it moves; its child link's frame
-// is there too, unless the source offsets the link from the joint (JointSpec::child_link_placement).
+// is there too, unless the source offsets the link from the joint
+// (JointSpec::child_link_placement).
 struct Frame {
   std::string name;
   FrameKind kind = FrameKind::kBody;

@@ -3,7 +3,8 @@
 // merged, the document's joint order, the base and the world joints, loop closures, limits,
 // screws, warnings, the errors that name the element at fault, <include> refused without opening
 // anything, and hostile documents refused before libsdformat parses them, with the worst ones
-// the caps allow timed. Pinocchio's results on real SDF files: sdf_golden_test.cpp.
+// the caps allow timed. Pinocchio's results on real SDF files: golden_test.cpp and
+// derivatives_test.cpp, over every golden file.
 #include "engine/io/sdf.hpp"
 
 #include <gmock/gmock.h>

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/io/mjcf.hpp"
+#include "engine/io/sdf.hpp"
 #include "engine/io/urdf.hpp"
 
 namespace torqued::test_support {
@@ -49,6 +50,10 @@ inline const std::map<std::string, GoldenModelReader>& golden_model_readers() {
       {"mjcf",
        [](const std::string& path, bool floating_base, const Vec3& gravity) {
          return read_mjcf_file(path, {.floating_base = floating_base, .gravity = gravity});
+       }},
+      {"sdf",
+       [](const std::string& path, bool floating_base, const Vec3& gravity) {
+         return read_sdf_file(path, {.floating_base = floating_base, .gravity = gravity});
        }},
   };
   return readers;
