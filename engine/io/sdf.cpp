@@ -124,6 +124,9 @@ class DocumentCheck {
     }
   }
 
+  // The work libsdformat would do, in units of a plain element.
+  std::size_t work() const { return work_; }
+
   // An <include> without <uri> is refused too, once the scan is over.
   void finish() const {
     if (include_line_ > 0) fail_at(include_line_, std::string("<include> refused: ") + kNoFiles);
@@ -546,21 +549,37 @@ class ModelReader {
   ModelSpec spec_;
 };
 
+// Links are counted by DocumentCheck: they are not children of the root element.
+constexpr XmlLimits kSdfXmlLimits{.max_depth = kMaxSdfDepth,
+                                  .counted_element = {},
+                                  .max_counted = 0,
+                                  .max_element_attributes = kMaxSdfElementAttributes,
+                                  .max_attributes = kMaxSdfAttributes,
+                                  .max_nodes = kMaxSdfNodes,
+                                  .format = "SDF"};
+
+// The scan of read_sdf_string(), before libsdformat parses: what it refuses throws.
+void check_sdf_document(std::string_view xml, DocumentCheck& document) {
+  check_xml_structure(xml, kSdfXmlLimits,
+                      [&document](const XmlElement& element) { document.check(element); });
+  document.finish();
+}
+
 }  // namespace
+
+std::size_t sdf_read_bytes(std::string_view xml) {
+  DocumentCheck document(xml, 0);
+  try {
+    check_sdf_document(xml, document);
+  } catch (const ModelError&) {
+    return 0;
+  }
+  return kSdfBytesPerDocument + kSdfBytesPerWork * document.work();
+}
 
 ModelSpec read_sdf_string(std::string_view xml, const SdfOptions& options) {
   DocumentCheck document(xml, options.max_links);
-  // Links are counted by DocumentCheck: they are not children of the root element.
-  const XmlLimits limits{.max_depth = kMaxSdfDepth,
-                         .counted_element = {},
-                         .max_counted = 0,
-                         .max_element_attributes = kMaxSdfElementAttributes,
-                         .max_attributes = kMaxSdfAttributes,
-                         .max_nodes = kMaxSdfNodes,
-                         .format = "SDF"};
-  check_xml_structure(xml, limits,
-                      [&document](const XmlElement& element) { document.check(element); });
-  document.finish();
+  check_sdf_document(xml, document);
 
   const std::lock_guard<std::mutex> lock(libsdformat_mutex());
   sdf::Root root;

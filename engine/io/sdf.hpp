@@ -93,4 +93,12 @@ ModelSpec read_sdf_string(std::string_view xml, const SdfOptions& options = {});
 // As read_sdf_string; also throws ModelError when the file cannot be read.
 ModelSpec read_sdf_file(const std::string& path, const SdfOptions& options = {});
 
+// The memory libsdformat may take to read `xml`, for a caller that budgets memory: the work the
+// scan adds up (above) at kSdfBytesPerWork a unit, plus what any document costs it
+// (kSdfBytesPerDocument). 0 for a document the scan refuses, which read_sdf_string() refuses
+// before libsdformat sees it.
+inline constexpr std::size_t kSdfBytesPerWork = 6 << 10;
+inline constexpr std::size_t kSdfBytesPerDocument = 16 << 20;
+std::size_t sdf_read_bytes(std::string_view xml);
+
 }  // namespace torqued

@@ -40,28 +40,14 @@ constexpr double kRelTol = 1e-9;
 
 using test_support::golden_files;
 using test_support::kGoldenDir;
+using test_support::to_matrix;
+using test_support::to_vector;
 
 // max|x − y| / max(1, max|y|).
 double relative_error(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y) {
   if (x.rows() != y.rows() || x.cols() != y.cols()) return std::numeric_limits<double>::infinity();
   if (y.size() == 0) return 0.0;
   return (x - y).cwiseAbs().maxCoeff() / std::max(1.0, y.cwiseAbs().maxCoeff());
-}
-
-Eigen::VectorXd to_vector(const json& j) {
-  Eigen::VectorXd x(static_cast<Eigen::Index>(j.size()));
-  for (std::size_t i = 0; i < j.size(); ++i) x[static_cast<Eigen::Index>(i)] = j[i].get<double>();
-  return x;
-}
-
-Eigen::MatrixXd to_matrix(const json& j) {
-  const auto rows = static_cast<Eigen::Index>(j.size());
-  const auto cols = rows == 0 ? Eigen::Index{0} : static_cast<Eigen::Index>(j[0].size());
-  Eigen::MatrixXd x(rows, cols);
-  for (Eigen::Index r = 0; r < rows; ++r) {
-    for (Eigen::Index c = 0; c < cols; ++c) x(r, c) = j[r][c].get<double>();
-  }
-  return x;
 }
 
 // The 3x4 matrix [R | p] of a placement, compared as one quantity.

@@ -36,6 +36,23 @@ inline std::vector<std::string> golden_files() {
   return files;
 }
 
+// A JSON array of numbers, and an array of rows of numbers, as the golden files hold them.
+inline Eigen::VectorXd to_vector(const nlohmann::json& j) {
+  Eigen::VectorXd x(static_cast<Eigen::Index>(j.size()));
+  for (std::size_t i = 0; i < j.size(); ++i) x[static_cast<Eigen::Index>(i)] = j[i].get<double>();
+  return x;
+}
+
+inline Eigen::MatrixXd to_matrix(const nlohmann::json& j) {
+  const auto rows = static_cast<Eigen::Index>(j.size());
+  const auto cols = rows == 0 ? Eigen::Index{0} : static_cast<Eigen::Index>(j[0].size());
+  Eigen::MatrixXd x(rows, cols);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    for (Eigen::Index c = 0; c < cols; ++c) x(r, c) = j[r][c].get<double>();
+  }
+  return x;
+}
+
 // A reader of a model format: the file at `path` with the golden file's base and gravity.
 using GoldenModelReader = ModelSpec (*)(const std::string& path, bool floating_base,
                                         const Vec3& gravity);
