@@ -19,7 +19,7 @@ done
 # ccache: rebuilds reuse compiled objects (the container image's build stage keeps its cache).
 packages=(
   build-essential cmake ninja-build pkg-config ccache
-  libeigen3-dev liburdfdom-dev
+  libeigen3-dev liburdfdom-dev libsdformat-dev libtinyxml-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev prometheus-cpp-dev nlohmann-json3-dev libssl-dev
   libbenchmark-dev

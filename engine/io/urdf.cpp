@@ -2,17 +2,12 @@
 // ModelSpec; see urdf.hpp for what is read, what is ignored and how planar joints are aligned.
 //
 // urdfdom reports parse errors through console_bridge (printing to stderr), and returns null for
-// most of them. So that the errors reach the caller instead, a console_bridge output handler is
-// installed once per process; it hands messages to a thread-local sink while this reader parses on
-// that thread and drops them otherwise (the engine does no logging of its own).
+// most of them. So that the errors reach the caller instead, they are captured while this reader
+// parses (urdfdom_messages.hpp).
 #include "engine/io/urdf.hpp"
 
-#include <console_bridge/console.h>
 #include <urdf_parser/urdf_parser.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -20,40 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "engine/io/urdfdom_messages.hpp"
 #include "engine/io/xml_guard.hpp"
 #include "engine/model/quoted.hpp"
 
 namespace torqued {
 namespace {
-
-class CapturingOutputHandler : public console_bridge::OutputHandler {
- public:
-  CapturingOutputHandler() { console_bridge::useOutputHandler(this); }
-
-  void log(const std::string& text, console_bridge::LogLevel level, const char* /*filename*/,
-           int /*line*/) override {
-    if (sink != nullptr && level >= console_bridge::CONSOLE_BRIDGE_LOG_ERROR) {
-      sink->push_back(text);
-    }
-  }
-
-  static thread_local std::vector<std::string>* sink;
-};
-
-thread_local std::vector<std::string>* CapturingOutputHandler::sink = nullptr;
-
-// Routes urdfdom's error messages on this thread into `messages` while the object lives.
-class CaptureUrdfdomMessages {
- public:
-  explicit CaptureUrdfdomMessages(std::vector<std::string>& messages) {
-    // A function-local static: installed once, by whichever thread gets here first.
-    static CapturingOutputHandler handler;
-    CapturingOutputHandler::sink = &messages;
-  }
-  ~CaptureUrdfdomMessages() { CapturingOutputHandler::sink = nullptr; }
-  CaptureUrdfdomMessages(const CaptureUrdfdomMessages&) = delete;
-  CaptureUrdfdomMessages& operator=(const CaptureUrdfdomMessages&) = delete;
-};
 
 // The value of an element's attribute, as written.
 std::optional<std::string_view> attribute(const XmlElement& element, std::string_view name) {
@@ -335,14 +302,7 @@ ModelSpec read_urdf_string(std::string_view xml, const UrdfOptions& options) {
 }
 
 ModelSpec read_urdf_file(const std::string& path, const UrdfOptions& options) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    throw ModelError("cannot read URDF file '" + path + "': " + std::strerror(errno));
-  }
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) throw ModelError("cannot read URDF file '" + path + "'");
-  return read_urdf_string(contents.str(), options);
+  return read_urdf_string(read_document_file(path, "URDF"), options);
 }
 
 }  // namespace torqued

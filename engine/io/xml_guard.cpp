@@ -17,6 +17,10 @@
 // - No NUL byte (TinyXML would stop reading there) and no text outside the root element.
 #include "engine/io/xml_guard.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -75,7 +79,8 @@ class Scanner {
  private:
   template <typename Error = ModelError>
   [[noreturn]] void fail(const std::string& what) {
-    throw Error("invalid URDF: line " + std::to_string(line_at(at_)) + ": " + what);
+    throw Error("invalid " + std::string(limits_.format) + ": line " +
+                std::to_string(line_at(at_)) + ": " + what);
   }
 
   // The line `offset` is on, counting on from the offset asked for last (they never decrease).
@@ -279,6 +284,16 @@ class Scanner {
 void check_xml_structure(std::string_view xml, const XmlLimits& limits,
                          const std::function<void(const XmlElement&)>& on_element) {
   Scanner(xml, limits, on_element).run();
+}
+
+std::string read_document_file(const std::string& path, std::string_view format) {
+  const std::string what = "cannot read " + std::string(format) + " file '" + path + "'";
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw ModelError(what + ": " + std::strerror(errno));
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) throw ModelError(what);
+  return contents.str();
 }
 
 }  // namespace torqued

@@ -1,14 +1,15 @@
 // A structural check of an XML document before it reaches a recursive parser.
 //
-// urdfdom parses URDF with TinyXML 2.6, which descends one C++ call frame (several, in fact) per
-// level of element nesting: a 260 KB document nested 37,000 levels deep overflows the stack and
-// kills the process. This check walks the document iteratively and accepts only well-formed XML
-// in the subset robot descriptions use (elements with quoted attributes, text, comments, CDATA,
-// processing instructions such as the <?xml?> declaration, a DOCTYPE without an internal subset),
-// nested at most `max_depth` levels, with matching end tags. For a document it accepts, every
-// element TinyXML will see is an element this check has counted, so the parser's recursion is
-// bounded by `max_depth`. Anything ambiguous is refused rather than guessed at: URDF files are
-// written by tools (xacro, exporters) and are well-formed.
+// urdfdom parses URDF with TinyXML 2.6, and the MJCF reader parses MJCF with it too. TinyXML
+// descends one C++ call frame (several, in fact) per level of element nesting: a 260 KB document
+// nested 37,000 levels deep overflows the stack and kills the process. This check walks the
+// document iteratively and accepts only well-formed XML in the subset robot descriptions use
+// (elements with quoted attributes, text, comments, CDATA, processing instructions such as the
+// <?xml?> declaration, a DOCTYPE without an internal subset), nested at most `max_depth` levels,
+// with matching end tags. For a document it accepts, every element TinyXML will see is an element
+// this check has counted, so the parser's recursion is bounded by `max_depth`. Anything ambiguous
+// is refused rather than guessed at: robot descriptions (URDF from xacro or exporters, MJCF) are
+// well-formed.
 //
 // TinyXML also takes time quadratic in the attributes of one element (each new attribute is
 // compared with every earlier one, to refuse duplicates: 200,000 attributes on one element take
@@ -20,6 +21,7 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -39,6 +41,8 @@ struct XmlLimits {
   // Most nodes TinyXML builds (0: no limit): elements, comments, CDATA sections, <! declarations
   // and processing instructions. Text runs lie between them, so there are no more of those.
   std::size_t max_nodes = 0;
+  // The document's format, as error messages name it ("invalid URDF: line 3: ...").
+  std::string_view format = "URDF";
 };
 
 // The document has more elements named XmlLimits::counted_element than allowed.
@@ -48,7 +52,8 @@ class TooManyElementsError : public ModelError {
 };
 
 // A start tag the check accepted, for a caller that needs a few attribute values before the
-// parser runs. Values are as written between the quotes (no entity is decoded).
+// parser runs. The name and values view the document itself (a caller may read on from them);
+// values are as written between the quotes (no entity is decoded).
 struct XmlElement {
   int depth;         // 1 for the root element
   std::size_t line;  // where its start tag begins, from 1
@@ -60,5 +65,9 @@ struct XmlElement {
 // `on_element`, when given, sees every start tag in document order.
 void check_xml_structure(std::string_view xml, const XmlLimits& limits,
                          const std::function<void(const XmlElement&)>& on_element = {});
+
+// The contents of the file at `path`, for the readers of files; ModelError ("cannot read URDF
+// file '...': ...", with `format`) when it cannot be read.
+std::string read_document_file(const std::string& path, std::string_view format);
 
 }  // namespace torqued

@@ -4,8 +4,10 @@
 // The traversal order is the API's promise (docs/api.md): depth-first from the root link, each
 // link's child joints sorted by joint name with std::string's operator< — urdfdom keeps joints
 // in a std::map and Pinocchio walks that map, so q vectors line up with Pinocchio's and with
-// ../shared/golden. Fixed joints are walked in place (a moving joint below a fixed one gets its
-// index where the fixed joint sits in the order), which is also what Pinocchio's URDF parser does.
+// ../shared/golden — or, for specs with children_in_given_order, in the order of spec.joints
+// (Pinocchio's SDF and MJCF order: the file's). Fixed joints are walked in place (a moving joint
+// below a fixed one gets its index where the fixed joint sits in the order), which is also what
+// Pinocchio's URDF parser does.
 #include "engine/model/build.hpp"
 
 #include <Eigen/Eigenvalues>
@@ -46,6 +48,10 @@ std::string format_number(double x) {
 }
 
 bool is_finite(const Transform& t) { return t.rotation.allFinite() && t.translation.allFinite(); }
+
+bool is_identity(const Transform& t) {
+  return t.rotation == Mat3::Identity() && t.translation == Vec3::Zero();
+}
 
 bool is_rotation(const Mat3& r) {
   return (r.transpose() * r - Mat3::Identity()).cwiseAbs().maxCoeff() <= kRotationTol &&
@@ -111,6 +117,7 @@ bool is_one_dof(JointType type) {
 void check_joint(const JointSpec& joint) {
   const std::string what = "joint " + quoted(joint.name);
   check_placement(joint.origin, what);
+  check_placement(joint.child_link_placement, what + ": child link placement");
   if (!std::isfinite(joint.pitch)) fail(what + ": non-finite pitch");
   const JointLimits& l = joint.limits;
   if (std::isnan(l.lower) || std::isnan(l.upper) || std::isnan(l.velocity) ||
@@ -165,7 +172,8 @@ void check_joint(const JointSpec& joint) {
 
 [[gnu::flatten]] Transform compose(const Transform& aMb, const Transform& bMc) { return aMb * bMc; }
 
-// A link's inertia moved into the frame of the body it is welded to.
+// A link's inertia moved into the frame of its body, where the link frame sits at bodyMlink: a
+// link welded to the body, or one offset from its joint frame (JointSpec::child_link_placement).
 [[gnu::flatten]] RigidInertia welded_inertia(const LinkSpec& link, const Transform& bodyMlink) {
   return link_inertia(link).transformed_by(bodyMlink);
 }
@@ -173,7 +181,7 @@ void check_joint(const JointSpec& joint) {
 // The topology of the spec, by index, once the names are known to be consistent.
 struct Tree {
   std::vector<int> parent_joint;               // per link, -1 for the root
-  std::vector<std::vector<int>> child_joints;  // per link, sorted by joint name
+  std::vector<std::vector<int>> child_joints;  // per link, in the spec's order of children
   std::vector<int> joint_parent;               // per joint: parent link
   std::vector<int> joint_child;                // per joint: child link
   int root = -1;
@@ -281,9 +289,11 @@ Tree make_tree(const ModelSpec& spec) {
     tree.joint_child.push_back(child->second);
     tree.child_joints[parent->second].push_back(static_cast<int>(j));
   }
-  for (std::vector<int>& children : tree.child_joints) {
-    std::sort(children.begin(), children.end(),
-              [&](int a, int b) { return spec.joints[a].name < spec.joints[b].name; });
+  if (!spec.children_in_given_order) {
+    for (std::vector<int>& children : tree.child_joints) {
+      std::sort(children.begin(), children.end(),
+                [&](int a, int b) { return spec.joints[a].name < spec.joints[b].name; });
+    }
   }
 
   std::vector<std::string> roots;
@@ -499,20 +509,24 @@ ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options) {
     const int child = tree.joint_child[j];
     LinkPlacement& to = placed[child];
     const Transform placement = compose(from.placement, joint.origin);
+    // The common case, a joint frame that is its child link's frame, computes nothing more, so
+    // that its numbers (and model ids) stay exactly what they were before joints could differ.
+    const bool link_at_joint = is_identity(joint.child_link_placement);
     if (joint.type == JointType::kFixed) {
       to.body = from.body;
-      to.placement = placement;
-      add_frame(*model, joint.name, FrameKind::kJoint, to.body, to.placement);
+      to.placement = link_at_joint ? placement : compose(placement, joint.child_link_placement);
+      add_frame(*model, joint.name, FrameKind::kJoint, to.body, placement);
       add_frame(*model, joint.child_link, FrameKind::kFixedLink, to.body, to.placement);
       model->inertias[to.body] += welded_inertia(spec.links[child], to.placement);
     } else {
       add_body(*model, from.body, joint.child_link, joint.name, make_joint(joint), joint.limits,
                placement);
       to.body = model->nbodies() - 1;
-      to.placement = Transform::Identity();
+      to.placement = joint.child_link_placement;
       add_frame(*model, joint.name, FrameKind::kJoint, to.body, Transform::Identity());
-      add_frame(*model, joint.child_link, FrameKind::kBody, to.body, Transform::Identity());
-      model->inertias[to.body] = link_inertia(spec.links[child]);
+      add_frame(*model, joint.child_link, FrameKind::kBody, to.body, to.placement);
+      model->inertias[to.body] = link_at_joint ? link_inertia(spec.links[child])
+                                               : welded_inertia(spec.links[child], to.placement);
     }
     const std::vector<int>& children = tree.child_joints[child];
     stack.insert(stack.end(), children.rbegin(), children.rend());

@@ -1,7 +1,8 @@
 // Building and validating a Model from a ModelSpec.
 //
 // The tree is walked depth-first from the root link with each link's child joints taken in
-// order of joint name (urdfdom's and Pinocchio's order, which the API promises). Fixed joints are
+// order of joint name (urdfdom's and Pinocchio's order, which the API promises), or in the spec's
+// order when ModelSpec::children_in_given_order says so. Fixed joints are
 // merged into their parent body. Errors (ModelError, naming the joint or link at fault): negative
 // or non-finite mass, a rotational inertia with a negative principal moment that is not
 // negligible against the inertia the link joins (build.cpp: kNegligibleInertiaDefect), a zero

@@ -2,8 +2,9 @@
 //
 // Body 0 is the fixed world (or the fixed base, whose own inertia never moves); bodies 1..N move,
 // each with the joint that connects it to its parent, in topological order: parent[i] < i.
-// Body i's frame is its joint's child frame. Fixed joints are merged at build time: their
-// links become named frames on the body they are welded to. A Model is built once by
+// Body i's frame is its joint's child frame (its link's frame, unless the source placed the
+// joint elsewhere in the link: JointSpec::child_link_placement). Fixed joints are merged at build
+// time: their links become named frames on the body they are welded to. A Model is built once by
 // build_model() (model/build.hpp), validated there, and shared read-only between threads;
 // per-thread scratch lives in Data.
 #pragma once
@@ -21,7 +22,9 @@ namespace torqued {
 enum class FrameKind : std::uint8_t { kBody, kFixedLink, kJoint };
 
 // A named frame rigidly attached to a body: every link of the source (moving or merged) and
-// every joint (whose frame is its child link's frame).
+// every joint. A moving joint's frame is the frame of the body it moves; its child link's frame
+// is there too, unless the source offsets the link from the joint
+// (JointSpec::child_link_placement).
 struct Frame {
   std::string name;
   FrameKind kind = FrameKind::kBody;

@@ -1,6 +1,6 @@
 // The explicit model specification: links and the joints between them, the way URDF describes a
-// robot. The URDF and DH readers (engine/io) produce one; the service's explicit spec mirrors it;
-// build_model() turns any of them into a validated Model.
+// robot. The URDF, MJCF, SDF and DH readers (engine/io) produce one; the service's explicit spec
+// mirrors it; build_model() turns any of them into a validated Model.
 #pragma once
 
 #include <string>
@@ -28,8 +28,13 @@ struct JointSpec {
   JointType type = JointType::kRevolute;
   std::string parent_link;
   std::string child_link;
-  // Placement of the joint frame (= child link frame at q = 0) in the parent link frame.
+  // Placement of the joint frame in the parent link frame.
   Transform origin = Transform::Identity();
+  // Placement of the child link frame in the joint frame (at q = 0 for a moving joint). Identity,
+  // as in URDF, when the joint frame is the child link's frame. An SDF joint may sit anywhere in
+  // its child link, and MJCF puts a joint at a point of its body: the body's frame is then the
+  // joint frame, and the link a frame on it.
+  Transform child_link_placement = Transform::Identity();
   Vec3 axis = Vec3::UnitX();  // URDF's default; need not be normalised, must not be zero
   double pitch = 0.0;         // helical only, metres per radian
   JointLimits limits;
@@ -54,6 +59,10 @@ struct ModelSpec {
   std::vector<LoopClosureSpec> loop_closures;
   // Adds a free-flyer named "root_joint" between the world and the root link.
   bool floating_base = false;
+  // False: each link's child joints are taken in order of joint name (URDF's order, which model
+  // ids and the API's q layout depend on). True: in the order of `joints` (SDF and MJCF files
+  // order them as written).
+  bool children_in_given_order = false;
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);
   // Messages from the reader about input it accepted but ignored (e.g. <mimic>); build_model()
   // copies them into the Model's warnings.

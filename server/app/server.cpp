@@ -55,7 +55,7 @@ Server::Server(const Config& config)
       runner_(executor_, workspaces_, metrics_, config.split_min_states, config.inline_max_states,
               config.max_call_seconds),
       catalog_(store_, model_limits(config), metrics_, workspaces_),
-      model_service_(catalog_, runner_, metrics_, access_, ready_, config.max_model_bytes),
+      model_service_(catalog_, runner_, metrics_, memory_, access_, ready_, config.max_model_bytes),
       dynamics_service_(catalog_, runner_, metrics_, memory_, access_, request_limits(config),
                         ready_),
       reflection_({grpc::health::v1::Health::service_full_name(),

@@ -53,7 +53,14 @@ bool read_model_file(const std::filesystem::path& path, v1::RegisterModelRequest
     error = options_path.string() + ": not a RegisterModelRequest in text format without a source";
     return false;
   }
-  request.set_urdf(std::move(text));
+  const std::string extension = path.extension().string();
+  if (extension == ".xml") {
+    request.set_mjcf(std::move(text));
+  } else if (extension == ".sdf") {
+    request.set_sdf(std::move(text));
+  } else {
+    request.set_urdf(std::move(text));
+  }
   return true;
 }
 
@@ -66,8 +73,12 @@ std::vector<BundledModel> read_bundled_models(const std::string& directory,
   std::sort(paths.begin(), paths.end());
   std::vector<BundledModel> entries;
   for (const auto& path : paths) {
-    if (ends_with(path.filename().string(), kOptionsSuffix)) continue;  // read with its URDF
-    if (path.extension() != ".txtpb" && path.extension() != ".urdf") continue;
+    if (ends_with(path.filename().string(), kOptionsSuffix)) continue;  // read with its model
+    const std::filesystem::path extension = path.extension();
+    if (extension != ".txtpb" && extension != ".urdf" && extension != ".xml" &&
+        extension != ".sdf") {
+      continue;
+    }
     BundledModel entry;
     entry.path = path.string();
     std::string error;

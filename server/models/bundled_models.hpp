@@ -1,9 +1,10 @@
 // The model repository: a read-only directory of bundled models loaded at start (docs/operating.md,
-// "Models"), e.g. deploy/models/. Two kinds of file:
+// "Models"), e.g. deploy/models/. The kinds of file:
 //   NAME.txtpb          a RegisterModelRequest in protobuf text format (DH tables, specs, or
 //                       anything with options);
-//   NAME.urdf           a URDF registered with default options, or with the options (name,
-//                       base, gravity) of a RegisterModelRequest in NAME.options.txtpb beside it.
+//   NAME.urdf           a URDF, NAME.xml an MJCF document, NAME.sdf an SDFormat document, each
+//                       registered with default options, or with the options (name, base,
+//                       gravity) of a RegisterModelRequest in NAME.options.txtpb beside it.
 #pragma once
 
 #include <filesystem>
@@ -20,7 +21,8 @@ struct BundledModel {
 };
 
 // Reads one model file as the repository does: a NAME.txtpb file as a whole RegisterModelRequest,
-// any other file as a URDF with the options of NAME.options.txtpb beside it when there is one.
+// a NAME.xml file as MJCF, a NAME.sdf file as SDF and any other file as a URDF, with the options
+// of NAME.options.txtpb beside it when there is one.
 // False, with `error` naming the file and the problem, when it cannot be read or parsed.
 bool read_model_file(const std::filesystem::path& path, v1::RegisterModelRequest& request,
                      std::string& error);

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "engine/io/dh.hpp"
+#include "engine/io/mjcf.hpp"
+#include "engine/io/sdf.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/io/xml_guard.hpp"
 #include "engine/model/build.hpp"
@@ -198,6 +200,13 @@ grpc::Status dh_from_proto(const v1::DhTable& in, DhTable& table) {
   return grpc::Status::OK;
 }
 
+// The field of the request's source oneof that is set ("urdf", "mjcf", ...), for messages.
+std::string source_name(const v1::RegisterModelRequest& request) {
+  const google::protobuf::FieldDescriptor* field = request.GetReflection()->GetOneofFieldDescriptor(
+      request, v1::RegisterModelRequest::descriptor()->FindOneofByName("source"));
+  return field == nullptr ? "source" : field->name();
+}
+
 }  // namespace
 
 ModelLimits model_limits(const Config& config) {
@@ -295,6 +304,29 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
             UrdfOptions{floating, gravity, static_cast<std::size_t>(limits.max_bodies)});
         break;
       }
+      case v1::RegisterModelRequest::kMjcf: {
+        const std::int64_t size = static_cast<std::int64_t>(request.mjcf().size());
+        if (size > limits.max_urdf_bytes) {
+          return over_limit("mjcf bytes", size, limits.max_urdf_bytes, "--max-urdf-bytes");
+        }
+        // Unset, the base and gravity are the file's: a root body with a free joint floats, and
+        // <option gravity> applies, as MuJoCo reads the file.
+        MjcfOptions options{.max_bodies = static_cast<std::size_t>(limits.max_bodies)};
+        if (request.base() != v1::BASE_TYPE_UNSPECIFIED) options.floating_base = floating;
+        if (request.has_gravity()) options.gravity = gravity;
+        spec = read_mjcf_string(request.mjcf(), options);
+        break;
+      }
+      case v1::RegisterModelRequest::kSdf: {
+        const std::int64_t size = static_cast<std::int64_t>(request.sdf().size());
+        if (size > limits.max_urdf_bytes) {
+          return over_limit("sdf bytes", size, limits.max_urdf_bytes, "--max-urdf-bytes");
+        }
+        spec = read_sdf_string(
+            request.sdf(),
+            SdfOptions{floating, gravity, static_cast<std::size_t>(limits.max_bodies)});
+        break;
+      }
       case v1::RegisterModelRequest::kDh: {
         if (request.dh().links_size() > limits.max_bodies) {
           return over_limit("dh.links", request.dh().links_size(), limits.max_bodies,
@@ -320,7 +352,7 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
         break;
       }
       default:
-        return invalid("source: one of urdf, dh or spec must be set");
+        return invalid("source: one of urdf, mjcf, sdf, dh or spec must be set");
     }
     if (grpc::Status s = loops_from_proto(request.loop_closures(), "loop_closures", spec);
         !s.ok()) {
@@ -358,7 +390,7 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
     return {grpc::StatusCode::RESOURCE_EXHAUSTED, std::string(e.what()) + " (--max-name-bytes)"};
   } catch (const TooManyElementsError& e) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "urdf: " + std::string(e.what()) + " (--max-bodies)"};
+            source_name(request) + ": " + std::string(e.what()) + " (--max-bodies)"};
   } catch (const ModelError& e) {
     return invalid(e.what());
   }

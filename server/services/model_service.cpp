@@ -9,6 +9,7 @@
 #include <iterator>
 #include <tuple>
 
+#include "engine/io/sdf.hpp"
 #include "server/models/model_layout.hpp"
 #include "server/services/request_checks.hpp"
 
@@ -71,11 +72,12 @@ std::size_t field_bytes(std::size_t length) {
 }  // namespace
 
 ModelService::ModelService(ModelCatalog& catalog, BatchRunner& runner, Metrics& metrics,
-                           const AccessControl& access, const std::atomic<bool>& ready,
-                           std::int64_t max_model_bytes)
+                           MemoryBudget& budget, const AccessControl& access,
+                           const std::atomic<bool>& ready, std::int64_t max_model_bytes)
     : catalog_(catalog),
       runner_(runner),
       metrics_(metrics),
+      budget_(budget),
       access_(access),
       ready_(ready),
       max_model_bytes_(max_model_bytes) {}
@@ -90,7 +92,7 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
                                                       const grpc::ByteBuffer* request_bytes,
                                                       grpc::ByteBuffer* response_bytes) {
   static const MethodId kMethod = method_id("torqued.v1.ModelService", "RegisterModel");
-  const UnaryCall call(context, kMethod, metrics_);
+  const UnaryCall call(context, kMethod, metrics_, &budget_);
   if (grpc::Status s = admit(call); !s.ok()) return call.finish(s);
   const auto size = static_cast<std::int64_t>(request_bytes->Length());
   if (size > max_model_bytes_) {
@@ -105,6 +107,13 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
   auto request = std::make_shared<v1::RegisterModelRequest>();
   if (grpc::Status s = decode(*request_bytes, "request", *request); !s.ok()) {
     return call.finish(s);
+  }
+  // libsdformat's reading takes up to a few hundred MB, which no other limit counts.
+  if (request->has_sdf()) {
+    if (grpc::Status s = call.reserve(sdf_read_bytes(request->sdf()), "sdf: reading the document");
+        !s.ok()) {
+      return call.finish(s);
+    }
   }
   runner_.run(call, [this, request, response_bytes] {
     RegisteredModelPtr model;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "server/base/memory_budget.hpp"
 #include "server/compute/batch_runner.hpp"
 #include "server/models/model_catalog.hpp"
 #include "server/transport/access_tokens.hpp"
@@ -27,7 +28,8 @@ using RawModelService =
 class ModelService final : public RawModelService {
  public:
   // `ready` is false while the server loads its models (calls answer UNAVAILABLE).
-  ModelService(ModelCatalog& catalog, BatchRunner& runner, Metrics& metrics,
+  // An SDF registration reserves what libsdformat's reading may take from `budget`.
+  ModelService(ModelCatalog& catalog, BatchRunner& runner, Metrics& metrics, MemoryBudget& budget,
                const AccessControl& access, const std::atomic<bool>& ready,
                std::int64_t max_model_bytes);
 
@@ -51,6 +53,7 @@ class ModelService final : public RawModelService {
   ModelCatalog& catalog_;
   BatchRunner& runner_;
   Metrics& metrics_;
+  MemoryBudget& budget_;
   const AccessControl& access_;
   const std::atomic<bool>& ready_;
   const std::int64_t max_model_bytes_;

@@ -12,17 +12,24 @@ seconds=$2
 shift 2
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(urdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer)
+  targets=(urdf_fuzzer mjcf_fuzzer sdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer)
 fi
 mkdir -p "$build/fuzz-artifacts"
 for target in "${targets[@]}"; do
   corpus=$build/fuzz-corpus/$target
   log=$build/fuzz-artifacts/$target.log
   mkdir -p "$corpus"
+  seeds=("tests/fuzz/corpus/$target")
+  # The shared reference models seed the MJCF and SDF fuzzers where ../shared is checked out; they
+  # are not copied into the repository (libFuzzer writes only into the first directory, $corpus).
+  format=${target%_fuzzer}
+  if [[ ($format == mjcf || $format == sdf) && -d ../shared/models/$format ]]; then
+    seeds+=("../shared/models/$format")
+  fi
   status=0
   "$build/tests/fuzz/$target" -max_total_time="$seconds" -runs=100000000 -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$target-" \
-    "$corpus" "tests/fuzz/corpus/$target" >"$log" 2>&1 || status=$?
+    "$corpus" "${seeds[@]}" >"$log" 2>&1 || status=$?
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   if ((status != 0)); then
     tail -n 60 "$log"

@@ -8,14 +8,18 @@ cd "$(dirname "$0")/../.."
 seconds=${1:-3600}
 parallel=${2:-$(nproc)}
 build=build/asan
-if [[ ! -x $build/tests/fuzz/session_request_fuzzer ]]; then
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14 \
-    -DTORQUED_SANITIZE=address -DTORQUED_FUZZ=ON
-  cmake --build "$build" --target fuzzers
-fi
+targets=(urdf_fuzzer mjcf_fuzzer sdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer)
+for target in "${targets[@]}"; do
+  if [[ ! -x $build/tests/fuzz/$target ]]; then
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DTORQUED_SANITIZE=address -DTORQUED_FUZZ=ON
+    cmake --build "$build" --target fuzzers
+    break
+  fi
+done
 failed=0
 running=0
-for target in urdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer; do
+for target in "${targets[@]}"; do
   if ((running == parallel)); then
     wait -n || failed=$((failed + 1))
     running=$((running - 1))
@@ -27,5 +31,5 @@ while ((running > 0)); do
   wait -n || failed=$((failed + 1))
   running=$((running - 1))
 done
-echo "fuzzers: $((4 - failed)) passed, $failed failed"
+echo "fuzzers: $((${#targets[@]} - failed)) passed, $failed failed"
 ((failed == 0))

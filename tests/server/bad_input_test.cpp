@@ -570,6 +570,18 @@ v1::RegisterModelRequest urdf_request(const std::string& text) {
   return r;
 }
 
+v1::RegisterModelRequest mjcf_request(const std::string& text) {
+  v1::RegisterModelRequest r;
+  r.set_mjcf(text);
+  return r;
+}
+
+v1::RegisterModelRequest sdf_request(const std::string& text) {
+  v1::RegisterModelRequest r;
+  r.set_sdf(text);
+  return r;
+}
+
 // A two-link standard DH table.
 v1::RegisterModelRequest dh(int links = 2) {
   v1::RegisterModelRequest r;
@@ -786,6 +798,68 @@ std::vector<Row> model_rows() {
          std::string text = "<robot name='wide'>";
          for (int i = 0; i < 100; ++i) text += "<link name='l" + std::to_string(i) + "'/>";
          return register_model(urdf_request(text + "</robot>"));
+       }},
+      {"MjcfNotXml",
+       C::INVALID_ARGUMENT,
+       {"MJCF"},
+       [] { return register_model(mjcf_request("\x01\x02 not <xml at all")); }},
+      {"MjcfNestedTooDeep",
+       C::INVALID_ARGUMENT,
+       {"MJCF", "nest"},
+       [] {
+         std::string deep = "<mujoco>";
+         for (int i = 0; i < 100000; ++i) deep += "<a>";
+         return register_model(mjcf_request(deep));
+       }},
+      {"MjcfOverUrdfBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"mjcf bytes", "--max-urdf-bytes"},
+       [] {
+         return register_model(mjcf_request("<mujoco>" + std::string(2800000, ' ') + "</mujoco>"));
+       }},
+      {"MjcfTooManyBodies",
+       C::RESOURCE_EXHAUSTED,
+       {"mjcf", "--max-bodies"},
+       [] {
+         std::string text = "<mujoco><worldbody>";
+         for (int i = 0; i < 100; ++i) text += "<body name='b" + std::to_string(i) + "'/>";
+         return register_model(mjcf_request(text + "</worldbody></mujoco>"));
+       }},
+      {"MjcfInclude",
+       C::INVALID_ARGUMENT,
+       {"<include>", "arm.xml"},
+       [] { return register_model(mjcf_request("<mujoco><include file='arm.xml'/></mujoco>")); }},
+      {"MjcfMeshInertia",
+       C::INVALID_ARGUMENT,
+       {"'hull'", "mesh"},
+       [] {
+         return register_model(mjcf_request(
+             "<mujoco><asset><mesh name='m' file='m.stl'/></asset><worldbody><body name='hull'>"
+             "<joint type='hinge'/><geom type='mesh' mesh='m'/></body></worldbody></mujoco>"));
+       }},
+      {"SdfNotXml",
+       C::INVALID_ARGUMENT,
+       {"SDF"},
+       [] { return register_model(sdf_request("\x01\x02 not <xml at all")); }},
+      {"SdfOverUrdfBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"sdf bytes", "--max-urdf-bytes"},
+       [] { return register_model(sdf_request("<sdf>" + std::string(2800000, ' ') + "</sdf>")); }},
+      {"SdfTooManyLinks",
+       C::RESOURCE_EXHAUSTED,
+       {"sdf", "--max-bodies"},
+       [] {
+         std::string text = "<sdf version='1.9'><model name='wide'>";
+         for (int i = 0; i < 100; ++i) text += "<link name='l" + std::to_string(i) + "'/>";
+         return register_model(sdf_request(text + "</model></sdf>"));
+       }},
+      {"SdfInclude",
+       C::INVALID_ARGUMENT,
+       {"<include>", "model://arm"},
+       [] {
+         return register_model(sdf_request(
+             "<sdf version='1.9'><model name='m'><include><uri>model://arm</uri></include>"
+             "</model></sdf>"));
        }},
       {"UrdfNanMass",
        C::INVALID_ARGUMENT,

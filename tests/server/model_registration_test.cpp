@@ -1,14 +1,16 @@
-// Tests server/services/model_service.cpp, catalog.cpp and store.cpp over loopback: registration from
-// URDF, DH and spec is idempotent (same id on any server), every acknowledged model survives a
-// graceful restart and kill -9, deletion is durable, ListModels pages through the models within
-// the message limit, and a stored model whose name is over --max-name-bytes is skipped at start
-// with a warning.
+// Tests server/services/model_service.cpp, catalog.cpp and store.cpp over loopback: registration
+// from URDF, MJCF, SDF, DH and spec is idempotent (same id on any server), every acknowledged model
+// survives a graceful restart and kill -9, deletion is durable, ListModels pages through the models
+// within the message limit, and a stored model whose name is over --max-name-bytes is skipped at
+// start with a warning.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -125,6 +127,92 @@ std::vector<std::string> listed_ids(const ServerProcess& server) {
 
 bool has(const std::vector<std::string>& ids, const std::string& id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// A pendulum of `links` links in MJCF, a hinge each (MuJoCo's default angles in degrees), hanging
+// from a base body that has a free joint when `floating`.
+std::string mjcf_pendulum(int links, bool floating) {
+  std::string bodies = "<body name='base'>";
+  if (floating) bodies += "<freejoint/><inertial pos='0 0 0' mass='2' diaginertia='0.1 0.1 0.1'/>";
+  std::string ends = "</body>";
+  for (int i = 0; i < links; ++i) {
+    bodies += "<body name='b" + std::to_string(i) + "' pos='0 0 -0.5' euler='0 0 90'>";
+    bodies += "<joint name='j" + std::to_string(i) + "' axis='0 1 0'/>";
+    bodies += "<inertial pos='0 0 -0.25' mass='1' diaginertia='0.02 0.02 0.001'/>";
+    ends += "</body>";
+  }
+  return "<mujoco model='mjcf_pendulum'><worldbody>" + bodies + ends + "</worldbody></mujoco>";
+}
+
+// The same as SDF 1.9: a chain of `links` links under a fixed base link.
+std::string sdf_pendulum(int links) {
+  std::ostringstream sdf;
+  sdf << "<sdf version='1.9'><model name='sdf_pendulum'><link name='base'/>";
+  for (int i = 0; i < links; ++i) {
+    std::ostringstream parent_name;
+    parent_name << (i == 0 ? "base" : "l");
+    if (i > 0) parent_name << i - 1;
+    const std::string parent = parent_name.str();
+    sdf << "<link name='l" << i << "'><pose relative_to='j" << i << "'/><inertial><pose>0 0 -0.25 "
+        << "0 0 0</pose><mass>1</mass><inertia><ixx>0.02</ixx><iyy>0.02</iyy><izz>0.001</izz>"
+        << "</inertia></inertial></link><joint name='j" << i << "' type='revolute'><pose "
+        << "relative_to='" << parent << "'>0 0 -0.5 0 0 0</pose><parent>" << parent
+        << "</parent><child>l" << i << "</child><axis><xyz>0 1 0</xyz></axis></joint>";
+  }
+  sdf << "</model></sdf>";
+  return sdf.str();
+}
+
+// MJCF and SDF over the API and from the repository (NAME.xml, NAME.sdf): the base an MJCF file
+// gives its root (a free joint) unless the request says otherwise, and the same ids either way.
+TEST(ModelRegistrationTest, MjcfAndSdfRegisterOverTheApiAndFromTheRepository) {
+  TempDir dir;
+  const std::filesystem::path repository = dir.path() / "repository";
+  std::filesystem::create_directories(repository);
+  std::ofstream(repository / "arm.xml") << mjcf_pendulum(2, true);
+  std::ofstream(repository / "chain.sdf") << sdf_pendulum(3);
+  ServerProcess server({dir.path() / "data", repository.string()});
+
+  std::map<std::string, v1::ModelSummary> listed;
+  for (const v1::ModelSummary& m : list_all(server, 0)) listed[m.name()] = m;
+  ASSERT_TRUE(listed.contains("mjcf_pendulum") && listed.contains("sdf_pendulum"));
+  EXPECT_EQ(listed["mjcf_pendulum"].nv(), 8);  // the free joint, then two hinges
+  EXPECT_EQ(listed["sdf_pendulum"].nv(), 3);
+
+  v1::RegisterModelRequest mjcf;
+  mjcf.set_mjcf(mjcf_pendulum(2, true));
+  v1::RegisterModelResponse from_file, welded, sdf;
+  ASSERT_TRUE(register_model(server, mjcf, from_file).ok());
+  EXPECT_FALSE(from_file.created());
+  EXPECT_EQ(from_file.model().id(), listed["mjcf_pendulum"].id());
+  EXPECT_EQ(from_file.model().base(), v1::BASE_TYPE_FLOATING);
+  mjcf.set_base(v1::BASE_TYPE_FIXED);
+  ASSERT_TRUE(register_model(server, mjcf, welded).ok());
+  EXPECT_EQ(welded.model().nv(), 2);
+  v1::RegisterModelRequest sdf_request;
+  sdf_request.set_sdf(sdf_pendulum(3));
+  ASSERT_TRUE(register_model(server, sdf_request, sdf).ok());
+  EXPECT_EQ(sdf.model().id(), listed["sdf_pendulum"].id());
+}
+
+// libsdformat takes about 6 KB per unit of the work sdf.hpp counts, besides 16 MB for any
+// document: an SDF registration reserves it from the memory budget, and one that does not fit
+// what calls may hold (half of --memory-budget-bytes, 32 MiB here) is RESOURCE_EXHAUSTED naming
+// the flag, before libsdformat reads anything.
+TEST(ModelRegistrationTest, SdfRegistrationsReserveWhatLibsdformatTakes) {
+  TempDir dir;
+  ServerProcess server({dir.path() / "data", "", false, {"--memory-budget-bytes=67108864"}});
+  v1::RegisterModelRequest small, large;
+  small.set_sdf(sdf_pendulum(2));   // 23 MB
+  large.set_sdf(sdf_pendulum(30));  // 70 MB
+  v1::RegisterModelResponse response;
+  const grpc::Status fits = register_model(server, small, response);
+  EXPECT_TRUE(fits.ok()) << fits.error_message();
+  const grpc::Status refused = register_model(server, large, response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("sdf: reading the document"), std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("--memory-budget-bytes"), std::string::npos);
 }
 
 TEST(ModelRegistrationTest, RegisteringTwiceGivesTheSameIdOnAnyServer) {

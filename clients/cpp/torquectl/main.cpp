@@ -77,8 +77,14 @@ const std::map<std::string, OptionSpec>& option_specs() {
         "states as JSON or CSV; call: the request as protobuf JSON (default: standard input)"}},
       {"--local", {"", "compute in this process, from the model FILE given instead of an id"}},
       {"--floating-base", {"", "model files: a free-flyer root joint"}},
+      {"--fixed-base",
+       {"", "model files: the root welded to the world (MJCF: its free joint, if any, dropped)"}},
       {"--dh",
        {"", "model files: a DH table in protobuf text format (RegisterModelRequest or DhTable)"}},
+      {"--model-format",
+       {"urdf|mjcf|sdf",
+        "model files: the description's format (default: from the extension, .xml MJCF, .sdf "
+        "SDF, else URDF)"}},
       {"--name", {"N", "model files: the model's name"}},
       {"--strict", {"", "model files: refuse the model if building it gives any warning"}},
       {"--algorithm", {"ALG", "see above"}},
@@ -160,8 +166,9 @@ struct Command {
 const std::vector<std::string> kGlobalOptions = {"--server",     "--deadline", "--tls-ca",
                                                  "--tls-cert",   "--tls-key",  "--tls-server-name",
                                                  "--token-file", "--format",   "--help"};
-const std::vector<std::string> kModelOptions = {"--input", "--local", "--floating-base",
-                                                "--dh",    "--name",  "--strict"};
+const std::vector<std::string> kModelOptions = {"--input",      "--local", "--floating-base",
+                                                "--fixed-base", "--dh",    "--model-format",
+                                                "--name",       "--strict"};
 
 std::string read_file(const std::string& path) {
   std::ostringstream bytes;
@@ -191,8 +198,33 @@ v1::RegisterModelRequest read_model_request(const std::string& path, const Args&
     }
   } else if (std::string error; !server::read_model_file(path, request, error)) {
     throw InputError(error);
+  } else if (args.values.count("--model-format")) {
+    // The file's text, whatever its extension said, as the format named.
+    const std::string format = args.values.at("--model-format");
+    if (request.has_dh() || request.has_spec()) {
+      throw InputError(path + ": --model-format names a description's format, and this file " +
+                       "holds a DH table or a spec");
+    }
+    std::string text = request.has_mjcf()  ? request.mjcf()
+                       : request.has_sdf() ? request.sdf()
+                                           : request.urdf();
+    if (format == "urdf") {
+      request.set_urdf(std::move(text));
+    } else if (format == "mjcf") {
+      request.set_mjcf(std::move(text));
+    } else if (format == "sdf") {
+      request.set_sdf(std::move(text));
+    } else {
+      throw InputError("--model-format: " + format + " is not urdf, mjcf or sdf");
+    }
   }
+  if (args.has("--floating-base") && args.has("--fixed-base")) {
+    throw UsageError("--floating-base and --fixed-base: give one of them");
+  }
+  // Without either, the request's base is left as the file (or its options) gives it: fixed for
+  // URDF and SDF, and for MJCF floating when the root body has a free joint.
   if (args.has("--floating-base")) request.set_base(v1::BASE_TYPE_FLOATING);
+  if (args.has("--fixed-base")) request.set_base(v1::BASE_TYPE_FIXED);
   if (args.values.count("--name")) request.set_name(args.values.at("--name"));
   if (args.has("--strict")) request.set_strict(true);
   return request;
@@ -1229,10 +1261,11 @@ std::string call_summary() {
 }
 
 std::vector<Command> commands() {
-  const std::vector<std::string> file_options = {"--floating-base", "--dh", "--name", "--strict"};
+  const std::vector<std::string> file_options = {"--floating-base", "--fixed-base", "--dh",
+                                                 "--model-format",  "--name",       "--strict"};
   std::vector<Command> list = {
       {"register", "FILE",
-       "Registers a model (URDF, or a RegisterModelRequest in text format) and "
+       "Registers a model (URDF, MJCF, SDF, or a RegisterModelRequest in text format) and "
        "prints its id.",
        file_options, run_register},
       {"models", "", "Lists the server's models.", {}, run_models},

@@ -90,6 +90,37 @@ def test_floating_base_registration(client: torqued.Client) -> None:
     client.delete_model(floating.id)
 
 
+MJCF_PENDULUM = """<mujoco model="mjcf_pendulum"><worldbody>
+  <body name="base"><freejoint/><inertial pos="0 0 0" mass="2" diaginertia="0.1 0.1 0.1"/>
+    <body name="arm" pos="0 0 -0.5"><joint name="hinge" axis="0 1 0"/>
+      <inertial pos="0 0 -0.25" mass="1" diaginertia="0.02 0.02 0.001"/></body></body>
+</worldbody></mujoco>"""
+
+SDF_PENDULUM = """<sdf version="1.9"><model name="sdf_pendulum"><link name="base"/>
+  <joint name="hinge" type="revolute"><parent>base</parent><child>arm</child>
+    <axis><xyz>0 1 0</xyz></axis></joint>
+  <link name="arm"><inertial><pose>0 0 -0.25 0 0 0</pose><mass>1</mass>
+    <inertia><ixx>0.02</ixx><iyy>0.02</iyy><izz>0.001</izz></inertia></inertial></link>
+</model></sdf>"""
+
+
+def test_register_mjcf_and_sdf_text_and_files(client: torqued.Client, tmp_path: Path) -> None:
+    # floating_base=True keeps the MJCF file's free joint as the base; False welds the root.
+    floating = client.register(mjcf=MJCF_PENDULUM, floating_base=True)
+    assert (floating.name, floating.nq, floating.nv) == ("mjcf_pendulum", 8, 7)
+    welded = client.register(mjcf=MJCF_PENDULUM)
+    assert (welded.nq, welded.nv) == (1, 1)
+    path = tmp_path / "pendulum.sdf"
+    path.write_text(SDF_PENDULUM)
+    from_file = client.register(sdf=path)
+    assert (from_file.name, from_file.nv) == ("sdf_pendulum", 1)
+    assert client.register(sdf=SDF_PENDULUM).id == from_file.id
+    with pytest.raises(torqued.Error) as refused:
+        client.register(mjcf='<mujoco><include file="arm.xml"/></mujoco>')
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "arm.xml" in refused.value.message
+
+
 def test_register_needs_exactly_one_source(client: torqued.Client) -> None:
     with pytest.raises(ValueError):
         client.register()

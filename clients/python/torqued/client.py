@@ -1039,6 +1039,8 @@ class Client:
         dh: Optional[model_pb2.DhTable | Mapping[str, Any]] = None,
         spec: Optional[model_pb2.ModelSpec | Mapping[str, Any]] = None,
         request: Optional[model_pb2.RegisterModelRequest] = None,
+        mjcf: Optional[str | os.PathLike[str]] = None,
+        sdf: Optional[str | os.PathLike[str]] = None,
         name: str = "",
         floating_base: bool = False,
         gravity: Optional[Sequence[float]] = None,
@@ -1047,14 +1049,19 @@ class Client:
     ) -> model_pb2.Model:
         """Registers a model (idempotent) and returns its id and layout.
 
-        Give exactly one source: `urdf` (XML text, or a path-like to a URDF file), `dh` (a
-        DhTable, or a dict in its proto JSON form), `spec` (a ModelSpec or dict), or a complete
-        `request` (then name, floating_base and gravity are ignored). The client remembers the
-        request, and registers it again if a later call finds the id unknown.
+        Give exactly one source: `urdf`, `mjcf` or `sdf` (XML text, or a path-like to a URDF,
+        MJCF or SDF file), `dh` (a DhTable, or a dict in its proto JSON form), `spec` (a
+        ModelSpec or dict), or a complete `request` (then name, floating_base and gravity are
+        ignored). The client remembers the request, and registers it again if a later call finds
+        the id unknown. An MJCF file's <include> elements are not followed (the server refuses
+        them): inline them first.
 
         Args:
-            name: model name; empty: the URDF's robot name, or "dh_model" / "spec_model".
-            floating_base: attach the root link through a free-flyer "root_joint".
+            name: model name; empty: the description's own (URDF robot, MJCF model, SDF model),
+                or "dh_model" / "spec_model".
+            floating_base: attach the root link through a free-flyer "root_joint" (an MJCF
+                file's free joint on its root body becomes it; without floating_base that joint
+                is removed and the root body welded to the world).
             gravity: gravity acceleration in the world frame, m/s^2; None: (0, 0, -9.81).
             strict: refuse the model (INVALID_ARGUMENT) if building it gives any warning (with
                 `request` too: it sets the request's `strict`).
@@ -1066,9 +1073,9 @@ class Client:
         Raises:
             Error: INVALID_ARGUMENT naming the joint or link at fault, RESOURCE_EXHAUSTED, ...
         """
-        given = [source is not None for source in (urdf, dh, spec, request)]
+        given = [source is not None for source in (urdf, mjcf, sdf, dh, spec, request)]
         if sum(given) != 1:
-            raise ValueError("register: give exactly one of urdf, dh, spec, request")
+            raise ValueError("register: give exactly one of urdf, mjcf, sdf, dh, spec, request")
         if request is None:
             request = model_pb2.RegisterModelRequest(name=name)
             request.base = (
@@ -1077,11 +1084,12 @@ class Client:
             if gravity is not None:
                 x, y, z = (float(g) for g in gravity)
                 request.gravity.CopyFrom(model_pb2.Vector3(x=x, y=y, z=z))
-            if isinstance(urdf, os.PathLike):
-                request.urdf = open(urdf, encoding="utf-8").read()
-            elif urdf is not None:
-                request.urdf = urdf
-            elif isinstance(dh, Mapping):
+            for field, document in (("urdf", urdf), ("mjcf", mjcf), ("sdf", sdf)):
+                if isinstance(document, os.PathLike):
+                    setattr(request, field, open(document, encoding="utf-8").read())
+                elif document is not None:
+                    setattr(request, field, document)
+            if isinstance(dh, Mapping):
                 json_format.ParseDict(dh, request.dh)
             elif dh is not None:
                 request.dh.CopyFrom(dh)

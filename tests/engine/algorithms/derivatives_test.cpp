@@ -20,7 +20,6 @@
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
-#include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
 #include "engine/model/data.hpp"
@@ -35,7 +34,6 @@ using test_support::relative_error;
 
 using nlohmann::json;
 
-const std::filesystem::path kSharedDir = TORQUED_SHARED_DIR;
 using test_support::golden_files;
 using test_support::kGoldenDir;
 
@@ -58,6 +56,12 @@ Eigen::MatrixXd to_matrix(const json& j) {
 // implementations at ~1e-13 relative for the RNEA derivatives and ~1e-11 for the ABA ones
 // (conditioning proxy max|M⁻¹|·max|M| ≤ 8.3e4), so a pass here leaves a wide margin while any
 // wrong term (a missing Coriolis or gravity contribution is ≥ 1e-3 relative) fails.
+//
+// The MJCF references include the joints' armature A (golden_files.hpp: golden_armature), which
+// torqued does not model. RNEA's derivatives do not depend on it; M and RNEA are compared with the
+// reference's less A and A a. ABA and its derivatives are taken at the torque less A q̈, where
+// the reference's q̈ is ours; there (M + A) ∂q̈/∂x is the same as our M ∂q̈/∂x, so our derivatives
+// are the reference's plus M⁻¹ A times them, with M⁻¹ the inverse of the reference's M less A.
 constexpr double kGoldenTol = 1e-8;
 
 class GoldenDerivativesTest : public ::testing::TestWithParam<std::string> {
@@ -71,13 +75,8 @@ class GoldenDerivativesTest : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << skip;
     }
     const json& m = doc_.at("model");
-    UrdfOptions options;
-    options.floating_base = m.at("base").get<std::string>() == "floating";
-    options.gravity = to_matrix(m.at("gravity"));
-    const std::string urdf =
-        (kSharedDir / "models" / std::filesystem::path(m.at("urdf").get<std::string>()).filename())
-            .string();
-    model_ = build_model(read_urdf_file(urdf, options));
+    model_ = build_model(test_support::golden_model_spec(doc_));
+    armature_ = test_support::golden_armature(doc_);
     // The reference's q/v layout, mapped to ours by joint name.
     q_of_golden_.assign(m.at("nq").get<int>(), -1);
     v_of_golden_.assign(m.at("nv").get<int>(), -1);
@@ -94,11 +93,13 @@ class GoldenDerivativesTest : public ::testing::TestWithParam<std::string> {
     data_ = std::make_unique<Data>(*model_);
   }
 
-  Eigen::VectorXd ours(const json& j, const std::vector<int>& map) const {
-    const Eigen::MatrixXd x = to_matrix(j);
-    Eigen::VectorXd y(x.rows());
-    for (std::size_t k = 0; k < map.size(); ++k) y[map[k]] = x(static_cast<Eigen::Index>(k), 0);
+  static Eigen::VectorXd ours(const Eigen::VectorXd& x, const std::vector<int>& map) {
+    Eigen::VectorXd y(x.size());
+    for (std::size_t k = 0; k < map.size(); ++k) y[map[k]] = x[static_cast<Eigen::Index>(k)];
     return y;
+  }
+  static Eigen::VectorXd ours(const json& j, const std::vector<int>& map) {
+    return ours(Eigen::VectorXd(to_matrix(j)), map);
   }
   Eigen::MatrixXd golden_layout(const Eigen::MatrixXd& x) const {
     const auto n = static_cast<Eigen::Index>(v_of_golden_.size());
@@ -115,6 +116,7 @@ class GoldenDerivativesTest : public ::testing::TestWithParam<std::string> {
   ModelPtr model_;
   std::unique_ptr<Data> data_;
   std::vector<int> q_of_golden_, v_of_golden_;
+  Eigen::VectorXd armature_;  // of the reference, in golden v order
 };
 
 TEST_P(GoldenDerivativesTest, RneaDerivatives) {
@@ -124,12 +126,15 @@ TEST_P(GoldenDerivativesTest, RneaDerivatives) {
     const RneaDerivativesWorkspace& d =
         rnea_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_),
                          ours(st.at("v"), v_of_golden_), ours(st.at("a"), v_of_golden_));
+    Eigen::MatrixXd mass = to_matrix(st.at("M"));
+    mass.diagonal() -= armature_;
+    const Eigen::VectorXd tau =
+        to_matrix(st.at("rnea")) - armature_.cwiseProduct(to_matrix(st.at("a")));
     const double e_dq = relative_error(golden_layout(d.dtau_dq), to_matrix(st.at("drnea_dq")));
     const double e_dv = relative_error(golden_layout(d.dtau_dv), to_matrix(st.at("drnea_dv")));
-    const double e_m = relative_error(golden_layout(data_->workspace<MassMatrixWorkspace>().M),
-                                      to_matrix(st.at("M")));
-    const double e_tau =
-        relative_error(golden_layout(data_->tau.transpose()), to_matrix(st.at("rnea")).transpose());
+    const double e_m =
+        relative_error(golden_layout(data_->workspace<MassMatrixWorkspace>().M), mass);
+    const double e_tau = relative_error(golden_layout(data_->tau.transpose()), tau.transpose());
     EXPECT_LE(e_dq, kGoldenTol) << "drnea_dq";
     EXPECT_LE(e_dv, kGoldenTol) << "drnea_dv";
     EXPECT_LE(e_m, kGoldenTol) << "M";
@@ -146,14 +151,21 @@ TEST_P(GoldenDerivativesTest, AbaDerivatives) {
   double worst_dq = 0.0, worst_dv = 0.0, worst_minv = 0.0;
   for (const json& st : doc_.at("states")) {
     SCOPED_TRACE("state " + std::to_string(st.at("index").get<int>()));
+    const Eigen::VectorXd ddq = to_matrix(st.at("aba"));
+    const Eigen::VectorXd tau = to_matrix(st.at("tau")) - armature_.cwiseProduct(ddq);
     const AbaDerivativesWorkspace& d =
         aba_derivatives(*model_, *data_, ours(st.at("q"), q_of_golden_),
-                        ours(st.at("v"), v_of_golden_), ours(st.at("tau"), v_of_golden_));
-    const double e_dq = relative_error(golden_layout(d.ddq_dq), to_matrix(st.at("daba_dq")));
-    const double e_dv = relative_error(golden_layout(d.ddq_dv), to_matrix(st.at("daba_dv")));
-    const double e_minv = relative_error(golden_layout(d.ddq_dtau), to_matrix(st.at("Minv")));
-    const double e_ddq =
-        relative_error(golden_layout(data_->ddq.transpose()), to_matrix(st.at("aba")).transpose());
+                        ours(st.at("v"), v_of_golden_), ours(tau, v_of_golden_));
+    const Eigen::MatrixXd minv = test_support::golden_minv_without_armature(st, armature_);
+    const auto ours_from_reference = [&](const Eigen::MatrixXd& reference) {
+      return Eigen::MatrixXd(reference + minv * armature_.asDiagonal() * reference);
+    };
+    const double e_dq =
+        relative_error(golden_layout(d.ddq_dq), ours_from_reference(to_matrix(st.at("daba_dq"))));
+    const double e_dv =
+        relative_error(golden_layout(d.ddq_dv), ours_from_reference(to_matrix(st.at("daba_dv"))));
+    const double e_minv = relative_error(golden_layout(d.ddq_dtau), minv);
+    const double e_ddq = relative_error(golden_layout(data_->ddq.transpose()), ddq.transpose());
     EXPECT_LE(e_dq, kGoldenTol) << "daba_dq";
     EXPECT_LE(e_dv, kGoldenTol) << "daba_dv";
     EXPECT_LE(e_minv, kGoldenTol) << "Minv";

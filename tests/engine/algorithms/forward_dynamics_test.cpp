@@ -31,7 +31,6 @@
 #include "engine/algorithms/ltdl.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
-#include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/data.hpp"
 #include "tests/engine/support/compare.hpp"
@@ -249,14 +248,6 @@ using nlohmann::json;
 
 const std::filesystem::path kSharedDir = TORQUED_SHARED_DIR;
 
-Eigen::MatrixXd to_matrix(const json& j) {
-  Eigen::MatrixXd x(j.size(), j.empty() ? 0 : j[0].size());
-  for (Eigen::Index r = 0; r < x.rows(); ++r) {
-    for (Eigen::Index c = 0; c < x.cols(); ++c) x(r, c) = j[r][c].get<double>();
-  }
-  return x;
-}
-
 Eigen::VectorXd to_vector(const json& j) {
   Eigen::VectorXd x(j.size());
   for (Eigen::Index k = 0; k < x.size(); ++k) x[k] = j[k].get<double>();
@@ -269,7 +260,10 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {};
 
 // M⁻¹ against Pinocchio's computeMinverse at 1e-9 relative (the README: two correct
 // implementations agree to ~1e-11 at the worst conditioning, talos_reduced floating), and the
-// three forward-dynamics algorithms against its ABA at the same bar.
+// three forward-dynamics algorithms against its ABA at the same bar. The MJCF references include
+// the joints' armature A, which torqued does not model (golden_files.hpp: golden_armature): M⁻¹ is
+// compared with the inverse of the reference's M less A, forward dynamics runs at the torque less
+// A q̈, where the reference's q̈ is ours.
 TEST_P(GoldenTest, MinverseAndForwardDynamics) {
   if (GetParam().empty()) GTEST_SKIP() << "no golden data in " << kSharedDir;
   std::ifstream in(kSharedDir / "golden" / GetParam());
@@ -278,13 +272,8 @@ TEST_P(GoldenTest, MinverseAndForwardDynamics) {
     GTEST_SKIP() << skip;
   }
   const json& m = doc.at("model");
-  UrdfOptions options;
-  options.floating_base = m.at("base").get<std::string>() == "floating";
-  options.gravity = to_vector(m.at("gravity"));
-  const std::string urdf =
-      (kSharedDir / "models" / std::filesystem::path(m.at("urdf").get<std::string>()).filename())
-          .string();
-  const ModelPtr model = build_model(read_urdf_file(urdf, options));
+  const ModelPtr model = build_model(test_support::golden_model_spec(doc));
+  const Eigen::VectorXd armature = test_support::golden_armature(doc);
   ASSERT_EQ(model->nv, m.at("nv").get<int>());
   // Our index of each golden q and v index, matched by joint name.
   std::vector<int> q_of(model->nq), v_of(model->nv);
@@ -299,7 +288,8 @@ TEST_P(GoldenTest, MinverseAndForwardDynamics) {
   double worst_minv = 0.0;
   for (const json& st : doc.at("states")) {
     const Eigen::VectorXd gq = to_vector(st.at("q")), gv = to_vector(st.at("v"));
-    const Eigen::VectorXd gtau = to_vector(st.at("tau"));
+    const Eigen::VectorXd golden_aba = to_vector(st.at("aba"));
+    const Eigen::VectorXd gtau = to_vector(st.at("tau")) - armature.cwiseProduct(golden_aba);
     Eigen::VectorXd q(model->nq), v(model->nv), tau(model->nv);
     for (int k = 0; k < model->nq; ++k) q[q_of[k]] = gq[k];
     for (int k = 0; k < model->nv; ++k) {
@@ -311,10 +301,10 @@ TEST_P(GoldenTest, MinverseAndForwardDynamics) {
     for (int r = 0; r < model->nv; ++r) {
       for (int c = 0; c < model->nv; ++c) ours(r, c) = minv(v_of[r], v_of[c]);
     }
-    const double err = relative_error(ours, to_matrix(st.at("Minv")));
+    const double err =
+        relative_error(ours, test_support::golden_minv_without_armature(st, armature));
     worst_minv = std::max(worst_minv, err);
     EXPECT_LE(err, 1e-9) << "state " << st.at("index");
-    const Eigen::VectorXd golden_aba = to_vector(st.at("aba"));
     for (ForwardDynamicsAlgorithm algorithm :
          {ForwardDynamicsAlgorithm::kAba, ForwardDynamicsAlgorithm::kCrba,
           ForwardDynamicsAlgorithm::kFactorization, ForwardDynamicsAlgorithm::kAuto}) {

@@ -7,6 +7,10 @@
 // the conditioning: ≤ 1e-13 relative for RNEA/M/placements and, for ABA, ~1e-11 even for the worst
 // conditioned model (talos_reduced floating, max|M⁻¹|·max|M| = 8.3e4), so 1e-9 is comfortable for
 // a correct engine and catches any modelling difference (a wrong inertia or axis is ≥ 1e-3).
+//
+// The MJCF references include the joints' armature (golden_files.hpp: golden_armature), which
+// torqued does not model: the checks take its terms out of M and RNEA (armature · a), and run ABA
+// and the constrained dynamics at the torque less armature · q̈, where the reference's q̈ is ours.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,7 +27,6 @@
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/rnea.hpp"
-#include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/data.hpp"
 #include "tests/engine/support/golden_files.hpp"
@@ -35,31 +38,16 @@ using nlohmann::json;
 
 constexpr double kRelTol = 1e-9;
 
-const std::filesystem::path kSharedDir = TORQUED_SHARED_DIR;
 using test_support::golden_files;
 using test_support::kGoldenDir;
+using test_support::to_matrix;
+using test_support::to_vector;
 
 // max|x − y| / max(1, max|y|).
 double relative_error(const Eigen::MatrixXd& x, const Eigen::MatrixXd& y) {
   if (x.rows() != y.rows() || x.cols() != y.cols()) return std::numeric_limits<double>::infinity();
   if (y.size() == 0) return 0.0;
   return (x - y).cwiseAbs().maxCoeff() / std::max(1.0, y.cwiseAbs().maxCoeff());
-}
-
-Eigen::VectorXd to_vector(const json& j) {
-  Eigen::VectorXd x(static_cast<Eigen::Index>(j.size()));
-  for (std::size_t i = 0; i < j.size(); ++i) x[static_cast<Eigen::Index>(i)] = j[i].get<double>();
-  return x;
-}
-
-Eigen::MatrixXd to_matrix(const json& j) {
-  const auto rows = static_cast<Eigen::Index>(j.size());
-  const auto cols = rows == 0 ? Eigen::Index{0} : static_cast<Eigen::Index>(j[0].size());
-  Eigen::MatrixXd x(rows, cols);
-  for (Eigen::Index r = 0; r < rows; ++r) {
-    for (Eigen::Index c = 0; c < cols; ++c) x(r, c) = j[r][c].get<double>();
-  }
-  return x;
 }
 
 // The 3x4 matrix [R | p] of a placement, compared as one quantity.
@@ -86,6 +74,7 @@ struct GoldenCase {
   std::vector<int> q_of_golden;  // our q index of each golden q index
   std::vector<int> v_of_golden;  // our v index of each golden v index
   std::vector<std::string> golden_joint_names;
+  Eigen::VectorXd armature;  // of the reference, in golden v order
 
   Eigen::VectorXd q_to_ours(const Eigen::VectorXd& x) const { return permute(x, q_of_golden); }
   Eigen::VectorXd v_to_ours(const Eigen::VectorXd& x) const { return permute(x, v_of_golden); }
@@ -123,16 +112,11 @@ std::shared_ptr<const GoldenCase> load_case(const std::string& file) {
   c->skip = test_support::unread_source_format(c->doc, file);
   if (!c->skip.empty()) return c;
   const json& m = c->doc.at("model");
-  const std::string urdf =
-      (kSharedDir / "models" / std::filesystem::path(m.at("urdf").get<std::string>()).filename())
-          .string();
-  UrdfOptions options;
-  options.floating_base = m.at("base").get<std::string>() == "floating";
-  options.gravity = to_vector(m.at("gravity"));
+  c->armature = test_support::golden_armature(c->doc);
   try {
-    c->model = build_model(read_urdf_file(urdf, options));
+    c->model = build_model(test_support::golden_model_spec(c->doc));
   } catch (const std::exception& e) {
-    c->error = "loading " + urdf + ": " + e.what();
+    c->error = "loading " + m.at("urdf").get<std::string>() + ": " + e.what();
     return c;
   }
   const Model& model = *c->model;
@@ -200,7 +184,8 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(GoldenTest, JointOrderMatchesReference) {
-  // Our joint order (depth-first, siblings by name) is Pinocchio's, so the layouts coincide.
+  // Our joint order (depth-first; siblings by name for URDF, in document order for MJCF) is
+  // Pinocchio's, so the layouts coincide.
   std::vector<std::string> ours(model().joint_names.begin() + 1, model().joint_names.end());
   EXPECT_EQ(ours, case_->golden_joint_names);
   for (const json& j : case_->doc.at("model").at("joints")) {
@@ -234,10 +219,11 @@ TEST_P(GoldenTest, JointAndLinkPlacements) {
 TEST_P(GoldenTest, Rnea) {
   for (const json& st : states()) {
     SCOPED_TRACE("state " + std::to_string(st.at("index").get<int>()));
-    const Eigen::VectorXd tau =
-        rnea(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))),
-             case_->v_to_ours(to_vector(st.at("v"))), case_->v_to_ours(to_vector(st.at("a"))));
-    EXPECT_LE(relative_error(case_->v_to_golden(tau), to_vector(st.at("rnea"))), kRelTol);
+    const Eigen::VectorXd a = to_vector(st.at("a"));
+    const Eigen::VectorXd tau = rnea(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))),
+                                     case_->v_to_ours(to_vector(st.at("v"))), case_->v_to_ours(a));
+    const Eigen::VectorXd expected = to_vector(st.at("rnea")) - case_->armature.cwiseProduct(a);
+    EXPECT_LE(relative_error(case_->v_to_golden(tau), expected), kRelTol);
   }
 }
 
@@ -251,10 +237,12 @@ TEST_P(GoldenTest, RneaWithExternalForce) {
     ASSERT_EQ(ref.at("joint").get<std::string>(), joint);
     std::vector<Force> f_ext(model().nbodies(), Force::Zero());
     f_ext[body] = Force::FromVector(to_vector(ref.at("f_local")));
-    const Eigen::VectorXd tau = rnea(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))),
-                                     case_->v_to_ours(to_vector(st.at("v"))),
-                                     case_->v_to_ours(to_vector(st.at("a"))), f_ext);
-    EXPECT_LE(relative_error(case_->v_to_golden(tau), to_vector(ref.at("tau"))), kRelTol);
+    const Eigen::VectorXd a = to_vector(st.at("a"));
+    const Eigen::VectorXd tau =
+        rnea(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))),
+             case_->v_to_ours(to_vector(st.at("v"))), case_->v_to_ours(a), f_ext);
+    const Eigen::VectorXd expected = to_vector(ref.at("tau")) - case_->armature.cwiseProduct(a);
+    EXPECT_LE(relative_error(case_->v_to_golden(tau), expected), kRelTol);
   }
 }
 
@@ -281,17 +269,20 @@ TEST_P(GoldenTest, MassMatrix) {
   for (const json& st : states()) {
     SCOPED_TRACE("state " + std::to_string(st.at("index").get<int>()));
     const Eigen::MatrixXd mass = crba(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))));
-    EXPECT_LE(relative_error(case_->vv_to_golden(mass), to_matrix(st.at("M"))), kRelTol);
+    Eigen::MatrixXd expected = to_matrix(st.at("M"));
+    expected.diagonal() -= case_->armature;
+    EXPECT_LE(relative_error(case_->vv_to_golden(mass), expected), kRelTol);
   }
 }
 
 TEST_P(GoldenTest, Aba) {
   for (const json& st : states()) {
     SCOPED_TRACE("state " + std::to_string(st.at("index").get<int>()));
-    const Eigen::VectorXd ddq =
-        aba(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))),
-            case_->v_to_ours(to_vector(st.at("v"))), case_->v_to_ours(to_vector(st.at("tau"))));
-    EXPECT_LE(relative_error(case_->v_to_golden(ddq), to_vector(st.at("aba"))), kRelTol);
+    const Eigen::VectorXd expected = to_vector(st.at("aba"));
+    const Eigen::VectorXd tau = to_vector(st.at("tau")) - case_->armature.cwiseProduct(expected);
+    const Eigen::VectorXd ddq = aba(model(), *data_, case_->q_to_ours(to_vector(st.at("q"))),
+                                    case_->v_to_ours(to_vector(st.at("v"))), case_->v_to_ours(tau));
+    EXPECT_LE(relative_error(case_->v_to_golden(ddq), expected), kRelTol);
   }
 }
 
@@ -329,7 +320,8 @@ TEST_P(GoldenTest, ConstrainedDynamics) {
     SCOPED_TRACE("state " + std::to_string(result.at("state").get<int>()));
     const Eigen::VectorXd q = case_->q_to_ours(to_vector(st.at("q")));
     const Eigen::VectorXd v = case_->v_to_ours(to_vector(st.at("v")));
-    const Eigen::VectorXd tau = case_->v_to_ours(to_vector(st.at("tau")));
+    const Eigen::VectorXd tau = case_->v_to_ours(
+        to_vector(st.at("tau")) - case_->armature.cwiseProduct(to_vector(result.at("qdd"))));
     Eigen::VectorXd ddq(model().nv), lambda(m);
     constrained_dynamics(model(), *data_, q, v, tau, constraints, BaumgarteGains{}, ddq, lambda);
 

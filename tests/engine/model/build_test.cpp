@@ -1,7 +1,8 @@
 // build_model() on hand-written specs: every validation error names the link or joint at fault,
 // the accepted-but-suspicious cases produce warnings, joints come in the promised order
-// (depth-first, siblings by joint name, fixed joints walked in place), fixed joints are merged
-// with their frames kept, and the index tables (idx_q, idx_v, subtree_end, ...) are consistent.
+// (depth-first, siblings by joint name or as listed, fixed joints walked in place), fixed joints
+// are merged with their frames kept, links offset from their joint frames are placed there, and
+// the index tables (idx_q, idx_v, subtree_end, ...) are consistent.
 #include "engine/model/build.hpp"
 
 #include <gmock/gmock.h>
@@ -510,9 +511,9 @@ TEST(BuildModelWarnings, MasslessFixedBaseIsFine) {
 // ---------------------------------------------------------------------------------------------
 // Structure
 
-TEST(BuildModel, SiblingsAreOrderedByJointName) {
-  // root has moving children "zeta" and "alpha" (file order) and a fixed child "m_weld" whose
-  // link carries the moving joint "b_move": the fixed joint is walked where its name sorts.
+// root has moving children "zeta" and "alpha" (file order) and a fixed child "m_weld" whose link
+// carries the moving joint "b_move".
+ModelSpec siblings() {
   ModelSpec spec;
   spec.links = {make_link("root"),    make_link("z_link"), make_link("a_link"),
                 make_link("z_child"), make_link("welded"), make_link("b_link")};
@@ -520,13 +521,28 @@ TEST(BuildModel, SiblingsAreOrderedByJointName) {
                  make_joint("beta", "z_link", "z_child"),
                  make_joint("m_weld", "root", "welded", JointType::kFixed),
                  make_joint("b_move", "welded", "b_link")};
-  const ModelPtr model = build_model(spec);
+  return spec;
+}
+
+TEST(BuildModel, SiblingsAreOrderedByJointName) {
+  // The fixed joint is walked where its name sorts.
+  const ModelPtr model = build_model(siblings());
   EXPECT_THAT(model->joint_names, ElementsAre("universe", "alpha", "b_move", "zeta", "beta"));
   EXPECT_THAT(model->body_names, ElementsAre("root", "a_link", "b_link", "z_link", "z_child"));
   EXPECT_THAT(model->parent, ElementsAre(-1, 0, 0, 0, 3));
   EXPECT_THAT(model->subtree_end, ElementsAre(5, 2, 3, 5, 5));
   EXPECT_THAT(model->depth, ElementsAre(0, 1, 1, 1, 2));
   for (int i = 1; i < model->nbodies(); ++i) EXPECT_LT(model->parent[i], i);
+}
+
+TEST(BuildModel, SiblingsAsListedKeepTheSpecsOrder) {
+  // MJCF's document order; the fixed joint is walked where it is listed.
+  ModelSpec spec = siblings();
+  spec.children_in_given_order = true;
+  const ModelPtr model = build_model(spec);
+  EXPECT_THAT(model->joint_names, ElementsAre("universe", "zeta", "beta", "alpha", "b_move"));
+  EXPECT_THAT(model->parent, ElementsAre(-1, 0, 1, 0, 0));
+  EXPECT_THAT(model->subtree_end, ElementsAre(5, 3, 3, 4, 5));
 }
 
 TEST(BuildModel, NameOrderIsByteWise) {
@@ -731,6 +747,47 @@ TEST(BuildModel, MovingJointBelowFixedJointsIsPlacedInTheBody) {
   expect_near(model->joint_placements[2].translation, mount.translation, 0.0);
   EXPECT_EQ(model->frames[model->find_frame("adapter")].body, 0);
   EXPECT_EQ(model->frames[model->find_frame("adapter")].kind, FrameKind::kFixedLink);
+}
+
+// A link offset from its joint frame (an MJCF joint at a point of its body): the joint frame is
+// the body frame, the link and everything on it sit at the child origin.
+TEST(BuildModel, ChildLinkPlacementPlacesTheLinkInItsJointFrame) {
+  ModelSpec spec;
+  spec.links = {make_link("root"), make_link("arm", 2.0, Vec3(0.1, 0.0, 0.0)), make_link("tip"),
+                make_link("hand")};
+  const Transform pivot = translation(0.0, 0.0, 1.0);
+  const Transform offset = rotation_z(0.3, Vec3(-0.5, 0.0, 0.0));
+  JointSpec shoulder = make_joint("shoulder", "root", "arm", JointType::kRevolute, pivot);
+  shoulder.child_link_placement = offset;
+  JointSpec weld = make_joint("weld", "arm", "tip", JointType::kFixed, translation(1.0, 0, 0));
+  weld.child_link_placement = rotation_z(0.1);
+  spec.joints = {shoulder, weld,
+                 make_joint("wrist", "tip", "hand", JointType::kRevolute, translation(0, 0, 2))};
+  const ModelPtr model = build_model(spec);
+  ASSERT_EQ(model->nbodies(), 3);
+  expect_near(model->joint_placements[1].translation, pivot.translation, 0.0);
+  const auto placement = [&](const char* name) {
+    return model->frames[model->find_frame(name)].placement;
+  };
+  expect_near(placement("shoulder").translation, Vec3::Zero(), 0.0);
+  expect_near(placement("arm").rotation, offset.rotation, 0.0);
+  expect_near(placement("arm").translation, offset.translation, 0.0);
+  const Transform at_weld = offset * translation(1.0, 0, 0);
+  expect_near(placement("weld").translation, at_weld.translation, kRounding);
+  const Transform at_tip = at_weld * rotation_z(0.1);
+  expect_near(placement("tip").rotation, at_tip.rotation, kRounding);
+  expect_near(model->joint_placements[2].translation, (at_tip * translation(0, 0, 2)).translation,
+              kRounding);
+  // arm (2 kg) and the welded tip (1 kg at its frame's origin).
+  expect_near(model->inertias[1].com(),
+              (2.0 * offset.act(Vec3(0.1, 0.0, 0.0)) + at_tip.translation) / 3.0, kRounding);
+}
+
+TEST(BuildModelErrors, NonFiniteChildLinkPlacement) {
+  ModelSpec spec = two_link_chain();
+  spec.joints[1].child_link_placement.translation.x() = kNaN;
+  EXPECT_THAT(build_error(spec), HasSubstr("joint 'j2': child link placement: origin has "
+                                           "non-finite numbers"));
 }
 
 TEST(BuildModel, InertialOriginRotationIsApplied) {
