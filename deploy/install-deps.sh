@@ -28,6 +28,8 @@ if ((with_test)); then
   # openssl: the TLS tests make their certificates with it at run time; python3-h2 (hyperframe,
   # hpack): the hostile HTTP/2 client of tests/server/transport.
   packages+=(libgtest-dev libgmock-dev prometheus openssl python3-h2)
+  # MuJoCo, which the MJCF reader's results are checked against (mujoco_agreement_test).
+  packages+=(libmujoco-dev)
   # The Python client's tests: a venv over Debian's python3 with its gRPC, numpy and pytest;
   # matplotlib for the examples' plots.
   packages+=(python3-venv python3-pip python3-setuptools python3-wheel python3-grpcio
