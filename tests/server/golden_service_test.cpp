@@ -36,7 +36,6 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -682,17 +681,9 @@ TEST_P(GoldenServiceTest, Torquectl) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<std::string>& info) {
-  if (info.param.empty()) return "NoGoldenData";
-  std::string name = std::filesystem::path(info.param).stem().string();
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(Golden, GoldenServiceTest,
-                         ::testing::ValuesIn(test_support::golden_files()), case_name);
+                         ::testing::ValuesIn(test_support::golden_files()),
+                         test_support::golden_case_name);
 
 }  // namespace
 }  // namespace torqued::testing

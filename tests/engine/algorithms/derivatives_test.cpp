@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -34,6 +33,7 @@ using test_support::relative_error;
 
 using nlohmann::json;
 
+using test_support::golden_case_name;
 using test_support::golden_files;
 using test_support::kGoldenDir;
 
@@ -178,17 +178,8 @@ TEST_P(GoldenDerivativesTest, AbaDerivatives) {
               worst_dq, worst_dv, worst_minv);
 }
 
-std::string golden_name(const ::testing::TestParamInfo<std::string>& info) {
-  if (info.param.empty()) return "NoGoldenData";
-  std::string name = std::filesystem::path(info.param).stem().string();
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
-
 INSTANTIATE_TEST_SUITE_P(Golden, GoldenDerivativesTest, ::testing::ValuesIn(golden_files()),
-                         golden_name);
+                         golden_case_name);
 
 // ---- Random trees ------------------------------------------------------------------------------
 

@@ -254,6 +254,7 @@ Eigen::VectorXd to_vector(const json& j) {
   return x;
 }
 
+using test_support::golden_case_name;
 using test_support::golden_files;
 
 class GoldenTest : public ::testing::TestWithParam<std::string> {};
@@ -319,16 +320,7 @@ TEST_P(GoldenTest, MinverseAndForwardDynamics) {
   std::cout << GetParam() << ": worst M⁻¹ relative error " << worst_minv << "\n";
 }
 
-std::string golden_name(const ::testing::TestParamInfo<std::string>& info) {
-  if (info.param.empty()) return "NoGoldenData";
-  std::string name = std::filesystem::path(info.param).stem().string();
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, ::testing::ValuesIn(golden_files()), golden_name);
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, ::testing::ValuesIn(golden_files()), golden_case_name);
 
 }  // namespace
 }  // namespace torqued

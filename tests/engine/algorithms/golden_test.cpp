@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -38,6 +37,7 @@ using nlohmann::json;
 
 constexpr double kRelTol = 1e-9;
 
+using test_support::golden_case_name;
 using test_support::golden_files;
 using test_support::kGoldenDir;
 using test_support::to_matrix;
@@ -339,16 +339,7 @@ TEST_P(GoldenTest, ConstrainedDynamics) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<std::string>& info) {
-  if (info.param.empty()) return "NoGoldenData";
-  std::string name = std::filesystem::path(info.param).stem().string();
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, ::testing::ValuesIn(golden_files()), case_name);
+INSTANTIATE_TEST_SUITE_P(Golden, GoldenTest, ::testing::ValuesIn(golden_files()), golden_case_name);
 
 }  // namespace
 }  // namespace torqued

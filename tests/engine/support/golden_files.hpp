@@ -2,8 +2,11 @@
 // the tests parameterized over them, and their models read by the engine's readers.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <Eigen/Dense>
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <iterator>
 #include <map>
@@ -34,6 +37,16 @@ inline std::vector<std::string> golden_files() {
   std::sort(files.begin(), files.end());
   if (files.empty()) files.push_back("");
   return files;
+}
+
+// A golden file's test name: its stem with every character that is not alphanumeric as '_'.
+inline std::string golden_case_name(const ::testing::TestParamInfo<std::string>& info) {
+  if (info.param.empty()) return "NoGoldenData";
+  std::string name = std::filesystem::path(info.param).stem().string();
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
 }
 
 // A JSON array of numbers, and an array of rows of numbers, as the golden files hold them.
