@@ -680,7 +680,10 @@ TEST_F(ClientTest, SessionEndsAtTheCallsDeadline) {
   ServerProcess server(server_options("a"));
   Client client(options_for(server));
   client::CallOptions call;
-  call.deadline = std::chrono::milliseconds(500);
+  // Room for the first answer, connection included, on shared CPUs: under TSan beside CPU-bound
+  // work it took 1.2 s.
+  const std::chrono::seconds deadline(test_support::kSanitizedBuild ? 5 : 1);
+  call.deadline = deadline;
   const auto start = std::chrono::steady_clock::now();
   client::Session session = client.session(call);
   v1::SessionRequest echo;
@@ -695,8 +698,8 @@ TEST_F(ClientTest, SessionEndsAtTheCallsDeadline) {
   } catch (const client::Error& e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::DEADLINE_EXCEEDED) << e.what();
   }
-  // Generous: the deadline is 0.5 s; the bound only says that it was the deadline that ended it.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  // Generous: the bound only says that it was the deadline that ended it.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, deadline + std::chrono::seconds(15));
 }
 
 // call_method() takes any unary method by its descriptor, on generated or dynamic messages, with
