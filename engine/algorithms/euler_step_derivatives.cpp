@@ -15,8 +15,10 @@ void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef
                             const BaumgarteGains& gains) {
   const int nv = model.nv;
   assert(u.size() == static_cast<Eigen::Index>(actuated_dofs.size()));
-  assert(out.fx.rows() == 2 * nv && out.fx.cols() == 2 * nv);
-  assert(out.fu.rows() == 2 * nv && out.fu.cols() == u.size());
+  // Only the v⁺ rows, or all of them.
+  const bool velocity_rows = out.fx.rows() == nv;
+  assert((velocity_rows || out.fx.rows() == 2 * nv) && out.fx.cols() == 2 * nv);
+  assert(out.fu.rows() == out.fx.rows() && out.fu.cols() == u.size());
   data.bind(model, kEulerStepWorkspaces);
   DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
   actuate(actuated_dofs, u, ws.tau);
@@ -41,6 +43,7 @@ void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef
   }
   integrate(model, q, ws.step, out.q_next);
   integrate_jacobians(model, ws.step, ws.integrate_dq, ws.integrate_dstep);
+  if (velocity_rows) return;
   for_each_joint_block(model, [&]<int kDofs>(int at) {
     const Eigen::Matrix<double, kDofs, kDofs> jw =
         dt * ws.integrate_dstep.block<kDofs, kDofs>(at, at);
@@ -57,6 +60,32 @@ void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef
       out.fu.middleRows<kDofs>(at).setZero();
     }
   });
+}
+
+std::size_t integration_block_values(const Model& model) {
+  std::size_t values = 0;
+  for (int i = 1; i < model.nbodies(); ++i) {
+    const auto dofs = static_cast<std::size_t>(joint_nv(model.joints[i].type));
+    if (dofs > 1) values += dofs * dofs;
+  }
+  return values;
+}
+
+void write_integration_blocks(const Model& model, const Data& data, std::span<double> dq,
+                              std::span<double> dw) {
+  assert(dq.size() == integration_block_values(model) && dw.size() == dq.size());
+  const DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
+  std::size_t at = 0;
+  for (int i = 1; i < model.nbodies(); ++i) {
+    const Joint& joint = model.joints[i];
+    const int dofs = joint_nv(joint.type);
+    if (dofs < 2) continue;
+    Eigen::Map<RowMajorMatrix>(dq.data() + at, dofs, dofs) =
+        ws.integrate_dq.block(joint.idx_v, joint.idx_v, dofs, dofs);
+    Eigen::Map<RowMajorMatrix>(dw.data() + at, dofs, dofs) =
+        ws.integrate_dstep.block(joint.idx_v, joint.idx_v, dofs, dofs);
+    at += static_cast<std::size_t>(dofs) * static_cast<std::size_t>(dofs);
+  }
 }
 
 }  // namespace torqued

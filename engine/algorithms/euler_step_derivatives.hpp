@@ -33,11 +33,24 @@ enum class EulerStep { kSemiImplicit, kExplicit };
 // `gains`; none by default, as Crocoddyl's contact dynamics holds them). Leaves
 // forward_dynamics_derivatives()'s results in data (q̈ in data.ddq, ∂q̈/∂(q, q̇, τ) in the
 // AbaDerivativesWorkspace). Throws SingularSystemError as aba() does.
+//
+// out.fx and out.fu may hold only the v⁺ rows, nv x 2 nv and nv x nu: the step then writes those
+// and leaves the q⁺ rows to the caller, who has what they follow from in the blocks of J_q and
+// J_w (DiscreteStepWorkspace's integrate_dq and integrate_dstep; write_integration_blocks()).
 void euler_step_derivatives(const Model& model, Data& data, const ConstVectorRef& q,
                             const ConstVectorRef& v, const ConstVectorRef& u, double dt,
                             EulerStep kind, std::span<const int> actuated_dofs,
                             DiscreteStepOutput out,
                             std::span<const BilateralConstraint> constraints = {},
                             const BaumgarteGains& gains = {});
+
+// The values of the blocks of J_q and J_w that are not 1, those of the joints with several DOFs:
+// Σ dofs² over those joints.
+std::size_t integration_block_values(const Model& model);
+
+// Writes the last step's blocks of J_q to dq and of J_w to dw, integration_block_values() each:
+// the joints with several DOFs in joint order, each block row-major.
+void write_integration_blocks(const Model& model, const Data& data, std::span<double> dq,
+                              std::span<double> dw);
 
 }  // namespace torqued

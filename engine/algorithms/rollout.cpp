@@ -27,7 +27,14 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
   assert(!closed_loop ||
          (feedback.q_nominal.size() == k_size * nq && feedback.v_nominal.size() == k_size * nv &&
           feedback.gains.size() == k_size * nu * nx));
-  assert(!jacobians || (out.fx.size() == k_size * nx * nx && out.fu.size() == k_size * nx * nu));
+  // The rows of Fx and Fu written: the v⁺ rows only, or all.
+  const int jacobian_rows = out.velocity_rows ? nv : nx;
+  const std::size_t block_values = out.velocity_rows ? integration_block_values(model) : 0;
+  assert(!jacobians || (out.fx.size() == k_size * jacobian_rows * nx &&
+                        out.fu.size() == k_size * jacobian_rows * nu));
+  assert(!out.velocity_rows || (integrator != Integrator::kRungeKutta4 &&
+                                out.integrate_dq.size() == k_size * block_values &&
+                                out.integrate_dw.size() == k_size * block_values));
   assert(!multipliers || out.multipliers.size() == k_size * rows);
   data.bind(model, kRolloutWorkspaces);
   InterruptionPoll poll(data.interruption);
@@ -58,9 +65,10 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
                     multipliers ? out.multipliers.subspan(at * rows, rows) : std::span<double>());
       return;
     }
-    const DiscreteStepOutput step{q_next, v_next,
-                                  Eigen::Map<RowMajorMatrix>(out.fx.data() + at * nx * nx, nx, nx),
-                                  Eigen::Map<RowMajorMatrix>(out.fu.data() + at * nx * nu, nx, nu)};
+    const DiscreteStepOutput step{
+        q_next, v_next,
+        Eigen::Map<RowMajorMatrix>(out.fx.data() + at * jacobian_rows * nx, jacobian_rows, nx),
+        Eigen::Map<RowMajorMatrix>(out.fu.data() + at * jacobian_rows * nu, jacobian_rows, nu)};
     if (integrator == Integrator::kRungeKutta4) {
       runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated_dofs, step, constraints,
                                    baumgarte);
@@ -74,6 +82,11 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
                              integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
                                                                       : EulerStep::kSemiImplicit,
                              actuated_dofs, step, constraints, baumgarte);
+      if (out.velocity_rows) {
+        const auto blocks = static_cast<std::size_t>(at) * block_values;
+        write_integration_blocks(model, data, out.integrate_dq.subspan(blocks, block_values),
+                                 out.integrate_dw.subspan(blocks, block_values));
+      }
       if (multipliers) lambda = data.workspace<ConstrainedDerivativesWorkspace>().lambda.head(rows);
     }
   };

@@ -41,6 +41,12 @@ struct RolloutOutput {
   std::span<double> fx;
   std::span<double> fu;
   std::span<double> multipliers;
+  // Only the v⁺ rows of Fx and Fu (Euler integrators): fx K × nv × 2 nv and fu K × nv × nu, and
+  // the blocks of J_q and J_w the q⁺ rows follow from, K × integration_block_values() each
+  // (euler_step_derivatives.hpp), in integrate_dq and integrate_dw.
+  bool velocity_rows = false;
+  std::span<double> integrate_dq{};
+  std::span<double> integrate_dw{};
 };
 
 // A rollout that cannot go on: the dynamics of a step is singular, or a step leaves the state not

@@ -709,6 +709,31 @@ double* sized_for_writing(google::protobuf::RepeatedField<double>* field, std::i
   return field->AddNAlreadyReserved(static_cast<int>(n));
 }
 
+// The joints with several DOFs, whose blocks of J_q and J_w a STEP_JACOBIANS_VELOCITY_ROWS answer
+// carries (the other DOFs' are 1).
+void list_integration_blocks(const Model& model,
+                             google::protobuf::RepeatedPtrField<v1::DofBlock>& blocks) {
+  for (int i = 1; i < model.nbodies(); ++i) {
+    const Joint& joint = model.joints[i];
+    if (joint_nv(joint.type) < 2) continue;
+    v1::DofBlock& block = *blocks.Add();
+    block.set_first_dof(static_cast<std::uint32_t>(joint.idx_v));
+    block.set_dofs(static_cast<std::uint32_t>(joint_nv(joint.type)));
+  }
+}
+
+// Reads a step's `jacobians` layout: whether the answer carries only the v⁺ rows of Fx and Fu.
+grpc::Status plan_jacobian_layout(const char* field, int layout, bool rk4, bool& velocity_rows) {
+  if (grpc::Status s = check_enum(field, layout, v1::StepJacobians_IsValid); !s.ok()) return s;
+  velocity_rows = layout == v1::STEP_JACOBIANS_VELOCITY_ROWS;
+  if (velocity_rows && rk4) {
+    return invalid(std::string(field) +
+                   ": STEP_JACOBIANS_VELOCITY_ROWS needs an Euler integrator (an RK4 step's q⁺ "
+                   "rows are not a product of its v⁺ rows)");
+  }
+  return grpc::Status::OK;
+}
+
 // What Linearize and Rollout read alike: the step, its integrator, the controls' DOFs, and the
 // constraints with their gains.
 struct StepSettings {
@@ -795,28 +820,15 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   const bool continuous = request->continuous_derivatives();
   const bool multipliers = continuous && rows > 0;
   const std::int64_t rows_by_dofs = states * rows * m.nv;
-  if (s = check_enum("jacobians", request->jacobians(), v1::StepJacobians_IsValid); !s.ok()) {
+  bool velocity_rows = false;
+  if (s = plan_jacobian_layout("jacobians", request->jacobians(), rk4, velocity_rows); !s.ok()) {
     return s;
   }
-  const bool velocity_rows = request->jacobians() == v1::STEP_JACOBIANS_VELOCITY_ROWS;
-  if (velocity_rows && rk4) {
-    return invalid(
-        "jacobians: STEP_JACOBIANS_VELOCITY_ROWS needs an Euler integrator (an RK4 step's q⁺ "
-        "rows are not a product of its v⁺ rows)");
-  }
-  // The multi-DOF joints, whose blocks of J_q and J_w velocity_rows sends.
-  std::vector<std::pair<int, int>> blocks;
+  // The multi-DOF joints' blocks of J_q and J_w, which velocity_rows sends.
   std::int64_t block_values = 0;
   if (velocity_rows) {
-    for (int i = 1; i < m.nbodies(); ++i) {
-      const Joint& joint = m.joints[i];
-      if (joint_nv(joint.type) < 2) continue;
-      blocks.emplace_back(joint.idx_v, joint_nv(joint.type));
-      v1::DofBlock& block = *response->add_integration_blocks();
-      block.set_first_dof(static_cast<std::uint32_t>(joint.idx_v));
-      block.set_dofs(static_cast<std::uint32_t>(joint_nv(joint.type)));
-      block_values += std::int64_t{joint_nv(joint.type)} * joint_nv(joint.type);
-    }
+    list_integration_blocks(m, *response->mutable_integration_blocks());
+    block_values = static_cast<std::int64_t>(integration_block_values(m));
   }
   // The rows of Fx and Fu the answer carries.
   const std::int64_t jacobian_rows = velocity_rows ? m.nv : nx;
@@ -852,8 +864,8 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   const EulerStep euler = step.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
                                                                         : EulerStep::kSemiImplicit;
   job = {algorithm,
-         [entry, request, step = std::move(step), out, rk4, euler, velocity_rows,
-          blocks = std::move(blocks), block_values](WorkerContext& w, int b, int e) {
+         [entry, request, step = std::move(step), out, rk4, euler, velocity_rows, block_values](
+             WorkerContext& w, int b, int e) {
            const Model& model = *entry->model;
            Data& data = w.workspace(*entry).data;
            const int nq = model.nq, nv = model.nv, nx = 2 * nv;
@@ -861,9 +873,9 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
            const std::vector<int>& actuated = step.actuated;
            const std::vector<BilateralConstraint>& constraints = step.constraints;
            const double dt = step.dt;
-           // With velocity rows the step's full Fx and Fu go here, and their v⁺ rows out.
-           RowMajorMatrix fx(velocity_rows ? nx : 0, velocity_rows ? nx : 0);
-           RowMajorMatrix fu(velocity_rows ? nx : 0, velocity_rows ? nu : 0);
+           // With velocity rows the step writes only the v⁺ rows of Fx and Fu.
+           const int jacobian_rows = velocity_rows ? nv : nx;
+           const auto blocks = static_cast<std::size_t>(block_values);
            for (int k = b; k < e; ++k) {
              const ConstMap q = row(request->q(), k, nq);
              const ConstMap v = row(request->v(), k, nv);
@@ -871,12 +883,10 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
              const DiscreteStepOutput result{
                  Eigen::Map<Eigen::VectorXd>(out.q_next + std::ptrdiff_t{k} * nq, nq),
                  Eigen::Map<Eigen::VectorXd>(out.v_next + std::ptrdiff_t{k} * nv, nv),
-                 velocity_rows
-                     ? Eigen::Map<RowMajorMatrix>(fx.data(), nx, nx)
-                     : Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * nx * nx, nx, nx),
-                 velocity_rows
-                     ? Eigen::Map<RowMajorMatrix>(fu.data(), nx, nu)
-                     : Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * nx * nu, nx, nu)};
+                 Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * jacobian_rows * nx,
+                                            jacobian_rows, nx),
+                 Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * jacobian_rows * nu,
+                                            jacobian_rows, nu)};
              if (rk4) {
                runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, result, constraints,
                                             step.gains);
@@ -885,19 +895,9 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
                                       constraints, step.gains);
              }
              if (velocity_rows) {
-               copy_out_matrix(fx.bottomRows(nv), out.fx, k);
-               copy_out_matrix(fu.bottomRows(nv), out.fu, k);
-               const DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
-               double* dq = out.integrate_dq + k * block_values;
-               double* dw = out.integrate_dw + k * block_values;
-               for (const auto& [first, dofs] : blocks) {
-                 Eigen::Map<RowMajorMatrix>(dq, dofs, dofs) =
-                     ws.integrate_dq.block(first, first, dofs, dofs);
-                 Eigen::Map<RowMajorMatrix>(dw, dofs, dofs) =
-                     ws.integrate_dstep.block(first, first, dofs, dofs);
-                 dq += std::ptrdiff_t{dofs} * dofs;
-                 dw += std::ptrdiff_t{dofs} * dofs;
-               }
+               const auto at = static_cast<std::size_t>(k) * blocks;
+               write_integration_blocks(model, data, {out.integrate_dq + at, blocks},
+                                        {out.integrate_dw + at, blocks});
              }
              if (out.da_dq == nullptr) continue;
              // The Euler steps leave the derivatives at the knot; RK4 leaves its last stage's.
@@ -971,14 +971,34 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
   }
   if (s = check_reference(request->reference()); !s.ok()) return s;
 
+  const bool jacobians = request->jacobians();
+  bool velocity_rows = false;
+  if (s = plan_jacobian_layout("jacobian_layout", request->jacobian_layout(),
+                               step.integrator == Integrator::kRungeKutta4, velocity_rows);
+      !s.ok()) {
+    return s;
+  }
+  if (velocity_rows && !jacobians) {
+    return invalid(
+        "jacobian_layout: lays out the Jacobians of a rollout that asks for none; set "
+        "jacobians");
+  }
+  // The multi-DOF joints' blocks of J_q and J_w, which velocity_rows sends.
+  std::int64_t block_values = 0;
+  if (velocity_rows) {
+    list_integration_blocks(m, *response->mutable_integration_blocks());
+    block_values = static_cast<std::int64_t>(integration_block_values(m));
+  }
+
   const std::int64_t states = rollouts * (knots + 1);
   const std::int64_t steps = rollouts * knots;
   const std::int64_t slots = states * static_cast<std::int64_t>(frames.size());
-  const bool jacobians = request->jacobians();
+  // The rows of Fx and Fu the answer carries.
+  const std::int64_t jacobian_rows = velocity_rows ? m.nv : nx;
   const std::int64_t frame_values = slots * (12 + (request->frame_jacobians() ? 6 * m.nv : 0));
   if (s = planning.reserve_response(
           states * (m.nq + m.nv) + steps * (nu + step.rows) +
-              (jacobians ? steps * (std::int64_t{nx} * nx + std::int64_t{nx} * nu) : 0) +
+              (jacobians ? steps * (jacobian_rows * (nx + nu) + 2 * block_values) : 0) +
               frame_values,
           memory);
       !s.ok()) {
@@ -995,26 +1015,35 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
   };
   // Each rollout's share of the answer's arrays.
   struct Output {
-    std::span<double> q, v, u, fx, fu, multipliers, positions, rotations, frame_jacobians;
+    std::span<double> q, v, u, fx, fu, integrate_dq, integrate_dw, multipliers, positions,
+        rotations, frame_jacobians;
   };
-  const Output out{array(response->mutable_q(), states * m.nq),
-                   array(response->mutable_v(), states * m.nv),
-                   array(response->mutable_u(), steps * nu),
-                   jacobians ? array(response->mutable_fx(), steps * nx * nx) : std::span<double>(),
-                   jacobians ? array(response->mutable_fu(), steps * nx * nu) : std::span<double>(),
-                   array(response->mutable_multipliers(), steps * step.rows),
-                   array(response->mutable_frame_positions(), slots * 3),
-                   array(response->mutable_frame_rotations(), slots * 9),
-                   request->frame_jacobians()
-                       ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
-                       : std::span<double>()};
+  const Output out{
+      array(response->mutable_q(), states * m.nq),
+      array(response->mutable_v(), states * m.nv),
+      array(response->mutable_u(), steps * nu),
+      jacobians ? array(velocity_rows ? response->mutable_dv_next_dx() : response->mutable_fx(),
+                        steps * jacobian_rows * nx)
+                : std::span<double>(),
+      jacobians ? array(velocity_rows ? response->mutable_dv_next_du() : response->mutable_fu(),
+                        steps * jacobian_rows * nu)
+                : std::span<double>(),
+      velocity_rows ? array(response->mutable_integrate_dq(), steps * block_values)
+                    : std::span<double>(),
+      velocity_rows ? array(response->mutable_integrate_dw(), steps * block_values)
+                    : std::span<double>(),
+      array(response->mutable_multipliers(), steps * step.rows),
+      array(response->mutable_frame_positions(), slots * 3),
+      array(response->mutable_frame_rotations(), slots * 9),
+      request->frame_jacobians() ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
+                                 : std::span<double>()};
   const ReferenceFrame reference = to_reference(request->reference());
   // A step's work in dynamics calls: four stages for RK4.
   const std::int64_t cost = knots * (step.integrator == Integrator::kRungeKutta4 ? 4 : 1);
   job = {
       kRollout,
       [entry, request, response, step = std::move(step), frames = std::move(frames), out, k,
-       closed_loop, reference](WorkerContext& w, int b, int e) {
+       closed_loop, reference, velocity_rows, block_values](WorkerContext& w, int b, int e) {
         const Model& model = *entry->model;
         Data& data = w.workspace(*entry).data;
         const auto nq = static_cast<std::size_t>(model.nq);
@@ -1022,6 +1051,10 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
         const auto nu = step.actuated.size();
         const auto knots = static_cast<std::size_t>(k);
         const auto nf = frames.size();
+        // A step's values of Fx, Fu (their v⁺ rows with velocity_rows) and of the blocks.
+        const std::size_t jacobian_rows = velocity_rows ? nv : 2 * nv;
+        const std::size_t fx_values = jacobian_rows * 2 * nv, fu_values = jacobian_rows * nu;
+        const auto blocks = static_cast<std::size_t>(block_values);
         // Rollout r's part of an array of `per_rollout` values per rollout.
         const auto part = [](std::span<double> all, std::size_t r, std::size_t per_rollout) {
           return all.empty() ? all : all.subspan(r * per_rollout, per_rollout);
@@ -1040,9 +1073,12 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
               part(out.q, r, (knots + 1) * nq),
               part(out.v, r, (knots + 1) * nv),
               part(out.u, r, knots * nu),
-              part(out.fx, r, knots * 4 * nv * nv),
-              part(out.fu, r, knots * 2 * nv * nu),
-              part(out.multipliers, r, knots * static_cast<std::size_t>(step.rows))};
+              part(out.fx, r, knots * fx_values),
+              part(out.fu, r, knots * fu_values),
+              part(out.multipliers, r, knots * static_cast<std::size_t>(step.rows)),
+              velocity_rows,
+              part(out.integrate_dq, r, knots * blocks),
+              part(out.integrate_dw, r, knots * blocks)};
           std::size_t steps = knots;
           try {
             rollout(model, data, row(request->q(), rollout_index, model.nq),
@@ -1062,8 +1098,10 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
             zero_from(parts.q, (steps + 1) * nq);
             zero_from(parts.v, (steps + 1) * nv);
             zero_from(parts.u, steps * nu);
-            zero_from(parts.fx, steps * 4 * nv * nv);
-            zero_from(parts.fu, steps * 2 * nv * nu);
+            zero_from(parts.fx, steps * fx_values);
+            zero_from(parts.fu, steps * fu_values);
+            zero_from(parts.integrate_dq, steps * blocks);
+            zero_from(parts.integrate_dw, steps * blocks);
             zero_from(parts.multipliers, steps * static_cast<std::size_t>(step.rows));
             zero_from(part(out.positions, r, (knots + 1) * nf * 3), (steps + 1) * nf * 3);
             zero_from(part(out.rotations, r, (knots + 1) * nf * 9), (steps + 1) * nf * 9);

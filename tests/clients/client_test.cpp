@@ -573,6 +573,16 @@ const std::map<std::string, ClientCall>& client_calls() {
          EXPECT_EQ(second.frame_jacobians[3][0].cols(), 18);
          EXPECT_EQ(second.frame_positions[0].rows(), 1);
          EXPECT_EQ(out.frames, std::vector<std::string>{"FL_foot"});
+         // Fx and Fu, assembled from the v⁺ rows, are Linearize's at the states and controls.
+         client::LinearizeOptions step;
+         step.dt = options.dt;
+         step.constraints = options.constraints;
+         const client::LinearizeResult knots =
+             c.linearize(in.id, second.q.topRows(3), second.v.topRows(3), second.u, step);
+         for (int k = 0; k < 3; ++k) {
+           EXPECT_LT((second.fx[k] - knots.fx[k]).cwiseAbs().maxCoeff(), 1e-12) << k;
+           EXPECT_LT((second.fu[k] - knots.fu[k]).cwiseAbs().maxCoeff(), 1e-12) << k;
+         }
        }},
       {"Session",
        [](Client& c, const CallInputs& in) {

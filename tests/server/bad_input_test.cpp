@@ -2197,6 +2197,33 @@ std::vector<Row> dynamics_rows() {
          r.set_integrator(static_cast<v1::Integrator>(7));
          return call(&Dynamics::Rollout, r);
        }},
+      {"RolloutUnknownJacobianLayout",
+       C::INVALID_ARGUMENT,
+       {"jacobian_layout", "7"},
+       [] {
+         auto r = rollout();
+         r.set_jacobians(true);
+         r.set_jacobian_layout(static_cast<v1::StepJacobians>(7));
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutVelocityRowsOfRk4",
+       C::INVALID_ARGUMENT,
+       {"jacobian_layout", "STEP_JACOBIANS_VELOCITY_ROWS", "Euler"},
+       [] {
+         auto r = rollout();
+         r.set_integrator(v1::INTEGRATOR_RK4);
+         r.set_jacobians(true);
+         r.set_jacobian_layout(v1::STEP_JACOBIANS_VELOCITY_ROWS);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"RolloutVelocityRowsWithoutJacobians",
+       C::INVALID_ARGUMENT,
+       {"jacobian_layout", "set jacobians"},
+       [] {
+         auto r = rollout();
+         r.set_jacobian_layout(v1::STEP_JACOBIANS_VELOCITY_ROWS);
+         return call(&Dynamics::Rollout, r);
+       }},
       {"RolloutActuationOfNoJoint",
        C::INVALID_ARGUMENT,
        {"actuation.joints", "nu = 0"},

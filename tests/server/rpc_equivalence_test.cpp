@@ -638,6 +638,19 @@ TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
   }
 }
 
+// Rollouts of local's model from the starts (q, v), `rollouts` of `knots` steps of 10 ms under u.
+v1::RolloutRequest rollout_request(const LocalModel& local, const std::vector<double>& q,
+                                   const std::vector<double>& v, const std::vector<double>& u,
+                                   int rollouts, int knots) {
+  v1::RolloutRequest request;
+  fill_batch(request, local, q, v);
+  request.set_batch_size(rollouts);
+  request.set_knots(knots);
+  request.mutable_u()->Add(u.begin(), u.end());
+  request.set_dt(0.01);
+  return request;
+}
+
 // Rollouts spread over the workers, each the engine's: 9 rollouts of 5 steps, the feet held with
 // Baumgarte's gains, about a nominal with gains, with Fx, Fu, λ and a foot's placement and
 // Jacobian at every state.
@@ -655,12 +668,7 @@ TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
   for (double& g : gains) g *= 0.1;
   const auto [feet, contacts] = quadruped_feet(m);
 
-  v1::RolloutRequest request;
-  fill_batch(request, local, q, v);
-  request.set_batch_size(kRollouts);
-  request.set_knots(kKnots);
-  request.mutable_u()->Add(u.begin(), u.end());
-  request.set_dt(0.01);
+  v1::RolloutRequest request = rollout_request(local, q, v, u, kRollouts, kKnots);
   request.set_integrator(v1::INTEGRATOR_RK4);
   request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
   request.mutable_constraints()->Add(feet.begin(), feet.end());
@@ -723,6 +731,89 @@ TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
   expect_bitwise_equal(response.frame_jacobians(), want_jacobians, "frame Jacobians");
 }
 
+// Rollout's STEP_JACOBIANS_VELOCITY_ROWS answer: the same states as in full, Fx's and Fu's v⁺ rows
+// as they are there, and the free-flyer's blocks of J_q and J_w as Linearize gives them at the
+// rollout's states and controls. The feet in contact, semi-implicit and explicit Euler.
+TEST_F(RpcEquivalenceTest, RolloutVelocityRowsAreThoseOfItsFullJacobians) {
+  const LocalModel& local = models_->at("quadruped");
+  const Model& m = *local.model;
+  constexpr int kRollouts = 3, kKnots = 4;
+  const int nx = 2 * m.nv, nu = m.nv - 6;
+  const auto q = random_configurations(local.layout, kRollouts, 80);
+  const auto v = random_values(kRollouts * m.nv, 81);
+  const auto u = random_values(kRollouts * kKnots * nu, 82);
+  const auto [feet, contacts] = quadruped_feet(m);
+  for (const v1::Integrator integrator :
+       {v1::INTEGRATOR_SEMI_IMPLICIT_EULER, v1::INTEGRATOR_EXPLICIT_EULER}) {
+    const std::string what = v1::Integrator_Name(integrator);
+    v1::RolloutRequest request = rollout_request(local, q, v, u, kRollouts, kKnots);
+    request.set_integrator(integrator);
+    request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+    request.mutable_constraints()->Add(feet.begin(), feet.end());
+    request.set_jacobians(true);
+    v1::RolloutResponse full, by_rows;
+    for (const auto& [layout, answer] : {std::pair{v1::STEP_JACOBIANS_DENSE, &full},
+                                         std::pair{v1::STEP_JACOBIANS_VELOCITY_ROWS, &by_rows}}) {
+      request.set_jacobian_layout(layout);
+      v1::RolloutResponse* const response = answer;
+      const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+        return server_->dynamics()->Rollout(c, request, response);
+      });
+      ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+    }
+    expect_bitwise_equal(by_rows.q(), {full.q().begin(), full.q().end()}, what + " q");
+    expect_bitwise_equal(by_rows.v(), {full.v().begin(), full.v().end()}, what + " v");
+    expect_bitwise_equal(by_rows.u(), {full.u().begin(), full.u().end()}, what + " u");
+    EXPECT_TRUE(by_rows.fx().empty() && by_rows.fu().empty()) << what;
+    std::vector<double> want_dv_dx, want_dv_du;
+    for (int step = 0; step < kRollouts * kKnots; ++step) {
+      const Eigen::Map<const RowMajor> fx(full.fx().data() + step * nx * nx, nx, nx);
+      const Eigen::Map<const RowMajor> fu(full.fu().data() + step * nx * nu, nx, nu);
+      append_matrix(want_dv_dx, RowMajor(fx.bottomRows(m.nv)));
+      append_matrix(want_dv_du, RowMajor(fu.bottomRows(m.nv)));
+    }
+    expect_bitwise_equal(by_rows.dv_next_dx(), want_dv_dx, what + " dv_next_dx");
+    expect_bitwise_equal(by_rows.dv_next_du(), want_dv_du, what + " dv_next_du");
+
+    // Linearize at the rollout's states x_0 … x_{K-1} and controls.
+    v1::LinearizeRequest knots;
+    knots.set_model_id(request.model_id());
+    knots.set_batch_size(kRollouts * kKnots);
+    for (int r = 0; r < kRollouts; ++r) {
+      for (int k = 0; k < kKnots; ++k) {
+        const int state = r * (kKnots + 1) + k;
+        knots.mutable_q()->Add(full.q().begin() + state * m.nq,
+                               full.q().begin() + (state + 1) * m.nq);
+        knots.mutable_v()->Add(full.v().begin() + state * m.nv,
+                               full.v().begin() + (state + 1) * m.nv);
+      }
+    }
+    knots.mutable_u()->CopyFrom(full.u());
+    knots.set_dt(0.01);
+    knots.set_integrator(integrator);
+    *knots.mutable_actuation() = request.actuation();
+    knots.mutable_constraints()->CopyFrom(request.constraints());
+    knots.set_jacobians(v1::STEP_JACOBIANS_VELOCITY_ROWS);
+    v1::LinearizeResponse linearized;
+    const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->Linearize(c, knots, &linearized);
+    });
+    ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+    ASSERT_EQ(by_rows.integration_blocks_size(), 1) << what;
+    EXPECT_EQ(by_rows.integration_blocks(0).first_dof(), 0u) << what;
+    EXPECT_EQ(by_rows.integration_blocks(0).dofs(), 6u) << what;
+    expect_bitwise_equal(by_rows.integrate_dq(),
+                         {linearized.integrate_dq().begin(), linearized.integrate_dq().end()},
+                         what + " integrate_dq");
+    expect_bitwise_equal(by_rows.integrate_dw(),
+                         {linearized.integrate_dw().begin(), linearized.integrate_dw().end()},
+                         what + " integrate_dw");
+    expect_bitwise_equal(by_rows.dv_next_dx(),
+                         {linearized.dv_next_dx().begin(), linearized.dv_next_dx().end()},
+                         what + " dv_next_dx against Linearize");
+  }
+}
+
 // A rollout driven away (controls of 1e300 N·m overflow its velocities) stops there with its
 // status, zeros past its last finite state; the call succeeds and the others are whole.
 TEST_F(RpcEquivalenceTest, ADivergingRolloutStopsAloneWithItsStatus) {
@@ -733,12 +824,7 @@ TEST_F(RpcEquivalenceTest, ADivergingRolloutStopsAloneWithItsStatus) {
   const auto v = random_values(kRollouts * m.nv, 75);
   std::vector<double> u = random_values(kRollouts * kKnots * m.nv, 76);
   u[(kKnots + 1) * m.nv] = 1e300;  // rollout 1, step 1
-  v1::RolloutRequest request;
-  fill_batch(request, local, q, v);
-  request.set_batch_size(kRollouts);
-  request.set_knots(kKnots);
-  request.mutable_u()->Add(u.begin(), u.end());
-  request.set_dt(0.01);
+  v1::RolloutRequest request = rollout_request(local, q, v, u, kRollouts, kKnots);
   request.set_jacobians(true);
   v1::RolloutResponse response;
   const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {

@@ -80,11 +80,12 @@ void put_step(const Options& options, Request& request) {
 // as they came, the q⁺ rows from them and the blocks of J_q and J_w (StepJacobians in
 // dynamics.proto): semi-implicit, ∂q⁺/∂x = J_q [I 0] + dt J_w ∂v⁺/∂x, ∂q⁺/∂u = dt J_w ∂v⁺/∂u;
 // explicit, ∂q⁺/∂x = [J_q  dt J_w], ∂q⁺/∂u = 0; J_q and J_w are 1 on 1-DOF joints.
-void assemble_euler_step_jacobians(const v1::LinearizeResponse& response, double dt,
-                                   bool explicit_step, Matrices& fx, Matrices& fu) {
-  const std::uint32_t knots = response.batch_size();
+// Linearize's knots and Rollout's steps alike: `knots` steps of nv DOFs.
+template <typename Response>
+void assemble_euler_step_jacobians(const Response& response, std::uint32_t knots, Eigen::Index nv,
+                                   double dt, bool explicit_step, Matrices& fx, Matrices& fu) {
   if (knots == 0) return;
-  const Eigen::Index nv = response.v_next_size() / knots, nx = 2 * nv, nu = response.nu();
+  const Eigen::Index nx = 2 * nv, nu = response.nu();
   Eigen::Index block_values = 0;
   for (const v1::DofBlock& block : response.integration_blocks()) {
     block_values += Eigen::Index{block.dofs()} * block.dofs();
@@ -790,7 +791,7 @@ LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& 
   const Eigen::Index rows = response.multipliers_size() / std::max<std::uint32_t>(knots, 1);
   Matrices fx, fu;
   if (velocity_rows) {
-    assemble_euler_step_jacobians(response, options.dt,
+    assemble_euler_step_jacobians(response, knots, nx / 2, options.dt,
                                   options.integrator == v1::INTEGRATOR_EXPLICIT_EULER, fx, fu);
   } else {
     fx = to_matrices(response.fx(), knots, nx);
@@ -825,6 +826,9 @@ RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, 
   put(options.v_nominal, request.mutable_v_nominal());
   for (const Matrix& gain : options.feedback) append(gain, request.mutable_feedback());
   request.set_jacobians(options.jacobians);
+  // As linearize(): an Euler step's Fx and Fu come as their v⁺ rows and are assembled here.
+  const bool velocity_rows = options.jacobians && options.integrator != v1::INTEGRATOR_RK4;
+  if (velocity_rows) request.set_jacobian_layout(v1::STEP_JACOBIANS_VELOCITY_ROWS);
   for (const std::string& frame : options.frames) request.add_frames(frame);
   request.set_frame_jacobians(options.frame_jacobians);
   request.set_reference(options.reference);
@@ -847,6 +851,13 @@ RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, 
     return values;
   };
   const Eigen::Index nx = 2 * (response.v_size() / std::max(rollouts * states, 1));
+  // Every step's Fx and Fu, rollout by rollout, from the v⁺ rows.
+  Matrices step_fx, step_fu;
+  if (velocity_rows) {
+    assemble_euler_step_jacobians(response, static_cast<std::uint32_t>(rollouts * knots), nx / 2,
+                                  options.dt, options.integrator == v1::INTEGRATOR_EXPLICIT_EULER,
+                                  step_fx, step_fu);
+  }
   for (int r = 0; r < rollouts; ++r) {
     RolloutTrajectory t;
     t.steps = static_cast<int>(response.steps(r));
@@ -854,8 +865,18 @@ RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, 
     t.q = to_matrix(part(response.q(), r), states);
     t.v = to_matrix(part(response.v(), r), states);
     t.u = to_matrix(part(response.u(), r), knots);
-    t.fx = to_matrices(part(response.fx(), r), knots, nx);
-    t.fu = to_matrices(part(response.fu(), r), knots, nx);
+    if (velocity_rows) {
+      t.fx.assign(step_fx.begin() + r * knots, step_fx.begin() + (r + 1) * knots);
+      t.fu.assign(step_fu.begin() + r * knots, step_fu.begin() + (r + 1) * knots);
+      // Zeros past a diverged rollout's steps, as the full Jacobians come.
+      for (int k = t.steps; k < knots; ++k) {
+        t.fx[k].setZero();
+        t.fu[k].setZero();
+      }
+    } else {
+      t.fx = to_matrices(part(response.fx(), r), knots, nx);
+      t.fu = to_matrices(part(response.fu(), r), knots, nx);
+    }
     t.multipliers = to_matrix(part(response.multipliers(), r), knots);
     if (nf > 0) {
       t.frame_positions = to_matrices(part(response.frame_positions(), r), states, nf);

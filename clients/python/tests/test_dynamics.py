@@ -260,6 +260,14 @@ def test_rollout_chains_linearize_steps_with_feedback(
     assert_close(out.frame_jacobians[1, :, 0], kinematics.jacobians[:, 0])
     with pytest.raises(ValueError, match="all three or none"):
         client.rollout(model.id, q, v, u, **step, feedback=gains)
+    # A rollout driven away stops there; its Jacobians past its steps are zeros, as its states.
+    wild = u.copy()
+    wild[1, 1] = 1e300
+    away = client.rollout(model.id, q, v, wild, **step, jacobians=True)
+    assert away.steps[0] == knots and 0 < away.steps[1] < knots
+    assert_close(away.fx[0], client.rollout(model.id, q[0], v[0], u[0], **step, jacobians=True).fx)
+    assert away.fx[1, away.steps[1] - 1].any()
+    assert not away.fx[1, away.steps[1] :].any() and not away.fu[1, away.steps[1] :].any()
 
 @pytest.mark.parametrize("name", BUNDLED)
 def test_hybrid_dynamics_between_forward_and_inverse(

@@ -1944,6 +1944,8 @@ class Client:
         def flat(values: Optional[npt.ArrayLike]) -> Array:
             return np.empty(0) if values is None else np.asarray(values, np.float64).ravel()
 
+        velocity_rows = jacobians and integrator != "rk4"
+
         response = self._compute(
             "Rollout",
             model_id,
@@ -1962,6 +1964,10 @@ class Client:
             v_nominal=flat(v_nominal),
             feedback=flat(feedback),
             jacobians=jacobians,
+            # As linearize: an Euler step's Fx and Fu come as their v+ rows and are assembled here.
+            jacobian_layout=dynamics_pb2.STEP_JACOBIANS_VELOCITY_ROWS
+            if velocity_rows
+            else dynamics_pb2.STEP_JACOBIANS_DENSE,
             frames=list(frames),
             frame_jacobians=frame_jacobians,
             reference=_enum(dynamics_pb2.ReferenceFrame, "REFERENCE_FRAME_", reference),
@@ -1974,6 +1980,26 @@ class Client:
         def unpack(values: Any, *shape: int) -> Optional[Array]:
             return batch.unpack(values, *shape) if len(values) else None
 
+        fx: Optional[Array] = None
+        fu: Optional[Array] = None
+        if velocity_rows:
+            step_count = batch.size * knots
+            fx, fu = _euler_step_jacobians(
+                response.dv_next_dx.reshape(step_count, nv, nx),
+                response.dv_next_du.reshape(step_count, nv, response.nu),
+                response,
+                dt,
+                explicit=integrator == "explicit_euler",
+            )
+            # Zeros past a diverged rollout's steps, as the full Jacobians come.
+            for r, taken in enumerate(response.steps):
+                fx[r * knots + taken : (r + 1) * knots] = 0.0
+                fu[r * knots + taken : (r + 1) * knots] = 0.0
+            fx = batch.unpack(fx.ravel(), knots, nx, nx)
+            fu = batch.unpack(fu.ravel(), knots, nx, response.nu)
+        elif jacobians:
+            fx = batch.unpack(response.fx, knots, nx, nx)
+            fu = batch.unpack(response.fu, knots, nx, response.nu)
         steps = np.array(response.steps, dtype=np.int64)
         return Rollouts(
             steps=int(steps[0]) if batch.single else steps,
@@ -1981,8 +2007,8 @@ class Client:
             q=batch.unpack(response.q, states, -1),
             v=batch.unpack(response.v, states, nv),
             u=batch.unpack(response.u, knots, response.nu),
-            fx=unpack(response.fx, knots, nx, nx),
-            fu=unpack(response.fu, knots, nx, response.nu),
+            fx=fx,
+            fu=fu,
             multipliers=unpack(response.multipliers, knots, -1),
             frames=list(response.frames),
             frame_positions=unpack(response.frame_positions, states, count, 3),

@@ -4,7 +4,8 @@
 // - discrete_step() against the Jacobian-taking steps' q⁺, v⁺ and λ (constrained_dynamics() at
 //   the knot);
 // - rollout() against its definition: u_k = ū_k + K_k (x_k ⊖ x̄_k) and a chain of steps;
-// - its Fx, Fu against the steps' at its states, and the first-order closed-loop propagation
+// - its Fx, Fu against the steps' at its states, given in full and as their v⁺ rows with the
+//   blocks of J_q and J_w, and the first-order closed-loop propagation
 //   δx_{k+1} = (Fx_k + Fu_k K_k) δx_k against central differences of whole rollouts, which holds
 //   ⊖ to Fx's tangent coordinates.
 #include "engine/algorithms/rollout.hpp"
@@ -224,6 +225,68 @@ TEST_P(RolloutTest, FollowsItsDefinitionWithAndWithoutJacobians) {
       Eigen::Map<const Eigen::VectorXd>(values.v.data(), values.v.size()).cwiseAbs().maxCoeff();
   EXPECT_LT(max_abs(values.q, linearized.q), 1e-9 * scale);
   EXPECT_LT(max_abs(values.v, linearized.v), 1e-9 * scale);
+}
+
+// With velocity_rows the Euler steps' Fx and Fu come as their v⁺ rows, bitwise those of the full
+// Jacobians, and the multi-DOF joints' blocks of J_q and J_w, from which the q⁺ rows follow
+// (euler_step_derivatives.hpp): assembled here, they are the full Jacobians' to rounding.
+TEST_P(RolloutTest, VelocityRowsAndBlocksGiveTheFullJacobians) {
+  const Case c = GetParam();
+  if (c.integrator == Integrator::kRungeKutta4) GTEST_SKIP() << "an RK4 step has no velocity rows";
+  const Robot r = robot(c);
+  const Model& model = *r.model;
+  const int nv = model.nv, nx = 2 * nv, nu = static_cast<int>(r.actuated.size());
+  const int rows = constraint_rows(model, r.contacts);
+  const auto block_values = integration_block_values(model);
+  Data data(model);
+  Trajectory full(model, nu, rows, true), by_rows(model, nu, rows, false);
+  by_rows.fx.resize(kKnots * nv * nx);
+  by_rows.fu.resize(kKnots * nv * nu);
+  std::vector<double> integrate_dq(kKnots * block_values), integrate_dw(kKnots * block_values);
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
+          c.baumgarte, {}, full.output());
+  RolloutOutput velocity_rows = by_rows.output();
+  velocity_rows.velocity_rows = true;
+  velocity_rows.integrate_dq = integrate_dq;
+  velocity_rows.integrate_dw = integrate_dw;
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
+          c.baumgarte, {}, velocity_rows);
+  EXPECT_EQ(max_abs(by_rows.q, full.q), 0.0);
+  EXPECT_EQ(max_abs(by_rows.v, full.v), 0.0);
+
+  const bool explicit_step = c.integrator == Integrator::kExplicitEuler;
+  for (int k = 0; k < kKnots; ++k) {
+    const Eigen::Map<const RowMajorMatrix> fx(full.fx.data() + k * nx * nx, nx, nx);
+    const Eigen::Map<const RowMajorMatrix> fu(full.fu.data() + k * nx * nu, nx, nu);
+    const Eigen::Map<const RowMajorMatrix> dv_dx(by_rows.fx.data() + k * nv * nx, nv, nx);
+    const Eigen::Map<const RowMajorMatrix> dv_du(by_rows.fu.data() + k * nv * nu, nv, nu);
+    EXPECT_EQ((dv_dx - fx.bottomRows(nv)).cwiseAbs().maxCoeff(), 0.0) << "knot " << k;
+    EXPECT_EQ((dv_du - fu.bottomRows(nv)).cwiseAbs().maxCoeff(), 0.0) << "knot " << k;
+    // J_q and J_w: 1 on the 1-DOF joints, the blocks on the others, in joint order.
+    Eigen::MatrixXd jq = Eigen::MatrixXd::Identity(nv, nv), jw = jq;
+    std::size_t at = k * block_values;
+    for (int i = 1; i < model.nbodies(); ++i) {
+      const int dofs = joint_nv(model.joints[i].type), first = model.joints[i].idx_v;
+      if (dofs < 2) continue;
+      jq.block(first, first, dofs, dofs) =
+          Eigen::Map<const RowMajorMatrix>(integrate_dq.data() + at, dofs, dofs);
+      jw.block(first, first, dofs, dofs) =
+          Eigen::Map<const RowMajorMatrix>(integrate_dw.data() + at, dofs, dofs);
+      at += static_cast<std::size_t>(dofs) * dofs;
+    }
+    Eigen::MatrixXd q_rows_x(nv, nx), q_rows_u(nv, nu);
+    if (explicit_step) {
+      q_rows_x << jq, kDt * jw;
+      q_rows_u.setZero();
+    } else {
+      q_rows_x = kDt * jw * dv_dx;
+      q_rows_x.leftCols(nv) += jq;
+      q_rows_u = kDt * jw * dv_du;
+    }
+    const double scale = 1.0 + fx.cwiseAbs().maxCoeff() + fu.cwiseAbs().maxCoeff();
+    EXPECT_LT((q_rows_x - fx.topRows(nv)).cwiseAbs().maxCoeff(), 1e-14 * scale) << "knot " << k;
+    EXPECT_LT((q_rows_u - fu.topRows(nv)).cwiseAbs().maxCoeff(), 1e-14 * scale) << "knot " << k;
+  }
 }
 
 TEST_P(RolloutTest, ClosedLoopPerturbationsPropagateByFxPlusFuK) {
