@@ -3,7 +3,7 @@
 talos_reduced (floating base, root unactuated, semi-implicit Euler) through the Python client,
 against Pinocchio computing the same in process and against an Echo of the same bytes.
 
-    /usr/bin/python3 bench/horizon_end_to_end.py [--build build/dev] [--knots 100]
+    /usr/bin/python3 bench/horizon_end_to_end.py [--build build/dev] [--knots 100] [--rollout]
                                                  [--workers 2] [--repeats 5] [--calls 50]
 
 It installs the Python client into a temporary venv (as tests/clients/python/run_pytest.sh
@@ -19,6 +19,10 @@ It prints the medians, the two ratios the trajectory-optimization issue bounds (
 Pinocchio, at most 2; Linearize over Echo, at most 1.2) and the split of a call into the
 server's compute, the wire (encoding, transfer and decoding: the Echo) and the client's
 assembly. Client and server share the machine's CPUs.
+
+With --rollout it also times the client's rollout() on the same model, in the same alternation:
+K steps of 1 ms from the first knot at rest, one rollout open loop and six with feedback about
+it (a line search's step sizes), each with and without Fx and Fu.
 """
 import argparse
 import os
@@ -117,7 +121,30 @@ def run(a):
                 torqued.client._euler_step_jacobians(dv_dx, dv_du, free_flyer, 0.01,
                                                      explicit=False)
 
-            samples = {"linearize": [], "echo": [], "assemble": [], "pinocchio": [], "engine": []}
+            # Rollouts from the first knot at rest; the six of a line search about the first.
+            start, rest = q[:1], np.zeros((1, model.nv))
+            controls = rng.uniform(-1.0, 1.0, (1, a.knots, nu))
+            nominal = client.rollout(model.id, start, rest, controls, dt=1e-3,
+                                     actuation="unactuated_root")
+            search = {"q_nominal": nominal.q[0, :-1], "v_nominal": nominal.v[0, :-1],
+                      "feedback": rng.uniform(-0.01, 0.01, (a.knots, nu, nx))}
+
+            def rollouts(count, jacobians):
+                closed_loop = search if count > 1 else {}
+                return lambda: client.rollout(
+                    model.id, np.repeat(start, count, 0), np.repeat(rest, count, 0),
+                    np.repeat(controls, count, 0), dt=1e-3, actuation="unactuated_root",
+                    jacobians=jacobians, **closed_loop)
+
+            rollout_rows = {
+                "Rollout, 1 rollout, states only": rollouts(1, False),
+                "Rollout, 1 rollout, with Fx and Fu": rollouts(1, True),
+                "Rollout, 6 rollouts with feedback, states only": rollouts(6, False),
+                "Rollout, 6 rollouts with feedback, with Fx and Fu": rollouts(6, True),
+            } if a.rollout else {}
+
+            samples = {name: [] for name in ("linearize", "echo", "assemble", "pinocchio",
+                                             "engine", *rollout_rows)}
             for repeat in range(a.repeats):
                 steps = [
                     ("linearize", lambda: median_seconds(linearize, a.calls)),
@@ -125,7 +152,8 @@ def run(a):
                     ("assemble", lambda: median_seconds(assemble, a.calls)),
                     ("pinocchio", lambda: step_ns(anchor, a.knots, a.workers) * a.knots * 1e-9),
                     ("engine", lambda: step_ns(horizon, a.knots, a.workers) * a.knots * 1e-9),
-                ]
+                ] + [(name, lambda call=call: median_seconds(call, a.calls))
+                     for name, call in rollout_rows.items()]
                 for name, measure in steps if repeat % 2 == 0 else reversed(steps):
                     samples[name].append(measure())
     finally:
@@ -146,6 +174,12 @@ def run(a):
     rest = m['linearize'] - m['engine'] - m['echo'] - m['assemble']
     print(f"split: engine {m['engine'] * 1e3:.2f} ms, wire (Echo) {m['echo'] * 1e3:.2f} ms, "
           f"assembly {m['assemble'] * 1e3:.2f} ms, rest {rest * 1e3:.2f} ms")
+    if a.rollout:
+        print(f"\n| call ({a.knots} steps of 1 ms) | ms |")
+        print("|---|---|")
+        print(f"| Linearize, {a.knots} knots (for comparison) | {m['linearize'] * 1e3:.2f} |")
+        for name in rollout_rows:
+            print(f"| {name} | {m[name] * 1e3:.2f} |")
 
 
 def main():
@@ -155,6 +189,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--rollout", action="store_true", help="also time rollout()")
     ap.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if not os.path.exists(TALOS):
