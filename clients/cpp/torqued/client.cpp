@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 #include <future>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -866,8 +867,12 @@ RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, 
     t.v = to_matrix(part(response.v(), r), states);
     t.u = to_matrix(part(response.u(), r), knots);
     if (velocity_rows) {
-      t.fx.assign(step_fx.begin() + r * knots, step_fx.begin() + (r + 1) * knots);
-      t.fu.assign(step_fu.begin() + r * knots, step_fu.begin() + (r + 1) * knots);
+      const auto mine = [&](Matrices& steps) {
+        return Matrices(std::make_move_iterator(steps.begin() + r * knots),
+                        std::make_move_iterator(steps.begin() + (r + 1) * knots));
+      };
+      t.fx = mine(step_fx);
+      t.fu = mine(step_fu);
       // Zeros past a diverged rollout's steps, as the full Jacobians come.
       for (int k = t.steps; k < knots; ++k) {
         t.fx[k].setZero();
