@@ -37,6 +37,7 @@
 #include <sdf/parser.hh>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,7 @@ class DocumentCheck {
     if (element.depth == 1 && element.name != "sdf") {
       fail_at(element.line, "the root element is " + tag + ": an SDF document's is <sdf>");
     }
+    if (element.depth == 1) check_version(element);
     if (element.depth == 2 && (element.name != "model" || ++models_ > 1)) {
       fail_at(element.line, tag + " under <sdf>: the SDF reader reads one <model> (no <world>)");
     }
@@ -137,6 +139,25 @@ class DocumentCheck {
  private:
   static constexpr const char* kNoFiles =
       "the SDF reader opens no file (write the included model into the document)";
+
+  // libsdformat reads <sdf version> as a semantic version, whose parser throws
+  // std::invalid_argument through libsdformat on a part that is not a number ("1.x", "1..9"): the
+  // version is refused here unless it is MAJOR.MINOR in digits. Without one, libsdformat says so.
+  static void check_version(const XmlElement& sdf) {
+    for (const auto& [name, value] : sdf.attributes) {
+      if (name != "version") continue;
+      const std::size_t dot = value.find('.');
+      const auto is_number = [](std::string_view part) {
+        return !part.empty() && part.size() <= 4 &&
+               part.find_first_not_of("0123456789") == std::string_view::npos;
+      };
+      if (dot == std::string_view::npos || !is_number(value.substr(0, dot)) ||
+          !is_number(value.substr(dot + 1))) {
+        fail_at(sdf.line, "<sdf> version " + torqued::quoted(value) +
+                              ": a version is MAJOR.MINOR in digits, such as 1.9");
+      }
+    }
+  }
 
   // The text between `element`'s start tag and the next markup, trimmed.
   std::string_view text_of(const XmlElement& element) const {
@@ -625,7 +646,13 @@ ModelSpec read_sdf_string(std::string_view xml, const SdfOptions& options) {
     // A configuration of its own: the global one is libsdformat's, which anything in the process
     // may change (URI paths, policies).
     const sdf::ParserConfig config;
-    errors = load_sdf_string(std::string(xml), config, root);
+    try {
+      errors = load_sdf_string(std::string(xml), config, root);
+    } catch (const std::logic_error& e) {
+      // libsdformat lets the exceptions of std::stoi and the like out of some values it reads
+      // (the scan refuses those it knows of): a document it cannot read.
+      fail_with("libsdformat", {std::string("it failed reading the document (") + e.what() + ")"});
+    }
     console_errors = console.errors();
   }
   const std::vector<std::string> messages = quoted_errors(console_errors, errors);

@@ -861,6 +861,15 @@ std::vector<Row> model_rows() {
              "<sdf version='1.9'><model name='m'><include><uri>model://arm</uri></include>"
              "</model></sdf>"));
        }},
+      // Found by sdf_fuzzer: libsdformat let std::invalid_argument out of this version, which the
+      // server answered as INTERNAL, "stoi".
+      {"SdfVersionNotANumber",
+       C::INVALID_ARGUMENT,
+       {"<sdf> version '1.@7'", "MAJOR.MINOR"},
+       [] {
+         return register_model(
+             sdf_request("<sdf version='1.@7'><model name='m'><link name='l'/></model></sdf>"));
+       }},
       {"UrdfNanMass",
        C::INVALID_ARGUMENT,
        {"URDF"},

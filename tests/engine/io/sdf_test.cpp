@@ -437,6 +437,18 @@ TEST(SdfErrors, DocumentsThatAreNotOneModel) {
               HasSubstr("invalid SDF: line 1: element <link> is not closed"));
 }
 
+// Found by sdf_fuzzer: libsdformat parses the version with std::stoi, whose std::invalid_argument
+// and std::out_of_range it lets out. The scan refuses such a version before libsdformat reads it.
+TEST(SdfErrors, VersionsThatAreNotNumbersAreRefusedBeforeParsing) {
+  for (const std::string version : {"1.@7", "1.x", "1..9", ".9", "abc", "1.99999999999"}) {
+    EXPECT_THAT(load_error(sdf(link("base"), version)),
+                HasSubstr("line 2: <sdf> version '" + version +
+                          "': a version is MAJOR.MINOR in digits, such as 1.9"));
+  }
+  // libsdformat's own error for a version it reads and does not know.
+  EXPECT_THAT(load_error(sdf(link("base"), "7.0")), HasSubstr("invalid SDF: libsdformat"));
+}
+
 TEST(SdfErrors, MissingFile) {
   try {
     read_sdf_file("/nonexistent/robot.sdf");
