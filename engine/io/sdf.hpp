@@ -37,7 +37,8 @@
 // Refused (ModelError naming the element): anything libsdformat reports as an error (its
 // messages, with line numbers and element paths, are in the error) except that a link's inertia
 // is physically invalid, which build_model() judges as it does for URDF; a root element other
-// than <sdf> (libsdformat would read a URDF too); every <include>, naming its URI, before
+// than <sdf> (libsdformat would read a URDF too); an <sdf> version other than MAJOR.MINOR in
+// digits, which libsdformat's version parser throws on; every <include>, naming its URI, before
 // libsdformat sees the document, since libsdformat would open the file (the reader opens none);
 // joint types universal, revolute2 and gearbox, a screw loop joint, a screw with a zero
 // thread_pitch, a revolute, continuous, prismatic or screw joint without <axis>; a joint from
