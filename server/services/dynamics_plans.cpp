@@ -541,7 +541,8 @@ grpc::Status DerivativesRpc::plan(const Planning& planning, const RegisteredMode
                                                                                   int b, int e) {
            derivatives(*entry->model, w.workspace(*entry), *request, constraints, gains, rows, b, e,
                        out);
-         }};
+         },
+         kDerivativesCost};
   return grpc::Status::OK;
 }
 
@@ -918,7 +919,7 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
              copy_out_matrix(c.dlambda_dtau.topRows(rows), out.dmultipliers_dtau, k);
            }
          },
-         rk4 ? 4 : 1};
+         rk4 ? kRungeKuttaDerivativesCost : kDerivativesCost};
   return grpc::Status::OK;
 }
 
@@ -1038,8 +1039,10 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
       request->frame_jacobians() ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
                                  : std::span<double>()};
   const ReferenceFrame reference = to_reference(request->reference());
-  // A step's work in dynamics calls: four stages for RK4.
-  const std::int64_t cost = knots * (step.integrator == Integrator::kRungeKutta4 ? 4 : 1);
+  // A step's work in dynamics calls: four stages for RK4, and its Jacobians when asked for.
+  const bool rk4 = step.integrator == Integrator::kRungeKutta4;
+  const std::int64_t cost =
+      knots * (jacobians ? (rk4 ? kRungeKuttaDerivativesCost : kDerivativesCost) : (rk4 ? 4 : 1));
   job = {
       kRollout,
       [entry, request, response, step = std::move(step), frames = std::move(frames), out, k,

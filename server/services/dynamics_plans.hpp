@@ -53,4 +53,12 @@ struct PlannedWork {
   std::int64_t cost = 1;
 };
 
+// What a state's derivatives cost in those units, measured against RNEA on the same model
+// (Release, one thread; ur5, solo12 and talos_reduced): the dynamics' first-order derivatives
+// (Derivatives, an Euler step's Fx and Fu) 4-14 calls, an RK4 step's Jacobians 39-183 (its four
+// stages' derivatives, chained by dense products). Weighed as one call, a 100-knot Linearize of
+// talos_reduced (2.3 ms) stayed below --split-min-states and ran on one worker.
+inline constexpr std::int64_t kDerivativesCost = 8;
+inline constexpr std::int64_t kRungeKuttaDerivativesCost = 64;
+
 }  // namespace torqued::server

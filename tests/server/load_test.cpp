@@ -1,12 +1,14 @@
-// Tests server/compute/executor.cpp, batch.cpp and the shutdown path of server.cpp under load: 16 client
-// threads × 1,000 mixed calls all correct, a full queue answers RESOURCE_EXHAUSTED without
-// hanging, and SIGTERM under load lets in-flight calls finish and exits 0.
+// Tests server/compute/executor.cpp, batch.cpp and the shutdown path of server.cpp under load: 16
+// client threads × 1,000 mixed calls all correct, a full queue answers RESOURCE_EXHAUSTED without
+// hanging, derivative batches are split over the workers by their weight, and SIGTERM under load
+// lets in-flight calls finish and exits 0.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <atomic>
 #include <cstring>
+#include <regex>
 #include <thread>
 
 #include "engine/algorithms/aba.hpp"
@@ -24,7 +26,9 @@ std::map<std::string, server::BuiltModel> local_models() {
   std::vector<std::string> errors;
   for (const auto& entry : server::read_bundled_models(repository_dir(), errors)) {
     server::BuiltModel built;
-    EXPECT_TRUE(server::build_from_request(entry.request, server::model_limits(server::Config{}), built).ok());
+    EXPECT_TRUE(
+        server::build_from_request(entry.request, server::model_limits(server::Config{}), built)
+            .ok());
     out[built.model->name] = built;
   }
   return out;
@@ -184,6 +188,58 @@ TEST(LoadTest, FullQueueAnswersResourceExhaustedAtOnce) {
   EXPECT_GT(ok, 0);
   std::cout << ok << " calls served, " << exhausted << " rejected; slowest rejection "
             << slowest_rejection << " s\n";
+}
+
+// Chunks the engine has computed with `algorithm` (torqued_engine_compute_seconds counts one per
+// chunk), from a server's Prometheus text.
+int computed_chunks(const ServerProcess& server, const std::string& algorithm) {
+  const std::string text = http_get(server.metrics_port(), "/metrics");
+  const std::regex line("torqued_engine_compute_seconds_count\\{algorithm=\"" + algorithm +
+                        "\"\\} ([0-9.e+]+)");
+  std::smatch match;
+  return std::regex_search(text, match, line) ? static_cast<int>(std::stod(match[1])) : 0;
+}
+
+TEST(LoadTest, DerivativeBatchesAreSplitOverTheWorkersByTheirWeight) {
+  // 20 states, far below --split-min-states (64): as many dynamics calls run as one chunk, but a
+  // state's derivatives weigh 8 calls, so the batch is split over both workers. Weighed as one
+  // call, a 100-knot Linearize of a humanoid (2.3 ms of engine work) ran on one worker.
+  TempDir dir;
+  ServerProcess server({dir.path() / "data", repository_dir(), true, {"--workers=2"}});
+  const auto models = local_models();
+  const auto& quadruped = models.at("quadruped");
+  const v1::Model layout = server.model_layout(quadruped.id);
+  ASSERT_EQ(layout.nv(), 18);
+  constexpr int kStates = 20;
+  const auto q = random_configurations(layout, kStates, 5);
+  const auto v = random_values(std::size_t{kStates} * layout.nv(), 6);
+  auto stub = server.dynamics();
+
+  v1::LinearizeRequest linearize;
+  linearize.set_model_id(quadruped.id);
+  linearize.set_batch_size(kStates);
+  linearize.mutable_q()->Add(q.begin(), q.end());
+  linearize.mutable_v()->Add(v.begin(), v.end());
+  linearize.mutable_u()->Add(v.begin(), v.end());
+  linearize.set_dt(0.01);
+  grpc::ClientContext linearize_context;
+  v1::LinearizeResponse linearized;
+  const int steps_before = computed_chunks(server, "euler_step_derivatives");
+  ASSERT_TRUE(stub->Linearize(&linearize_context, linearize, &linearized).ok());
+  EXPECT_EQ(computed_chunks(server, "euler_step_derivatives") - steps_before, 2);
+
+  v1::DerivativesRequest derivatives;
+  derivatives.set_model_id(quadruped.id);
+  derivatives.set_batch_size(kStates);
+  derivatives.mutable_q()->Add(q.begin(), q.end());
+  derivatives.mutable_v()->Add(v.begin(), v.end());
+  derivatives.mutable_tau()->Add(v.begin(), v.end());
+  derivatives.set_of(v1::DERIVATIVES_OF_FORWARD_DYNAMICS);
+  grpc::ClientContext derivatives_context;
+  v1::DerivativesResponse derived;
+  const int aba_before = computed_chunks(server, "aba_derivatives");
+  ASSERT_TRUE(stub->Derivatives(&derivatives_context, derivatives, &derived).ok());
+  EXPECT_EQ(computed_chunks(server, "aba_derivatives") - aba_before, 2);
 }
 
 TEST(LoadTest, SigtermUnderLoadFinishesInFlightCallsAndExitsZero) {
