@@ -211,6 +211,10 @@ def test_linearize_assembles_the_dense_jacobians_from_the_velocity_rows(
         assert_close(knots.fx[k], dense.fx[0], rel=1e-15)
         assert_close(knots.fu[k], dense.fu[0], rel=1e-15)
         np.testing.assert_array_equal(knots.q_next[k], dense.q[1])
+    # The velocity rows are read in place from the received bytes (read-only); what the client
+    # hands out is its own.
+    for array in (knots.q_next, knots.v_next, knots.fx, knots.fu):
+        assert array.flags.writeable
 
 
 def test_rollout_chains_linearize_steps_with_feedback(
