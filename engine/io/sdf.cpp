@@ -22,6 +22,7 @@
 #include "engine/io/sdf.hpp"
 
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -260,6 +261,23 @@ class ConsoleCapture {
 
   std::ostream* previous_;
   std::ostringstream text_;
+};
+
+// Sends what is written to std::cerr to a buffer while the object lives (under libsdformat_mutex).
+// libsdformat writes some errors straight there, past its console, with the document's text in
+// them ("Error: Detected delimiter '::' in element name in <link name='a::b'>..."), and also
+// returns them as sdf::Errors: in a server they would put a client's document on its standard
+// error. Nothing else in torqued writes std::cerr once the server runs.
+class CerrCapture {
+ public:
+  CerrCapture() : previous_(std::cerr.rdbuf(text_.rdbuf())) {}
+  ~CerrCapture() { std::cerr.rdbuf(previous_); }
+  CerrCapture(const CerrCapture&) = delete;
+  CerrCapture& operator=(const CerrCapture&) = delete;
+
+ private:
+  std::ostringstream text_;
+  std::streambuf* previous_;
 };
 
 std::string describe(const sdf::Error& error) {
@@ -649,6 +667,7 @@ ModelSpec read_sdf_string(std::string_view xml, const SdfOptions& options) {
   std::vector<std::string> console_errors;
   {
     ConsoleCapture console;
+    const CerrCapture cerr;
     // libsdformat tries a document it failed to read as SDF as a URDF, through urdfdom: what
     // urdfdom says of that is beside the point, and dropped.
     std::vector<std::string> urdfdom_messages;

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -447,6 +448,16 @@ TEST(SdfErrors, VersionsThatAreNotNumbersAreRefusedBeforeParsing) {
   }
   // libsdformat's own error for a version it reads and does not know.
   EXPECT_THAT(load_error(sdf(link("base"), "7.0")), HasSubstr("invalid SDF: libsdformat"));
+}
+
+TEST(SdfErrors, LibsdformatsOwnStandardErrorIsNotWhereTheDocumentGoes) {
+  // libsdformat writes this error to std::cerr with the element's XML, and returns it too.
+  std::ostringstream written;
+  std::streambuf* const standard_error = std::cerr.rdbuf(written.rdbuf());
+  const std::string message = load_error(sdf(link("a::b")));
+  std::cerr.rdbuf(standard_error);
+  EXPECT_THAT(message, HasSubstr("Delimiter '::' found"));
+  EXPECT_EQ(written.str(), "");
 }
 
 TEST(SdfErrors, MissingFile) {
