@@ -17,8 +17,9 @@
 //   "CONTINUATION flood"; two such connections took the server to 3.4 GB in 8 s). No call exists
 //   yet to count anything against, so the listener guards the process's memory itself. Every
 //   100 ms it compares the resident size with what calls and workspaces reserved (memory_budget
-//   .hpp): past a quarter of the budget (gRPC's quota for the transport), the listener closes
-//   each connection that received more than 8 MB in the last 100 ms (whatever it sent).
+//   .hpp): past an eighth of the budget (half gRPC's quota for the transport), the listener closes
+//   each connection that received more than 8 MB in the last 100 ms (whatever it sent), and, when
+//   that size grows, the connections whose bytes account for the growth (listener.cpp).
 // Closing is a shutdown(2) of the socket, which gRPC sees as the peer's end of the connection. The
 // socket belongs to gRPC once handed over, and gRPC closes it when the connection ends, after which
 // the descriptor's number may be reused; the listener therefore identifies each connection by its
@@ -89,8 +90,10 @@ class Listener {
     double reset_allowance;
     std::chrono::steady_clock::time_point refilled;
     bool closing = false;
-    // TCP's count of the bytes received, at the memory guard's last look.
-    std::uint64_t bytes_received = 0;
+    // TCP's count of the bytes received, at the memory guard's last look and at the start of its
+    // window.
+    std::uint64_t received_at_look = 0;
+    std::uint64_t received_at_window_start = 0;
   };
 
   // Binds and listens on `address` (on port_ once it is known); false, with the reason in
@@ -122,8 +125,11 @@ class Listener {
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Connection> by_peer_;
   std::unordered_map<std::string, int> per_host_;
-  // Whether the memory guard looked at the connections' bytes last time.
+  // Whether the memory guard looked at the connections' bytes last time; what the process held
+  // beyond the calls at the start of its window, and its looks since.
   bool guard_watching_ = false;
+  std::int64_t window_start_unreserved_ = 0;
+  int window_looks_ = 0;
   // Addresses a connection of which was closed for its resets or its flood. Until `until`, their
   // connections may reset only a second's worth of calls at once, and after resets they may open
   // one connection a second: an attacker reconnecting in a loop would otherwise have every new

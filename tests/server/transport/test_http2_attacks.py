@@ -200,6 +200,40 @@ def test_rapid_reset(start_server):
     check_survived(server, monitor, baseline)
 
 
+def test_slow_continuation_flood(start_server):
+    """One header block without end, sent at 10 MB/s: slower than the rate (8 MB per 100 ms) that
+    closed a flooding connection, which a server that parses more slowly than that (a slower CPU,
+    shared CPUs) never reached, growing without bound (four floods took it to 1.7 GB in 8 s). The
+    memory guard closes the connection whose bytes account for the growth past an eighth of the
+    budget: before the process holds a quarter of it."""
+    server = start_server()
+    baseline = server.rss()
+    header = b"\x00\x0cx-slow-flood\x64" + b"v" * 100
+    attacker = RawConnection(server.port, keep_data=False)
+    sent = 0
+    try:
+        attacker.wait_settings()
+        stream = attacker.new_stream_id()
+        attacker.send(attacker.headers_frame(stream, ECHO, end_headers=False))
+        frame = ContinuationFrame(stream, data=header * 100).serialize()
+        end = time.monotonic() + (120 if SANITIZED else 30)
+        while time.monotonic() < end and not attacker.closed.is_set():
+            attacker.send(frame * 10)
+            sent += 10 * len(frame)
+            time.sleep(0.01)
+    except OSError:
+        pass
+    finally:
+        closed = attacker.closed.wait(5)
+        attacker.close()
+    print(f"{sent / MiB:.0f} MiB of one header block sent before the server closed it")
+    assert closed, f"the server took {sent / MiB:.0f} MiB of one header block and kept reading"
+    if not SANITIZED:
+        assert server.peak_rss() - baseline <= BUDGET // 4, (
+            f"peak RSS {server.peak_rss() / MiB:.0f} MiB (start {baseline / MiB:.0f} MiB)")
+    assert server.alive(), server.log()[-4000:]
+
+
 def test_continuation_flood(start_server):
     """One HEADERS frame without END_HEADERS, then CONTINUATION frames of new headers without end,
     on four connections reconnecting for 8 s: gRPC 1.51 bounds metadata per frame, not per header
