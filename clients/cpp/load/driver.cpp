@@ -86,8 +86,8 @@ class Control {
   Clock::time_point last_end_;
 };
 
-// Parses a unary response (as a real client would); returns the call's status code, INTERNAL
-// when the response does not parse.
+// Parses a response as a real client would (a unary call's, or a Session answer with an OK
+// status); returns the call's status code, INTERNAL when the response does not parse.
 int parse_response(const grpc::Status& status, grpc::ByteBuffer& response,
                    google::protobuf::Message& message) {
   if (status.ok() && !grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::Message>(
@@ -276,11 +276,10 @@ class SessionStream final : public grpc::ClientBidiReactor<v1::SessionRequest, g
     read_order_.in_callback();
     if (!ok) return;  // the stream ended; OnDone follows
     const Clock::time_point now = Clock::now();
-    const int code = grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::SessionResponse>(
-                         &answer_bytes_, &answer_)
-                             .ok()
-                         ? answer_.status().code()
-                         : grpc::StatusCode::INTERNAL;
+    const int code =
+        parse_response(grpc::Status::OK, answer_bytes_, answer_) == grpc::StatusCode::OK
+            ? answer_.status().code()
+            : grpc::StatusCode::INTERNAL;
     Message answered;
     {
       std::lock_guard lock(mutex_);
