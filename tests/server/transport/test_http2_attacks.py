@@ -164,20 +164,28 @@ def test_health_watch_streams(start_server, tmp_path):
 def test_rapid_reset(start_server):
     """HEADERS + DATA + RST_STREAM, as fast as one client can write them, for 8 s, on a new
     connection whenever the server closes the last one (or refuses the new one: a suspect address
-    may open one a second)."""
+    may open one a second). The server must close the attacker's connection, then refuse the new
+    ones its address opens at once. On a loaded machine the close can come late in the 8 s, and
+    every connection after it be refused: a close is counted when the server ends the connection
+    (its end of stream, or a send failing), not when a new one is let in, and a close at the end
+    of the 8 s is still followed by one new connection."""
     server = start_server()
     baseline = server.rss()
     request = grpc_message(proto_field(1, 2, b"x" * 64))
-    sent = connections = refused = 0
+    sent = connections = closed = refused = 0
+    last_closed = False  # whether the server closed the last connection
     with Monitor(server) as monitor:
         end = time.monotonic() + (3 if SANITIZED else 8)
-        while time.monotonic() < end:
+        while time.monotonic() < end or last_closed:
+            last_closed = False
             attacker = RawConnection(server.port, keep_data=False)
             if not attacker.wait_settings():
+                assert attacker.closed.is_set(), "a new connection neither answered nor refused"
                 attacker.close()
                 refused += 1
                 continue
             connections += 1
+            send_failed = False
             while time.monotonic() < end and not attacker.closed.is_set():
                 frames = []
                 for _ in range(100):
@@ -188,14 +196,18 @@ def test_rapid_reset(start_server):
                 try:
                     attacker.send(b"".join(frames))
                 except OSError:
+                    send_failed = True
                     break
                 sent += 100
                 with attacker.lock:
                     attacker.streams.clear()
+            last_closed = send_failed or attacker.closed.is_set()
+            closed += last_closed
             attacker.close()
         time.sleep(1)
-    print(f"{sent} resets sent on {connections} connections, {refused} refused")
-    assert connections > 1, "the server never closed the attacker's connection"
+    print(f"{sent} resets sent on {connections} connections, {closed} closed by the server, "
+          f"{refused} refused")
+    assert closed > 0, "the server never closed the attacker's connection"
     assert refused > 0, "the attacker's address reconnected at will after its resets"
     check_survived(server, monitor, baseline)
 
