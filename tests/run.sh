@@ -17,6 +17,10 @@
 # tsan fuzz containers"; TORQUED_SKIP_CONTAINERS=1 skips the containers). Arguments go to every
 # stage's ctest (e.g. -R Session). Sanitizer reports of any process, the servers the tests start
 # included, are collected in <build>/sanitizer-reports/ and fail their stage.
+# Every skipped test (GoogleTest's GTEST_SKIP, pytest's skips) is listed at the end, with its
+# reason. The tests that read ../shared skip without it (a user's clone); CI runs with it beside
+# the clone and sets CI=true: there, or wherever ../shared exists, such a skip fails its stage
+# (tests/skipped_tests.py), as does TORQUED_SKIP_CONTAINERS=1 with CI=true.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install-deps.sh --test
@@ -24,6 +28,7 @@ source_dir=$PWD
 jobs=$(nproc)
 stages=${TORQUED_TEST_STAGES:-release asan tsan fuzz containers}
 passed=0
+skipped=$(mktemp)
 
 heading() {
   echo
@@ -37,6 +42,35 @@ configure() {  # BUILD_DIR, CMake options...
   local dir=$1
   shift
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@"
+}
+
+# Prints the skipped tests of the stages that ran, at the end of the command however it ends.
+print_skipped() {
+  echo
+  if [[ -s $skipped ]]; then
+    echo "=================== Skipped tests: $(wc -l <"$skipped") ==================="
+    cat "$skipped"
+  else
+    echo "Skipped tests: none"
+  fi
+  rm -f "$skipped"
+}
+trap print_skipped EXIT
+
+# Runs ctest in BUILD_DIR, then adds the tests it skipped to the list printed at the end. Fails
+# when ctest fails, or when a skip hides a check of ../shared that must run here. CTest keeps the
+# whole output of the tests that pass, where GoogleTest and pytest print their skips.
+run_ctest() {  # BUILD_DIR, ctest arguments...
+  local dir=$1
+  shift
+  local junit=$source_dir/$dir/ctest-junit.xml
+  local status=0
+  rm -f "$junit"
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" --output-junit "$junit" \
+    --test-output-size-passed 100000000 "$@" || status=$?
+  /usr/bin/python3 tests/skipped_tests.py "$stage" "$source_dir/../shared" "$skipped" "$junit" ||
+    status=1
+  return "$status"
 }
 
 # Runs ctest in BUILD_DIR with sanitizer reports going to files, then fails when there are any.
@@ -54,7 +88,7 @@ ctest_with_reports() {  # BUILD_DIR, ctest arguments...
   ASAN_OPTIONS="log_path=$reports/report:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:detect_leaks=1" \
     UBSAN_OPTIONS="log_path=$reports/report:print_stacktrace=1:halt_on_error=1" \
     TSAN_OPTIONS="log_path=$reports/report:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:symbolize_inline_frames=0:suppressions=$source_dir/tests/tsan.supp" \
-    ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@" || status=$?
+    run_ctest "$dir" "$@" || status=$?
   if compgen -G "$reports/*" >/dev/null; then
     echo "Sanitizer reports ($reports):"
     cat "$reports"/*
@@ -66,7 +100,7 @@ ctest_with_reports() {  # BUILD_DIR, ctest arguments...
 run_release() {
   configure build/test
   cmake --build build/test -j"$jobs"
-  ctest --test-dir build/test --output-on-failure -j"$jobs" "$@"
+  run_ctest build/test "$@"
 }
 
 # The suite built for this machine's CPU (AVX2, FMA and wider registers where it has them), where
@@ -77,7 +111,7 @@ run_native() {
   echo "CPU: $(grep -qw avx2 /proc/cpuinfo && echo AVX2 || echo "no AVX2")"
   configure build/test-native -DTORQUED_NATIVE=ON -DTORQUED_BUILD_BENCH=OFF
   cmake --build build/test-native -j"$jobs"
-  ctest --test-dir build/test-native --output-on-failure -j"$jobs" "$@"
+  run_ctest build/test-native "$@"
 }
 
 sanitizer_build() {  # BUILD_DIR, SANITIZER, CMake options...
@@ -108,7 +142,20 @@ run_fuzz() {
 }
 
 run_containers() {
-  bash tests/deploy/run.sh build/test
+  if [[ "${TORQUED_SKIP_CONTAINERS:-0}" == 1 ]]; then
+    echo "containers  the whole stage: TORQUED_SKIP_CONTAINERS=1" >>"$skipped"
+    if [[ "${CI:-}" == true ]]; then
+      echo "TORQUED_SKIP_CONTAINERS=1 with CI=true: CI runs the containers stage" >&2
+      return 1
+    fi
+  fi
+  local log status=0
+  log=$(mktemp)
+  bash tests/deploy/run.sh build/test 2>&1 | tee "$log" || status=$?
+  /usr/bin/python3 tests/skipped_tests.py containers "$source_dir/../shared" "$skipped" "$log" ||
+    status=1
+  rm -f "$log"
+  return "$status"
 }
 
 for stage in $stages; do
