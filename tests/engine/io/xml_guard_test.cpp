@@ -9,7 +9,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +16,7 @@
 #include <string>
 
 #include "engine/io/urdf.hpp"
+#include "tests/engine/support/cpu_time.hpp"
 #include "tests/engine/support/sanitized_build.hpp"
 
 namespace torqued {
@@ -74,17 +74,24 @@ std::string element_with_attributes(std::size_t count, const std::string& name =
   return xml + "/>";
 }
 
-TEST(XmlGuardTest, AcceptsTheBundledAndSharedRobots) {
+// The URDFs of `dir` pass the guard; returns how many there are.
+int expect_urdfs_accepted(const std::filesystem::path& dir) {
   int checked = 0;
-  for (const auto& dir : {kRepository, kSharedDir / "models"}) {
-    if (!std::filesystem::exists(dir)) continue;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      if (entry.path().extension() != ".urdf") continue;
-      EXPECT_EQ(refusal(read_file(entry.path()), urdf_limits()), "") << entry.path();
-      ++checked;
-    }
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".urdf") continue;
+    EXPECT_EQ(refusal(read_file(entry.path()), urdf_limits()), "") << entry.path();
+    ++checked;
   }
-  EXPECT_GE(checked, 4);
+  return checked;
+}
+
+TEST(XmlGuardTest, AcceptsTheBundledAndSharedRobots) {
+  EXPECT_GE(expect_urdfs_accepted(kRepository), 2);
+  const std::filesystem::path shared_models = kSharedDir / "models";
+  if (!std::filesystem::exists(shared_models)) {
+    GTEST_SKIP() << shared_models << " is absent: the bundled robots alone were checked";
+  }
+  EXPECT_GE(expect_urdfs_accepted(shared_models), 4);
 }
 
 TEST(XmlGuardTest, BoundsNesting) {
@@ -204,16 +211,14 @@ TEST(XmlGuardTest, TwoHundredThousandAttributesAreRefusedBeforeParsing) {
   const std::string xml = "<robot name=\"r\"><link name=\"l\"/>\n" +
                           element_with_attributes(200'000, "link") + "</robot>";
   ASSERT_GT(xml.size(), 2'000'000u);
-  const auto start = std::chrono::steady_clock::now();
+  const double start = test_support::thread_cpu_seconds();
   try {
     read_urdf_string(xml);
     FAIL() << "accepted";
   } catch (const ModelError& e) {
     EXPECT_THAT(e.what(), HasSubstr("line 2: element <link> has more than 64 attributes"));
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 1.0);
+  EXPECT_LT(test_support::thread_cpu_seconds() - start, 1.0);
 }
 
 // A URDF of one link "base" and `body` (links hanging from it through joints, and anything else).
@@ -238,29 +243,28 @@ std::string moving_link(int i) {
 }
 
 // Parses and builds `xml` (which must pass the caps) as the server does, the best time of three
-// in milliseconds; `built` tells whether it is a model (or a ModelError, found after the parse).
+// in milliseconds of this thread's CPU time; `built` tells whether it is a model (or a ModelError,
+// found after the parse).
 double milliseconds_to_load(const std::string& xml, bool& built) {
   UrdfOptions options;
   options.max_links = 1024;  // the server's default --max-bodies
   double best = 1e9;
   for (int run = 0; run < 3; ++run) {
-    const auto start = std::chrono::steady_clock::now();
+    const double start = test_support::thread_cpu_seconds();
     try {
       built = build_model(read_urdf_string(xml, options))->nv > 0;
     } catch (const ModelError&) {
       built = false;
     }
-    best = std::min(
-        best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                  .count());
+    best = std::min(best, 1e3 * (test_support::thread_cpu_seconds() - start));
   }
   return best;
 }
 
 // The caps bound urdfdom's work (urdf.hpp): the documents that make it work hardest within them
 // and within the server's default --max-urdf-bytes (4 MiB) all load in milliseconds. The bound
-// checked is loose, for a loaded machine: 2 s, and 10 s under a sanitizer, where the worst
-// document took 2.2 s with two CPU-bound processes beside the tests. The times are printed.
+// checked is on this thread's CPU time (other processes on the CPUs do not count) and loose: 2 s,
+// and 10 s under a sanitizer. The times are printed.
 TEST(XmlGuardTest, DocumentsAtTheCapsLoadInMilliseconds) {
   const double bound_ms = test_support::kSanitizedBuild ? 10000.0 : 2000.0;
   constexpr std::size_t kMaxUrdfBytes = 4 << 20;
@@ -316,7 +320,8 @@ TEST(XmlGuardTest, DocumentsAtTheCapsLoadInMilliseconds) {
     bool built = false;
     const double ms = milliseconds_to_load(document.xml, built);
     std::cout << document.what << ": " << document.xml.size() << " bytes, "
-              << (built ? "parsed and built" : "parsed and refused") << " in " << ms << " ms\n";
+              << (built ? "parsed and built" : "parsed and refused") << " in " << ms
+              << " ms of CPU\n";
     EXPECT_EQ(built, document.is_model) << document.what;
     EXPECT_LT(ms, bound_ms) << document.what;
   }
