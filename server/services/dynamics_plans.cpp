@@ -179,6 +179,18 @@ grpc::Status check_gains(const v1::BaumgarteGains& gains) {
   return grpc::Status::OK;
 }
 
+// What the workspaces of `set` grow by from room for the loop closures' constraint rows, which
+// workspace_bytes() counts, to room for `rows`: every workspace of the engine's list, so that each
+// one sized by constraint rows is counted without being named here.
+std::size_t constraint_rows_growth(const Model& m, WorkspaceSet set, int rows) {
+  const Extents loop_closures(m), call(m, rows);
+  std::size_t growth = 0;
+  [&]<class... Ws>(WorkspaceList<Ws...>) {
+    ((growth += set.contains<Ws>() ? Ws::bytes(call) - Ws::bytes(loop_closures) : 0), ...);
+  }(Workspaces{});
+  return growth;
+}
+
 // The request's constraints in engine form (to_constraints()) with `rows`, the loop closures' and
 // theirs, and where each one's rows are in λ; RESOURCE_EXHAUSTED when the rows, or the workspace
 // of `algorithm` grown to them, pass their limits.
@@ -203,16 +215,8 @@ grpc::Status plan_constraints(const Planning& planning, const RegisteredModelPtr
     return over_limit("constraints: constraint rows", rows, planning.limits.max_constraint_rows,
                       "--max-constraint-rows");
   }
-  // The constraint workspaces grow to the call's rows, beyond the loop closures' that
-  // workspace_bytes() counts.
-  std::size_t workspace = workspace_bytes(m, algorithm.workspaces);
-  if (algorithm.workspaces.contains<ConstraintWorkspace>()) {
-    workspace += ConstraintWorkspace::bytes(m, rows) - ConstraintWorkspace::bytes(m);
-  }
-  if (algorithm.workspaces.contains<ConstrainedDerivativesWorkspace>()) {
-    workspace +=
-        ConstrainedDerivativesWorkspace::bytes(m, rows) - ConstrainedDerivativesWorkspace::bytes(m);
-  }
+  const std::size_t workspace = workspace_bytes(m, algorithm.workspaces) +
+                                constraint_rows_growth(m, algorithm.workspaces, rows);
   if (static_cast<std::int64_t>(workspace) > planning.limits.max_workspace_bytes) {
     return over_limit(
         "constraints: the workspace bytes for " + std::to_string(rows) + " constraint rows",

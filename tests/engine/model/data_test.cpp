@@ -94,6 +94,35 @@ TEST(DataTest, WorkspaceBytesAreWhatBindingAllocates) {
   expect_bytes_match_heap(*build_model(humanoid_spec()));
 }
 
+// A call's constraints grow the workspaces sized by constraint rows past the loop closures' rows:
+// the server counts the growth of every workspace (W::bytes of Extents with the call's rows) before
+// the call, and each workspace that grows reserves what was counted (reserve_rows) and no more.
+TEST(DataTest, WorkspacesThatGrowWithConstraintRowsReserveWhatTheirBytesSay) {
+  const ModelPtr model =
+      build_model(test_support::four_bar_spec(test_support::FourBarClosure::kWeld));
+  constexpr int kRows = 40;
+  const Extents loop_closures(*model), call(*model, kRows);
+  Data data(*model);
+  data.bind(*model, kEveryWorkspace);
+  int growing = 0;
+  [&]<class... Ws>(WorkspaceList<Ws...>) {
+    const auto check = [&]<class W>(W& workspace) {
+      SCOPED_TRACE(typeid(W).name());
+      if (W::bytes(call) == W::bytes(loop_closures)) return;
+      ++growing;
+      if constexpr (requires { workspace.reserve_rows(*model, kRows); }) {
+        const std::size_t before = data.heap_bytes();
+        workspace.reserve_rows(*model, kRows);
+        EXPECT_EQ(data.heap_bytes() - before, W::bytes(call) - W::bytes(loop_closures));
+      } else {
+        ADD_FAILURE() << "grows with constraint rows but has no reserve_rows";
+      }
+    };
+    (check(data.workspace<Ws>()), ...);
+  }(Workspaces{});
+  EXPECT_GE(growing, 2);
+}
+
 TEST(DataTest, BindingTwiceKeepsTheBoundWorkspace) {
   const ModelPtr model = build_model(humanoid_spec());
   Data data(*model);
