@@ -1,14 +1,16 @@
 // Tests the torquectl binary end to end against a real torqued on loopback: registration of a
 // URDF and a DH table, inverse dynamics from JSON and from CSV (with and without a header)
 // printed byte for byte as --local prints it and with the engine's values, the exit codes of
-// usage, input and RPC errors, and `call`: every method of the services, found by name in their
-// descriptors, on protobuf JSON.
+// usage, input and RPC errors, a typed command for every unary method of the DynamicsService, and
+// `call`: every method of the services, found by name in their descriptors, on protobuf JSON.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "engine/algorithms/rnea.hpp"
@@ -423,6 +425,45 @@ TEST_F(TorquectlTest, CallTakesEveryUnaryMethodOfTheServices) {
           << method.name() << " printed " << called.out;
     }
   }
+}
+
+// "InverseDynamics" as a torquectl command: "inverse-dynamics".
+std::string command_name(const std::string& method) {
+  std::string name;
+  for (const char c : method) {
+    if (std::isupper(static_cast<unsigned char>(c)) && !name.empty()) name += '-';
+    name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return name;
+}
+
+// torquectl's typed commands and their help are written by hand (clients/cpp/torquectl/main.cpp):
+// there is one per unary method of the DynamicsService, named after it, with its help, and no
+// other besides the model and health commands and call.
+TEST_F(TorquectlTest, HasATypedCommandForEveryDynamicsMethod) {
+  std::set<std::string> expected = {"register", "models", "get", "delete", "health", "call"};
+  const google::protobuf::ServiceDescriptor& dynamics =
+      *v1::InverseDynamicsRequest::descriptor()->file()->service(0);
+  for (int m = 0; m < dynamics.method_count(); ++m) {
+    const google::protobuf::MethodDescriptor& method = *dynamics.method(m);
+    if (method.client_streaming() || method.server_streaming()) continue;
+    const std::string name = command_name(method.name());
+    expected.insert(name);
+    const Outcome help = torquectl(name + " --help");
+    EXPECT_EQ(help.exit_code, 0) << method.name() << ": " << help.err;
+    EXPECT_EQ(help.out.rfind("usage: torquectl " + name + " ", 0), 0u)
+        << method.name() << " has no command " << name << ": " << help.out;
+  }
+  const Outcome help = torquectl("--help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::set<std::string> listed;
+  std::istringstream lines(help.out.substr(help.out.find("commands:\n")));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    listed.insert(line.substr(2, line.find(' ', 2) - 2));
+  }
+  EXPECT_EQ(listed, expected);
 }
 
 // What call prints is the typed commands' numbers, and --local's; Session takes a list.
