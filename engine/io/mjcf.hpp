@@ -89,7 +89,8 @@ struct MjcfOptions {
 // MJCF nests bodies: a chain of n bodies is n + 3 levels deep (mujoco, worldbody, a geom in the
 // last body). TinyXML's parser descends one level per call (about 200 bytes of stack: 1,000
 // levels parse in a 256 KiB stack, 2,000 do not), so this depth, enough for a chain of 1,024
-// bodies (the server's default --max-bodies), needs at most some 250 KiB of stack.
+// bodies (the server's default --max-bodies; a root body on a hinge or slide joint adds a world
+// link, so such a chain admits 1,023), needs at most some 250 KiB of stack.
 inline constexpr int kMaxMjcfDepth = 1100;
 // TinyXML's parse cannot be interrupted, so its input is bounded instead, by the caps that bound
 // it for URDF (urdf.hpp): the costs are TinyXML's. Real models are far below them: menagerie's go2
