@@ -17,8 +17,16 @@ A model registered through this client is remembered: when a call on its id answ
 
 Sessions. Client.session() opens a DynamicsService.Session stream for control loops: requests of
 any DynamicsService method, sent in turn and answered in order over one call (see Session).
-"""
 
+A library. close() (or a `with` block) ends the channel; a client never closed is closed when it
+is collected or at the interpreter's exit, so a script that forgets it still exits. The process's
+allocator is left as it is unless keep_freed_memory=True asks for the server's mallopt settings.
+
+Modules. The methods live by service: _connection.py (the channel, retries, re-registration,
+health, sessions, Echo), _models.py (ModelService), _dynamics.py (the batched dynamics) and
+_trajectory.py (Linearize and Rollout, with _euler_step_jacobians.py); results.py holds what they
+return, _conversions.py the arguments' conversions, _wire.py the packed doubles on the wire.
+"""
 
 from __future__ import annotations
 
