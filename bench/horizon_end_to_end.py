@@ -85,7 +85,9 @@ def run(a):
     horizon = os.path.join(a.build, "bench", "torqued_horizon")
     server = Server(a.build, a.workers, tempfile.mkdtemp(prefix="torqued-horizon-data-"))
     try:
-        with torqued.Client(f"127.0.0.1:{server.port}") as client:
+        # As the server keeps freed memory for reuse, so does this client (an opt-in: see
+        # docs/benchmarks.md on page faults).
+        with torqued.Client(f"127.0.0.1:{server.port}", keep_freed_memory=True) as client:
             model = client.register(urdf=__import__("pathlib").Path(TALOS), floating_base=True)
             rng = np.random.default_rng(1)
             q = rng.uniform(-1.0, 1.0, (a.knots, model.nq))
@@ -118,8 +120,8 @@ def run(a):
             dv_du = rng.uniform(-1.0, 1.0, (a.knots, model.nv, nu))
 
             def assemble():
-                torqued.client._euler_step_jacobians(dv_dx, dv_du, free_flyer, 0.01,
-                                                     explicit=False)
+                torqued._euler_step_jacobians.euler_step_jacobians(dv_dx, dv_du, free_flyer, 0.01,
+                                                                   explicit=False)
 
             # Rollouts from the first knot at rest; the six of a line search about the first.
             start, rest = q[:1], np.zeros((1, model.nv))

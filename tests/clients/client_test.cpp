@@ -197,9 +197,11 @@ TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
 }
 
 // The client asks for the Euler steps' v⁺ rows and the blocks of J_q and J_w, and assembles Fx
-// and Fu from them: they equal the engine's, to the rounding of the free-flyer's 6 × 6 products
-// (the client's dynamic-size products may sum in another order than the engine's fixed-size ones).
-TEST_F(ClientTest, LinearizeAssemblesTheEnginesFxAndFu) {
+// and Fu from them, for Linearize and for Rollout: they equal the engine's full Jacobians
+// (euler_step_derivatives at each knot, or at each step's state and control), to the rounding of
+// the free-flyer's 6 × 6 products (the client's dynamic-size products may sum in another order
+// than the engine's fixed-size ones): within 1e-15 of the largest entry.
+TEST_F(ClientTest, LinearizeAndRolloutAssembleTheEnginesFxAndFu) {
   ServerProcess server(server_options("a"));
   Client client(options_for(server));
   const v1::RegisterModelRequest request = quadruped_request();
@@ -218,6 +220,24 @@ TEST_F(ClientTest, LinearizeAssemblesTheEnginesFxAndFu) {
 
   for (const v1::Integrator integrator :
        {v1::INTEGRATOR_SEMI_IMPLICIT_EULER, v1::INTEGRATOR_EXPLICIT_EULER}) {
+    Eigen::VectorXd q_next(model.nq), v_next(kNv);
+    RowMajorMatrix fx(2 * kNv, 2 * kNv), fu(2 * kNv, kNu);
+    // The engine's step from (q, v, u), in q_next, v_next, fx and fu.
+    const auto engine_step = [&](const auto& q_k, const auto& v_k, const auto& u_k) {
+      euler_step_derivatives(model, data, q_k.transpose(), v_k.transpose(), u_k.transpose(), 0.01,
+                             integrator == v1::INTEGRATOR_EXPLICIT_EULER ? EulerStep::kExplicit
+                                                                         : EulerStep::kSemiImplicit,
+                             actuated, {q_next, v_next, fx, fu});
+    };
+    const auto expect_engines = [&](const Matrix& got_fx, const Matrix& got_fu,
+                                    const std::string& what) {
+      EXPECT_LE((got_fx - fx).cwiseAbs().maxCoeff(), 1e-15 * fx.cwiseAbs().maxCoeff()) << what;
+      EXPECT_LE((got_fu - fu).cwiseAbs().maxCoeff(), 1e-15 * fu.cwiseAbs().maxCoeff()) << what;
+      // The v⁺ rows come as the engine wrote them.
+      EXPECT_EQ(got_fx.bottomRows(kNv), fx.bottomRows(kNv)) << what;
+      EXPECT_EQ(got_fu.bottomRows(kNv), fu.bottomRows(kNv)) << what;
+    };
+
     client::LinearizeOptions options;
     options.dt = 0.01;
     options.integrator = integrator;
@@ -225,21 +245,33 @@ TEST_F(ClientTest, LinearizeAssemblesTheEnginesFxAndFu) {
     const client::LinearizeResult got = client.linearize(layout.id(), q, v, u, options);
     ASSERT_EQ(got.fx.size(), static_cast<std::size_t>(kKnots));
     ASSERT_EQ(got.fu.size(), static_cast<std::size_t>(kKnots));
-    Eigen::VectorXd q_next(model.nq), v_next(kNv);
-    RowMajorMatrix fx(2 * kNv, 2 * kNv), fu(2 * kNv, kNu);
     for (int k = 0; k < kKnots; ++k) {
-      euler_step_derivatives(model, data, q.row(k).transpose(), v.row(k).transpose(),
-                             u.row(k).transpose(), 0.01,
-                             integrator == v1::INTEGRATOR_EXPLICIT_EULER ? EulerStep::kExplicit
-                                                                         : EulerStep::kSemiImplicit,
-                             actuated, {q_next, v_next, fx, fu});
+      engine_step(q.row(k), v.row(k), u.row(k));
       const std::string what = v1::Integrator_Name(integrator) + " knot " + std::to_string(k);
       EXPECT_EQ(Eigen::VectorXd(got.q_next.row(k).transpose()), q_next) << what;
       EXPECT_EQ(Eigen::VectorXd(got.v_next.row(k).transpose()), v_next) << what;
-      EXPECT_LE((got.fx[k] - fx).cwiseAbs().maxCoeff(), 1e-15 * fx.cwiseAbs().maxCoeff()) << what;
-      EXPECT_LE((got.fu[k] - fu).cwiseAbs().maxCoeff(), 1e-15 * fu.cwiseAbs().maxCoeff()) << what;
-      // The v⁺ rows come as the engine wrote them.
-      EXPECT_EQ(got.fx[k].bottomRows(kNv), fx.bottomRows(kNv)) << what;
+      expect_engines(got.fx[k], got.fu[k], what);
+    }
+
+    // Two rollouts of two steps from the first two knots, the controls of knots 0-1 and 2-3.
+    client::RolloutOptions rollout_options;
+    rollout_options.dt = 0.01;
+    rollout_options.integrator = integrator;
+    rollout_options.actuation = v1::ACTUATION_KIND_UNACTUATED_ROOT;
+    rollout_options.jacobians = true;
+    const client::RolloutResult rolled = client.rollout(
+        layout.id(), q.topRows(2), v.topRows(2), {u.topRows(2), u.bottomRows(2)}, rollout_options);
+    ASSERT_EQ(rolled.rollouts.size(), 2u);
+    for (int r = 0; r < 2; ++r) {
+      const client::RolloutTrajectory& rollout = rolled.rollouts[r];
+      ASSERT_EQ(rollout.steps, 2) << rollout.error;
+      ASSERT_EQ(rollout.fx.size(), 2u);
+      for (int k = 0; k < 2; ++k) {
+        engine_step(rollout.q.row(k), rollout.v.row(k), rollout.u.row(k));
+        const std::string what = v1::Integrator_Name(integrator) + " rollout " + std::to_string(r) +
+                                 " step " + std::to_string(k);
+        expect_engines(rollout.fx[k], rollout.fu[k], what);
+      }
     }
   }
 }

@@ -2,32 +2,39 @@
 """iLQR over torqued: a quadruped shifts its base while its four feet stay in rigid contact.
 
     python3 base_shift.py [--server localhost:50051]
-                          [--urdf ../../../../shared/models/solo12.urdf]
-                          [--shift 0.04,0.03,-0.03] [--knots 125] [--dt 0.008]
+                          [--model ../../../deploy/models/quadruped.urdf] [--base trunk]
+                          [--feet FL_foot,FR_foot,HL_foot,HR_foot]
+                          [--stance=0,0.7,-1.4,0,0.7,-1.4,0,0.7,-1.4,0,0.7,-1.4]
+                          [--shift=0.04,0.03,-0.03] [--knots 125] [--dt 0.008]
                           [--gains deadbeat] [--plot base_shift.png]
 
-solo12 stands on its four feet (knees bent, feet on z = 0). Each foot is a rigid 3D contact with
-the ground (Rollout's constraints: CONSTRAINT_TYPE_POINT from the *_FOOT frame to the point of
-the world where it stands), the free-flyer base is unactuated (u = tau of the 12 leg joints) and
-the solver is ilqr.py's, one Rollout and one Linearize call per iteration. The cost: 0.5 w_u |u - u0|^2 +
-0.5 w_v |v|^2 per knot (u0: the torques that hold the stance), then 0.5 w_p |p_base - target|^2 +
-0.5 w_r |log(R_base R0^T)|^2 + 0.5 w_v |v_K|^2, the base's placement and Jacobian at the last
-state coming with the rollout.
+Any legged robot on a floating base: --model is a model file as robots.py reads it (its first
+joint a free flyer, e.g. from NAME.options.txtpb's base: BASE_TYPE_FLOATING), --base the frame
+whose placement is steered, --feet the contact frames, --stance the joint coordinates after the
+free flyer's 7 (zeros if not given) and --shift the base's displacement, metres (give a value that
+starts with a minus sign as --shift=-0.02,...). The default is the quadruped of the repository's
+deploy/models/.
+
+The robot stands in --stance, its base lowered until the lowest foot touches z = 0. Each foot is
+a rigid 3D contact with the ground (Rollout's constraints: CONSTRAINT_TYPE_POINT from the foot's
+frame to the point of the world where it stands), the free-flyer base is unactuated (u = tau of
+the other joints) and the solver is ilqr.py's, one Rollout and one Linearize call per iteration.
+The cost: 0.5 w_u |u - u0|^2 + 0.5 w_v |v|^2 per knot (u0: the torques that hold the stance),
+then 0.5 w_p |p_base - target|^2 + 0.5 w_r |log(R_base R0^T)|^2 + 0.5 w_v |v_K|^2, the base's
+placement and Jacobian at the last state coming with the rollout.
 
 The contacts hold the feet at the acceleration level, and a discrete step lets a foot move by
-O(dt^2) of its curvature terms; without stabilization those errors add up (0.62 mm over 20 steps
-of 0.05 s). Baumgarte's gains pull them back: with the deadbeat pair K_p = 1/dt^2, K_d = 1/dt a
-semi-implicit step removes a foot's position and velocity error within two steps, so that the
-residual stays at one step's error, O(dt^2): 34 um at dt = 0.05, 1.3 um at 0.01 and 0.8 um at
-the default 0.008. The script prints the cost per iteration, the base's distance to its target and
-the feet's largest distance from where they stood, plots the cost (--plot), and exits 0 when the
-base ends within --tolerance of its target with that residual within --residual.
+O(dt^2) of its curvature terms; without stabilization those errors add up over the horizon.
+Baumgarte's gains pull them back: with the deadbeat pair K_p = 1/dt^2, K_d = 1/dt a semi-implicit
+step removes a foot's position and velocity error within two steps, so that the residual stays at
+one step's error, O(dt^2). The script prints the cost per iteration, the base's distance to its
+target and the feet's largest distance from where they stood, plots the cost (--plot), and exits
+0 when the base ends within --tolerance of its target with that residual within --residual.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -35,14 +42,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import torqued
+from torqued.v1 import model_pb2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ilqr  # noqa: E402 (beside this script)
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED_SOLO12 = os.path.join(HERE, "..", "..", "..", "..", "shared", "models", "solo12.urdf")
-FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
-BASE = "base_link"
+import robots  # noqa: E402 (beside this script)
 
 
 def rotation(quaternion: np.ndarray) -> np.ndarray:
@@ -75,7 +79,9 @@ class BaseShift:
     dt: float
     target: np.ndarray  # the base's position
     rotation0: np.ndarray  # the base's orientation to keep
-    footholds: np.ndarray  # (4, 3): where the feet stand
+    footholds: np.ndarray  # (feet, 3): where the feet stand
+    base_frame: str = "trunk"
+    feet: list[str] = field(default_factory=list)
     u_ref: np.ndarray = field(default_factory=lambda: np.zeros(0))
     w_u: float = 1e-3
     w_v: float = 1e-1
@@ -96,7 +102,7 @@ class BaseShift:
                 "frame1": {"frame": foot},
                 "frame2": {"placement": {"xyz": dict(zip("xyz", map(float, point)))}},
             }
-            for foot, point in zip(FEET, self.footholds)
+            for foot, point in zip(self.feet, self.footholds)
         ]
 
     @property
@@ -124,7 +130,7 @@ class BaseShift:
             u,
             **self.step,
             **ilqr.feedback(nominal),
-            frames=[BASE, *FEET],
+            frames=[self.base_frame, *self.feet],
             frame_jacobians=True,
             reference="local_world_aligned",
         )
@@ -166,36 +172,46 @@ class BaseShift:
 
     def base(self, q: np.ndarray) -> np.ndarray:
         """The base's position."""
-        return self.client.kinematics(self.model_id, q, frames=[BASE]).positions[0]
+        return self.client.kinematics(self.model_id, q, frames=[self.base_frame]).positions[0]
 
     def feet_residual(self, q: np.ndarray) -> float:
         """The feet's constraint residual over the trajectory: the largest distance a foot is from
         where it stood at the first knot, metres."""
-        feet = self.client.kinematics(self.model_id, q, frames=list(FEET)).positions
+        feet = self.client.kinematics(self.model_id, q, frames=self.feet).positions
         return float(np.max(np.linalg.norm(feet - feet[0], axis=-1)))
 
 
-def standing(client: torqued.Client, model_id: str, nq: int) -> np.ndarray:
-    """Knees bent (example-robot-data's pose), the base lowered until the feet touch z = 0."""
+def standing(
+    client: torqued.Client, model_id: str, nq: int, stance: np.ndarray, feet: list[str]
+) -> np.ndarray:
+    """The joints in `stance`, the base level and lowered until the lowest foot touches z = 0."""
     q = np.zeros(nq)
     q[6] = 1.0  # the identity quaternion (x, y, z, w)
-    q[7:] = [0, 0.8, -1.6, 0, 0.8, -1.6, 0, -0.8, 1.6, 0, -0.8, 1.6]
-    feet = client.kinematics(model_id, q, frames=list(FEET)).positions
-    q[2] -= feet[:, 2].min()
+    q[7:] = stance
+    positions = client.kinematics(model_id, q, frames=feet).positions
+    q[2] -= positions[:, 2].min()
     return q
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--server", default="localhost:50051")
-    ap.add_argument("--urdf", default=SHARED_SOLO12)
-    ap.add_argument("--shift", default="0.04,0.03,-0.03", help="of the base, metres")
+    ap.add_argument("--model", default=str(robots.MODELS / "quadruped.urdf"))
+    ap.add_argument("--base", default="trunk", help="the frame whose placement is steered")
+    ap.add_argument("--feet", type=robots.names, default="FL_foot,FR_foot,HL_foot,HR_foot")
+    ap.add_argument(
+        "--stance",
+        type=robots.numbers(),
+        default="0,0.7,-1.4,0,0.7,-1.4,0,0.7,-1.4,0,0.7,-1.4",
+        help="the joints after the free flyer; zeros if none",
+    )
+    ap.add_argument("--shift", type=robots.numbers(3), default="0.04,0.03,-0.03", help="metres")
     ap.add_argument("--knots", type=int, default=125)
     ap.add_argument("--dt", type=float, default=0.008)
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--tolerance", type=float, default=1e-3, help="metres")
     ap.add_argument(
-        "--residual", type=float, default=1e-6, help="the feet's constraint residual, metres"
+        "--residual", type=float, default=2e-6, help="the feet's constraint residual, metres"
     )
     ap.add_argument(
         "--gains",
@@ -205,9 +221,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plot", default="", help="PNG of the cost per iteration")
     a = ap.parse_args(argv)
     with torqued.Client(a.server) as client:
-        model = client.register(urdf=pathlib.Path(a.urdf), floating_base=True)
-        q0 = standing(client, model.id, model.nq)
-        shift = np.array([float(x) for x in a.shift.split(",")])
+        model = robots.register(client, a.model)
+        if not model.joints or model.joints[0].type != model_pb2.JOINT_TYPE_FREE_FLYER:
+            ap.error(f"--model: {model.name}'s first joint is not a free flyer")
+        if len(a.stance) != model.nq - 7:
+            ap.error(f"--stance: {model.name} has {model.nq - 7} joint coordinates after its "
+                     f"free flyer, got {len(a.stance)}")
+        q0 = standing(client, model.id, model.nq, a.stance, a.feet)
+        shift = a.shift
         gains = (
             (1 / a.dt**2, 1 / a.dt)
             if a.gains == "deadbeat"
@@ -220,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
             dt=a.dt,
             target=q0[:3] + shift,
             rotation0=rotation(q0[3:7]),
-            footholds=client.kinematics(model.id, q0, frames=list(FEET)).positions,
+            footholds=client.kinematics(model.id, q0, frames=a.feet).positions,
+            base_frame=a.base,
+            feet=a.feet,
             position_gain=gains[0],
             velocity_gain=gains[1],
         )

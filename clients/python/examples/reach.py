@@ -1,9 +1,16 @@
 #!/usr/bin/env python3
 """iLQR over torqued: a manipulator's end effector to a target point, from a cold start.
 
-    python3 reach.py [--server localhost:50051] [--urdf ../../../../shared/models/ur5.urdf]
-                     [--frame tool0] [--target 0.3,0.3,0.4] [--knots 50] [--dt 0.02]
-                     [--plot reach.png]
+    python3 reach.py [--server localhost:50051]
+                     [--model ../../../deploy/models/stanford_arm.dh.txtpb]
+                     [--frame link6] [--target=0.15,0.25,0.1] [--q0=0,0,0.2,0,0,0]
+                     [--knots 50] [--dt 0.02] [--plot reach.png]
+
+Any fixed-base arm: --model is a model file as robots.py reads it (URDF, MJCF, SDF with their
+NAME.options.txtpb, or a RegisterModelRequest in NAME.txtpb), --frame its end effector,
+--q0 the configuration it starts from at rest (zeros if not given) and --target the point, in
+world coordinates, metres (give a value that starts with a minus sign as --target=-0.07,...).
+The default is the Stanford arm of the repository's deploy/models/.
 
 The solver is ilqr.py's: per iteration one Rollout call for the line search, which also returns
 the end effector's position and Jacobian at the last state for the terminal cost, and one
@@ -19,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import sys
 import time
 from dataclasses import dataclass
@@ -30,9 +36,7 @@ import torqued
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ilqr  # noqa: E402 (beside this script)
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED_UR5 = os.path.join(HERE, "..", "..", "..", "..", "shared", "models", "ur5.urdf")
+import robots  # noqa: E402 (beside this script)
 
 
 @dataclass
@@ -99,9 +103,10 @@ class Reach:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--server", default="localhost:50051")
-    ap.add_argument("--urdf", default=SHARED_UR5)
-    ap.add_argument("--frame", default="tool0")
-    ap.add_argument("--target", default="0.3,0.3,0.4")
+    ap.add_argument("--model", default=str(robots.MODELS / "stanford_arm.dh.txtpb"))
+    ap.add_argument("--frame", default="link6", help="the end effector")
+    ap.add_argument("--target", type=robots.numbers(3), default="0.15,0.25,0.1", help="metres")
+    ap.add_argument("--q0", type=robots.numbers(), default=None, help="the start; zeros if none")
     ap.add_argument("--knots", type=int, default=50)
     ap.add_argument("--dt", type=float, default=0.02)
     ap.add_argument("--iterations", type=int, default=100)
@@ -109,14 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plot", default="", help="PNG of the cost per iteration")
     a = ap.parse_args(argv)
     with torqued.Client(a.server) as client:
-        model = client.register(urdf=pathlib.Path(a.urdf))
-        q0 = np.zeros(model.nq)
+        model = robots.register(client, a.model)
+        q0 = np.zeros(model.nq) if a.q0 is None else a.q0
+        if len(q0) != model.nq:
+            ap.error(f"--q0: {model.name} has {model.nq} coordinates, got {len(q0)}")
         problem = Reach(
             client=client,
             model_id=model.id,
             nv=model.nv,
             frame=a.frame,
-            target=np.array([float(x) for x in a.target.split(",")]),
+            target=a.target,
             dt=a.dt,
             u_ref=client.gravity(model.id, q0),
         )

@@ -6,15 +6,16 @@ Tolerances are the project's 1e-9 relative bar (support.assert_close) unless sai
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import grpc
 import numpy as np
 import pytest
 
 import torqued
+from conftest import TorquedProcess
 from support import PLANAR_ARM_DH, PLANAR_ARM_SPEC, PLANAR_GRAVITY, assert_close, random_states
-from torqued.v1 import model_pb2
+from torqued.v1 import dynamics_pb2, dynamics_pb2_grpc, model_pb2
 
 BUNDLED = ["double_pendulum", "puma560", "quadruped", "stanford_arm"]
 
@@ -192,28 +193,80 @@ def test_linearize_in_contact_is_the_step_of_constrained_dynamics(
 
 
 
+@pytest.fixture(scope="module")
+def dense_stub(server: TorquedProcess) -> Iterator[dynamics_pb2_grpc.DynamicsServiceStub]:
+    """DynamicsService without the client: the server's answers as the proto gives them."""
+    with grpc.insecure_channel(server.address) as channel:
+        yield dynamics_pb2_grpc.DynamicsServiceStub(channel)
+
+
 @pytest.mark.parametrize("integrator", ["semi_implicit_euler", "explicit_euler"])
-def test_linearize_assembles_the_dense_jacobians_from_the_velocity_rows(
-    client: torqued.Client, layouts: dict[str, model_pb2.Model], integrator: str
+def test_fx_and_fu_assembled_from_the_velocity_rows_are_the_engines_full_jacobians(
+    client: torqued.Client,
+    layouts: dict[str, model_pb2.Model],
+    dense_stub: dynamics_pb2_grpc.DynamicsServiceStub,
+    integrator: str,
 ) -> None:
-    # Linearize's answer carries the v+ rows and the free-flyer's blocks of J_q and J_w, and the
-    # client assembles Fx and Fu; a one-step Rollout's carry them in full, from the same engine
-    # step. Equal to the rounding of the 6 x 6 products (numpy's against the engine's).
+    # The client's linearize and rollout ask for the Euler steps' v+ rows and the free-flyer's
+    # blocks of J_q and J_w (STEP_JACOBIANS_VELOCITY_ROWS) and assemble Fx and Fu; the server's
+    # STEP_JACOBIANS_DENSE answer is the engine's Fx and Fu in full. The v+ rows are the same
+    # numbers; the q+ rows agree to the rounding of the 6 x 6 products (numpy's against the
+    # engine's): within 1e-15 of the largest entry.
     model = layouts["quadruped"]
-    nv, dt = model.nv, 0.01
-    q, v, tau = random_states(model, 3, seed=26)
+    nv, nu, dt, knots = model.nv, model.nv - 6, 0.01, 3
+    q, v, tau = random_states(model, knots, seed=26)
     step = {"dt": dt, "integrator": integrator, "actuation": "unactuated_root"}
-    knots = client.linearize(model.id, q, v, tau[:, 6:], **step)
-    for k in range(3):
-        dense = client.rollout(model.id, q[k], v[k], tau[k : k + 1, 6:], jacobians=True, **step)
-        np.testing.assert_array_equal(knots.fx[k, nv:], dense.fx[0, nv:])
-        np.testing.assert_array_equal(knots.fu[k, nv:], dense.fu[0, nv:])
-        assert_close(knots.fx[k], dense.fx[0], rel=1e-15)
-        assert_close(knots.fu[k], dense.fu[0], rel=1e-15)
-        np.testing.assert_array_equal(knots.q_next[k], dense.q[1])
+    proto_step = {
+        "model_id": model.id,
+        "dt": dt,
+        "integrator": dynamics_pb2.Integrator.Value(f"INTEGRATOR_{integrator.upper()}"),
+        "actuation": dynamics_pb2.Actuation(kind=dynamics_pb2.ACTUATION_KIND_UNACTUATED_ROOT),
+    }
+
+    def assert_engines(fx: np.ndarray, fu: np.ndarray, full: Any) -> None:
+        full_fx = np.array(full.fx).reshape(fx.shape)
+        full_fu = np.array(full.fu).reshape(fu.shape)
+        np.testing.assert_array_equal(fx[..., nv:, :], full_fx[..., nv:, :])
+        np.testing.assert_array_equal(fu[..., nv:, :], full_fu[..., nv:, :])
+        np.testing.assert_allclose(fx, full_fx, rtol=0, atol=1e-15 * np.abs(full_fx).max())
+        np.testing.assert_allclose(fu, full_fu, rtol=0, atol=1e-15 * np.abs(full_fu).max())
+
+    linearized = client.linearize(model.id, q, v, tau[:, 6:], **step)
+    full = dense_stub.Linearize(
+        dynamics_pb2.LinearizeRequest(
+            **proto_step,
+            batch_size=knots,
+            q=q.ravel(),
+            v=v.ravel(),
+            u=tau[:, 6:].ravel(),
+            jacobians=dynamics_pb2.STEP_JACOBIANS_DENSE,
+        )
+    )
+    assert len(full.fx) == knots * 4 * nv * nv and not full.dv_next_dx
+    assert_engines(linearized.fx, linearized.fu, full)
+    np.testing.assert_array_equal(linearized.q_next.ravel(), full.q_next)
+
+    # Two rollouts of `knots` steps.
+    controls = np.stack([tau[:, 6:], -tau[:, 6:]])
+    rolled = client.rollout(model.id, q[:2], v[:2], controls, jacobians=True, **step)
+    full = dense_stub.Rollout(
+        dynamics_pb2.RolloutRequest(
+            **proto_step,
+            batch_size=2,
+            q=q[:2].ravel(),
+            v=v[:2].ravel(),
+            knots=knots,
+            u=controls.ravel(),
+            jacobians=True,
+            jacobian_layout=dynamics_pb2.STEP_JACOBIANS_DENSE,
+        )
+    )
+    assert list(full.steps) == [knots, knots] and not full.dv_next_dx
+    assert rolled.fx.shape == (2, knots, 2 * nv, 2 * nv) and rolled.fu.shape == (2, knots, 2 * nv, nu)
+    assert_engines(rolled.fx, rolled.fu, full)
     # The velocity rows are read in place from the received bytes (read-only); what the client
     # hands out is its own.
-    for array in (knots.q_next, knots.v_next, knots.fx, knots.fu):
+    for array in (linearized.q_next, linearized.v_next, linearized.fx, linearized.fu, rolled.fx):
         assert array.flags.writeable
 
 

@@ -1,7 +1,8 @@
-"""The examples of clients/python/examples run to their goals against a real torqued, with short
-horizons: the trajectory optimizer's reach ends its end effector within 1 mm of the target, its
-base shift moves solo12's base within 1 mm of its target with the feet held in contact (each
-within 1e-6 m of where it stood, at every knot), and both plot their cost.
+"""The examples of clients/python/examples run to their goals against a real torqued on the
+repository's own robots (deploy/models), with short horizons: the trajectory optimizer's reach
+ends the Stanford arm's end effector within 1 mm of the target, its base shift moves the
+quadruped's base within 1 mm of its target with the feet held in contact (each within 2e-6 m of
+where it stood, at every knot), and both plot their cost.
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 from conftest import TorquedProcess
+from support import REPOSITORY
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SHARED_MODELS = Path(__file__).resolve().parents[4] / "shared" / "models"
 
 
 def example(name: str) -> ModuleType:
+    sys.path.insert(0, str(EXAMPLES))  # ilqr.py and robots.py, beside the examples
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -31,28 +31,27 @@ def example(name: str) -> ModuleType:
 def test_reach_takes_the_end_effector_within_a_millimetre_of_its_target(
     server: TorquedProcess, tmp_path: Path
 ) -> None:
-    ur5 = SHARED_MODELS / "ur5.urdf"
-    if not ur5.exists():
-        pytest.skip(f"{ur5} is not checked out beside the repository")
     plot = tmp_path / "reach.png"
+    # Every option spelled out, the target's first coordinate negative (--target=-...).
     exit_code = example("reach").main(
-        ["--server", server.address, "--urdf", str(ur5), "--knots", "20", "--dt", "0.05",
-         "--plot", str(plot)]
+        ["--server", server.address, "--model", str(REPOSITORY / "stanford_arm.dh.txtpb"),
+         "--frame", "link6", "--target=-0.1,0.25,0.1", "--q0=0,0,0.2,0,0,0",
+         "--knots", "20", "--dt", "0.05", "--plot", str(plot)]
     )
     assert exit_code == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The defaults: the same robot, from the repository beside the example.
+    assert example("reach").main(["--server", server.address, "--knots", "20", "--dt", "0.05"]) == 0
 
 
-def test_base_shift_moves_solo12s_base_within_a_millimetre_with_its_feet_held(
+def test_base_shift_moves_the_quadrupeds_base_within_a_millimetre_with_its_feet_held(
     server: TorquedProcess, tmp_path: Path
 ) -> None:
-    solo12 = SHARED_MODELS / "solo12.urdf"
-    if not solo12.exists():
-        pytest.skip(f"{solo12} is not checked out beside the repository")
     plot = tmp_path / "base_shift.png"
-    # The default horizon: 1 s in 125 steps, the feet held with deadbeat Baumgarte gains.
+    # The default robot and horizon (1 s in 125 steps, the feet held with deadbeat Baumgarte
+    # gains), the shift given with a negative first coordinate.
     exit_code = example("base_shift").main(
-        ["--server", server.address, "--urdf", str(solo12), "--plot", str(plot)]
+        ["--server", server.address, "--shift=-0.03,0.02,-0.02", "--plot", str(plot)]
     )
     assert exit_code == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -105,11 +105,6 @@ SDF_PENDULUM = """<sdf version="1.9"><model name="sdf_pendulum"><link name="base
 
 
 def test_register_mjcf_and_sdf_text_and_files(client: torqued.Client, tmp_path: Path) -> None:
-    # floating_base=True keeps the MJCF file's free joint as the base; False welds the root.
-    floating = client.register(mjcf=MJCF_PENDULUM, floating_base=True)
-    assert (floating.name, floating.nq, floating.nv) == ("mjcf_pendulum", 8, 7)
-    welded = client.register(mjcf=MJCF_PENDULUM)
-    assert (welded.nq, welded.nv) == (1, 1)
     path = tmp_path / "pendulum.sdf"
     path.write_text(SDF_PENDULUM)
     from_file = client.register(sdf=path)
@@ -119,6 +114,31 @@ def test_register_mjcf_and_sdf_text_and_files(client: torqued.Client, tmp_path: 
         client.register(mjcf='<mujoco><include file="arm.xml"/></mujoco>')
     assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert "arm.xml" in refused.value.message
+
+
+def test_the_document_decides_the_base_unless_the_caller_says_otherwise(
+    client: torqued.Client,
+) -> None:
+    # Without floating_base the request leaves `base` unset and the source decides: the MJCF
+    # file's free joint on its root body floats it; floating_base=False welds the root (its free
+    # joint dropped), True floats it on "root_joint".
+    document = client.register(mjcf=MJCF_PENDULUM)
+    assert (document.name, document.nq, document.nv) == ("mjcf_pendulum", 8, 7)
+    assert document.base == model_pb2.BASE_TYPE_FLOATING
+    assert document.joints[0].type == model_pb2.JOINT_TYPE_FREE_FLYER
+    assert client.register(mjcf=MJCF_PENDULUM, floating_base=True).id == document.id
+    welded = client.register(mjcf=MJCF_PENDULUM, floating_base=False)
+    assert (welded.nq, welded.nv, welded.base) == (1, 1, model_pb2.BASE_TYPE_FIXED)
+    # An SDF document without a joint to the world is read with a fixed root, as the server's
+    # SDF reader takes it (Pinocchio's convention); the caller floats it with floating_base=True.
+    sdf = client.register(sdf=SDF_PENDULUM)
+    assert (sdf.nq, sdf.nv, sdf.base) == (1, 1, model_pb2.BASE_TYPE_FIXED)
+    assert client.register(sdf=SDF_PENDULUM, floating_base=False).id == sdf.id
+    floating_sdf = client.register(sdf=SDF_PENDULUM, floating_base=True)
+    assert (floating_sdf.nq, floating_sdf.nv) == (8, 7)
+    assert floating_sdf.joints[0].name == "root_joint"
+    for model in (document, welded, floating_sdf):
+        client.delete_model(model.id)
 
 
 def test_register_needs_exactly_one_source(client: torqued.Client) -> None:
