@@ -134,16 +134,17 @@ void floating_base_inverse_dynamics(const Model& model, ModelWorkspace& ws,
 }
 
 void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRequest& request,
-                 std::span<const BilateralConstraint> constraints, const BaumgarteGains& gains,
-                 int rows, int begin, int end, const DerivativesOutput& out) {
+                 const CallConstraints& constraints, const BaumgarteGains& gains, int rows,
+                 int begin, int end, const DerivativesOutput& out) {
   const int nv = model.nv;
+  AnchoredConstraints anchored(constraints);
   for (int s = begin; s < end; ++s) {
     const ConstMap q = row(request.q(), s, model.nq);
     const ConstMap v = row(request.v(), s, nv);
     switch (request.of()) {
       case v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS: {
         const ConstrainedDerivativesWorkspace& c = constrained_dynamics_derivatives(
-            model, ws.data, q, v, row(request.tau(), s, nv), constraints, gains);
+            model, ws.data, q, v, row(request.tau(), s, nv), anchored.at(model, ws.data, q), gains);
         const AbaDerivativesWorkspace& d = ws.data.workspace<AbaDerivativesWorkspace>();
         copy_out_matrix(d.ddq_dq, out.d_dq, s);
         copy_out_matrix(d.ddq_dv, out.d_dv, s);
@@ -203,23 +204,25 @@ void centroidal(const Model& model, ModelWorkspace& ws, const v1::CentroidalRequ
 
 void constrained_dynamics(const Model& model, ModelWorkspace& ws,
                           const v1::ConstrainedDynamicsRequest& request,
-                          std::span<const BilateralConstraint> constraints,
-                          const BaumgarteGains& gains, std::span<const DofInput> inputs, int rows,
-                          int begin, int end, const ConstrainedDynamicsOutput& out) {
+                          const CallConstraints& constraints, const BaumgarteGains& gains,
+                          std::span<const DofInput> inputs, int rows, int begin, int end,
+                          const ConstrainedDynamicsOutput& out) {
   using Map = Eigen::Map<Eigen::VectorXd>;
   const int nv = model.nv;
+  AnchoredConstraints anchored(constraints);
   for (int s = begin; s < end; ++s) {
     const ConstMap q = row(request.q(), s, model.nq);
     const ConstMap v = row(request.v(), s, nv);
     const ConstMap tau = row(request.tau(), s, nv);
+    const std::span<const BilateralConstraint> held = anchored.at(model, ws.data, q);
     Map a(out.a + static_cast<std::ptrdiff_t>(s) * nv, nv);
     Map multipliers(out.multipliers + static_cast<std::ptrdiff_t>(s) * rows, rows);
     if (inputs.empty()) {
-      torqued::constrained_dynamics(model, ws.data, q, v, tau, constraints, gains, a, multipliers);
+      torqued::constrained_dynamics(model, ws.data, q, v, tau, held, gains, a, multipliers);
     } else {
       Map tau_out(out.tau + static_cast<std::ptrdiff_t>(s) * nv, nv);
       closed_chain_inverse_dynamics(model, ws.data, q, v, row(request.a(), s, nv), tau, inputs,
-                                    constraints, gains, a, tau_out, multipliers);
+                                    held, gains, a, tau_out, multipliers);
     }
   }
 }

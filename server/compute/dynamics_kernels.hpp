@@ -1,6 +1,7 @@
 // The engine calls behind each dynamics RPC, on states [begin, end) of a validated batch. Each
 // kernel reads the request's flat arrays in place and writes the response's preallocated arrays;
-// it allocates nothing once the worker's workspace exists. SingularSystemError propagates. The
+// it allocates nothing once the worker's workspace exists (but for the chunk's copy of the
+// constraints held in place, constraint_anchors.hpp). SingularSystemError propagates. The
 // contact kernels are in contact_kernels.hpp.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include "engine/algorithms/constraint_jacobian.hpp"
 #include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
+#include "server/compute/constraint_anchors.hpp"
 #include "server/compute/workspace_pool.hpp"
 #include "torqued/v1/dynamics.pb.h"
 
@@ -72,8 +74,8 @@ struct DerivativesOutput {
 // `constraints`, `gains` and `rows` as constrained_dynamics() below takes them (constrained
 // dynamics only).
 void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRequest& request,
-                 std::span<const BilateralConstraint> constraints, const BaumgarteGains& gains,
-                 int rows, int begin, int end, const DerivativesOutput& out);
+                 const CallConstraints& constraints, const BaumgarteGains& gains, int rows,
+                 int begin, int end, const DerivativesOutput& out);
 
 void coriolis_matrix(const Model& model, ModelWorkspace& ws,
                      const v1::CoriolisMatrixRequest& request, int begin, int end,
@@ -99,11 +101,12 @@ struct ConstrainedDynamicsOutput {
 };
 
 // `constraints`: the request's constraints in engine form, applied after the model's loop
-// closures, `rows` in all; `inputs`: request.inputs() in engine form, empty for forward dynamics.
+// closures (those held in place anchored at each state), `rows` in all; `inputs`: request.inputs()
+// in engine form, empty for forward dynamics.
 void constrained_dynamics(const Model& model, ModelWorkspace& ws,
                           const v1::ConstrainedDynamicsRequest& request,
-                          std::span<const BilateralConstraint> constraints,
-                          const BaumgarteGains& gains, std::span<const DofInput> inputs, int rows,
-                          int begin, int end, const ConstrainedDynamicsOutput& out);
+                          const CallConstraints& constraints, const BaumgarteGains& gains,
+                          std::span<const DofInput> inputs, int rows, int begin, int end,
+                          const ConstrainedDynamicsOutput& out);
 
 }  // namespace torqued::server

@@ -127,11 +127,19 @@ grpc::Status locate_frame(const Model& m, const v1::ConstraintFrame& in, const s
                  quote_input(m.name) + " (see Model.frames)");
 }
 
+// Whether a constraint holds frame 1 to the world without an anchor, so where it stands:
+// frame2 unset, empty or "world" (not a frame of the model), and its placement unset.
+bool held_in_place(const Model& m, const v1::Constraint& c) {
+  const std::string& frame2 = c.frame2().frame();
+  return !c.frame2().has_placement() && m.find_frame(frame2) < 0 &&
+         (frame2.empty() || frame2 == "world");
+}
+
 // The request's constraints in engine form, each named (by default "constraints[i]") uniquely
-// among them and the model's loop closures.
+// among them and the model's loop closures, and which of them are held in place.
 grpc::Status to_constraints(const Model& m,
                             const google::protobuf::RepeatedPtrField<v1::Constraint>& in,
-                            std::vector<BilateralConstraint>& out) {
+                            CallConstraints& out) {
   std::set<std::string> names;
   for (const BilateralConstraint& loop : m.loop_closures) names.insert(loop.name);
   for (int i = 0; i < in.size(); ++i) {
@@ -162,7 +170,8 @@ grpc::Status to_constraints(const Model& m,
                      quote_input(m.body_names[constraint.body1]) +
                      ", so the constraint constrains nothing");
     }
-    out.push_back(std::move(constraint));
+    if (held_in_place(m, c)) out.held_in_place.push_back(i);
+    out.constraints.push_back(std::move(constraint));
   }
   return grpc::Status::OK;
 }
@@ -196,12 +205,11 @@ std::size_t constraint_rows_growth(const Model& m, WorkspaceSet set, int rows) {
 // of `algorithm` grown to them, pass their limits.
 grpc::Status plan_constraints(const Planning& planning, const RegisteredModelPtr& entry,
                               const google::protobuf::RepeatedPtrField<v1::Constraint>& in,
-                              const Algorithm& algorithm, std::vector<BilateralConstraint>& out,
-                              int& rows,
+                              const Algorithm& algorithm, CallConstraints& out, int& rows,
                               google::protobuf::RepeatedPtrField<v1::ConstraintRows>& layout) {
   const Model& m = *entry->model;
   if (grpc::Status s = to_constraints(m, in, out); !s.ok()) return s;
-  rows = constraint_rows(m, out);
+  rows = constraint_rows(m, out.constraints);
   // Each row costs the worker's workspace O(rows · (rows + nv)) memory and the solve O(rows³)
   // time. A weld per body is the most that can be independent, with room to spare for redundant
   // ones, and the server's limit bounds the rest.
@@ -225,7 +233,7 @@ grpc::Status plan_constraints(const Planning& planning, const RegisteredModelPtr
   }
   layout = entry->layout.loop_closures();
   int offset = constraint_rows(m, {});
-  for (const BilateralConstraint& c : out) {
+  for (const BilateralConstraint& c : out.constraints) {
     *layout.Add() = constraint_rows(c, offset);
     offset += constraint_dimension(c.type);
   }
@@ -504,7 +512,7 @@ grpc::Status DerivativesRpc::plan(const Planning& planning, const RegisteredMode
       !s.ok()) {
     return s;
   }
-  std::vector<BilateralConstraint> constraints;
+  CallConstraints constraints;
   int rows = 0;
   if (constrained) {
     if (s = check_empty("external_forces", request->external_forces(), with); !s.ok()) return s;
@@ -615,7 +623,7 @@ grpc::Status ConstrainedDynamicsRpc::plan(const Planning& planning, const Regist
   if (s = check_array("tau", request->tau(), n, m.nv); !s.ok()) return s;
   if (s = check_gains(request->gains()); !s.ok()) return s;
   const Algorithm algorithm = inverse ? kClosedChainInverseDynamics : kConstrainedDynamics;
-  std::vector<BilateralConstraint> constraints;
+  CallConstraints constraints;
   int rows = 0;
   if (s = plan_constraints(planning, entry, request->constraints(), algorithm, constraints, rows,
                            *response->mutable_rows());
@@ -745,7 +753,8 @@ struct StepSettings {
   double dt = 0.0;
   Integrator integrator = Integrator::kSemiImplicitEuler;
   std::vector<int> actuated;
-  std::vector<BilateralConstraint> constraints;
+  // Those held in place are anchored at the first knot (Linearize) or x₀ (each rollout).
+  CallConstraints constraints;
   BaumgarteGains gains;
   int rows = 0;  // the constraint rows, the loop closures' included
 };
@@ -876,7 +885,10 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
            const int nq = model.nq, nv = model.nv, nx = 2 * nv;
            const int nu = static_cast<int>(step.actuated.size()), rows = step.rows;
            const std::vector<int>& actuated = step.actuated;
-           const std::vector<BilateralConstraint>& constraints = step.constraints;
+           // Anchored once, at the call's first knot.
+           AnchoredConstraints anchored(step.constraints);
+           const std::span<const BilateralConstraint> constraints =
+               anchored.at(model, data, row(request->q(), 0, nq));
            const double dt = step.dt;
            // With velocity rows the step writes only the v⁺ rows of Fx and Fu.
            const int jacobian_rows = velocity_rows ? nv : nx;
@@ -1074,6 +1086,7 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
                                           values(request->v_nominal()), values(request->feedback())}
                         : RolloutFeedback{};
         InterruptionPoll poll(data.interruption);
+        AnchoredConstraints anchored(step.constraints);
         for (int rollout_index = b; rollout_index < e; ++rollout_index) {
           const auto r = static_cast<std::size_t>(rollout_index);
           const RolloutOutput parts{
@@ -1088,10 +1101,11 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
               part(out.integrate_dw, r, knots * blocks)};
           std::size_t steps = knots;
           try {
-            rollout(model, data, row(request->q(), rollout_index, model.nq),
-                    row(request->v(), rollout_index, model.nv), k,
+            const ConstMap q0 = row(request->q(), rollout_index, model.nq);
+            rollout(model, data, q0, row(request->v(), rollout_index, model.nv), k,
                     values(request->u()).subspan(r * knots * nu, knots * nu), step.dt,
-                    step.integrator, step.actuated, step.constraints, step.gains, feedback, parts);
+                    step.integrator, step.actuated, anchored.at(model, data, q0), step.gains,
+                    feedback, parts);
           } catch (const RolloutDiverged& diverged) {
             // Zeros past the last finite state, and the reason in the rollout's status.
             steps = static_cast<std::size_t>(diverged.steps());

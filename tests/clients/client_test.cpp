@@ -157,7 +157,8 @@ TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
   const Matrix q = as_batch(random_configurations(layout, kStates, 21), kStates);
   const Matrix v = as_batch(random_values(kStates * 18, 22), kStates);
   const Matrix tau = as_batch(random_values(kStates * 18, 23), kStates);
-  // The front feet as point contacts on the ground plane z = 0.
+  // The front feet as point contacts anchored at the world origin (an explicit all-zero anchor,
+  // not where they stand).
   client::ConstrainedDynamicsOptions options;
   options.gains.set_position(10.0);
   for (const char* foot : {"FL_foot", "FR_foot"}) {
@@ -165,6 +166,7 @@ TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
     c.set_name(foot);
     c.set_type(v1::CONSTRAINT_TYPE_POINT);
     c.mutable_frame1()->set_frame(foot);
+    c.mutable_frame2()->mutable_placement();
   }
   const client::ConstrainedDynamicsResult r =
       client.constrained_dynamics(layout.id(), q, v, Matrix(), tau, options);

@@ -189,7 +189,8 @@ TEST_F(TorquectlTest, ConstrainedDynamicsOfTheFourBarMatchesLocal) {
         [0.5, -0.2, 0.1]], "tau": [[1, 0, 0], [0, 0, 0]], "a": [[2, 0, 0], [-1, 0, 0]]})");
   for (const std::string options :
        {" --constraints point:crank_joint --gains 4,2",
-        " --mode inverse --inputs aff --constraints revolute:coupler:world"}) {
+        " --constraints point:crank_joint@0.1/-0.2/0 --gains 4,2",
+        " --mode inverse --inputs aff --constraints revolute:coupler:world@0/0/0/0/0/0.5"}) {
     const Outcome remote = torquectl("constrained-dynamics " + id + " --input " + input + options);
     const Outcome local =
         torquectl("constrained-dynamics " + four_bar + " --local --input " + input + options);
@@ -206,9 +207,12 @@ TEST_F(TorquectlTest, ConstrainedDynamicsOfTheFourBarMatchesLocal) {
       torquectl("constrained-dynamics " + id + " --input " + input + " --constraints point:tibia");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("tibia"), std::string::npos) << bad.err;
-  const Outcome usage =
-      torquectl("constrained-dynamics " + id + " --input " + input + " --constraints hinge:crank");
-  EXPECT_EQ(usage.exit_code, 2) << usage.err;
+  for (const std::string constraints :
+       {"hinge:crank", "point:crank_joint@1/2", "point:crank@x/0/0"}) {
+    const Outcome usage = torquectl("constrained-dynamics " + id + " --input " + input +
+                                    " --constraints " + constraints);
+    EXPECT_EQ(usage.exit_code, 2) << constraints << ": " << usage.err;
+  }
 }
 
 TEST_F(TorquectlTest, DhTableRegistersAndComputesLikeLocal) {

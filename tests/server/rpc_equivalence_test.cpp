@@ -542,8 +542,23 @@ std::pair<std::vector<v1::Constraint>, std::vector<BilateralConstraint>> quadrup
   return {request, engine};
 }
 
+// `engine`, the engine form of `request`, with the world contacts that `request` leaves without an
+// anchor (frame2 unset) held where their frame 1 is at q, as the service anchors them.
+std::vector<BilateralConstraint> held_where_they_stand(const Model& m, Data& data,
+                                                       const std::vector<v1::Constraint>& request,
+                                                       std::vector<BilateralConstraint> engine,
+                                                       const Eigen::VectorXd& q) {
+  forward_kinematics(m, data, q);
+  for (std::size_t i = 0; i < request.size(); ++i) {
+    if (request[i].has_frame2()) continue;
+    engine[i].placement2 = data.oMi[engine[i].body1] * engine[i].placement1;
+  }
+  return engine;
+}
+
 // Derivatives of constrained dynamics and Linearize in contact (semi-implicit and RK4, with λ and
-// the continuous derivatives), against the engine's calls.
+// the continuous derivatives), against the engine's calls. The feet have no anchor: Derivatives
+// holds them where they are at each state, Linearize where they are at its first knot.
 TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
   const LocalModel& local = models_->at("quadruped");
   const Model& m = *local.model;
@@ -572,7 +587,8 @@ TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
   std::vector<double> dq, dv, dtau, lambda, dlq, dlv, dltau;
   for (int s = 0; s < kStates; ++s) {
     const ConstrainedDerivativesWorkspace& w = constrained_dynamics_derivatives(
-        m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv), contacts, {100.0, 20.0});
+        m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv),
+        held_where_they_stand(m, data, feet, contacts, row(q, s, m.nq)), {100.0, 20.0});
     const AbaDerivativesWorkspace& d = data.workspace<AbaDerivativesWorkspace>();
     append_matrix(dq, d.ddq_dq);
     append_matrix(dv, d.ddq_dv);
@@ -603,6 +619,8 @@ TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
     request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
     request.set_continuous_derivatives(true);
     request.mutable_constraints()->Add(feet.begin(), feet.end());
+    request.mutable_gains()->set_position(100.0);
+    request.mutable_gains()->set_velocity(20.0);
     v1::LinearizeResponse response;
     status = with_deadline(60, [&](grpc::ClientContext* c) {
       return server_->dynamics()->Linearize(c, request, &response);
@@ -610,6 +628,8 @@ TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
     ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
     ASSERT_EQ(response.rows_size(), 4) << what;
     std::vector<double> want_fx, want_fu, want_lambda, want_dlq;
+    const std::vector<BilateralConstraint> held =
+        held_where_they_stand(m, data, feet, contacts, row(q, 0, m.nq));
     Vector q_next(m.nq), v_next(m.nv);
     RowMajor fx(nx, nx), fu(nx, nu);
     for (int s = 0; s < kStates; ++s) {
@@ -617,13 +637,14 @@ TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
       const Vector u_s = row(u, s, nu);
       if (rk4) {
         runge_kutta_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01, actuated,
-                                     out, contacts);
+                                     out, held, {100.0, 20.0});
         Vector tau_s = Vector::Zero(m.nv);
         tau_s.tail(nu) = u_s;
-        forward_dynamics_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), tau_s, contacts);
+        forward_dynamics_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), tau_s, held,
+                                     {100.0, 20.0});
       } else {
         euler_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01,
-                               EulerStep::kSemiImplicit, actuated, out, contacts);
+                               EulerStep::kSemiImplicit, actuated, out, held, {100.0, 20.0});
       }
       append_matrix(want_fx, fx);
       append_matrix(want_fu, fu);
@@ -652,8 +673,8 @@ v1::RolloutRequest rollout_request(const LocalModel& local, const std::vector<do
 }
 
 // Rollouts spread over the workers, each the engine's: 9 rollouts of 5 steps, the feet held with
-// Baumgarte's gains, about a nominal with gains, with Fx, Fu, λ and a foot's placement and
-// Jacobian at every state.
+// Baumgarte's gains where they are at each rollout's x₀, about a nominal with gains, with Fx, Fu,
+// λ and a foot's placement and Jacobian at every state.
 TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
   const LocalModel& local = models_->at("quadruped");
   const Model& m = *local.model;
@@ -707,7 +728,8 @@ TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
     rollout(
         m, data, row(q, r, m.nq), row(v, r, m.nv), kKnots,
         std::span<const double>(u).subspan(static_cast<std::size_t>(r) * kKnots * nu, kKnots * nu),
-        0.01, Integrator::kRungeKutta4, actuated, contacts, {100.0, 20.0},
+        0.01, Integrator::kRungeKutta4, actuated,
+        held_where_they_stand(m, data, feet, contacts, row(q, r, m.nq)), {100.0, 20.0},
         {q_nominal, v_nominal, gains},
         {trajectory, slice(want_v, states * m.nv), slice(want_u, kKnots * nu),
          slice(want_fx, kKnots * nx * nx), slice(want_fu, kKnots * nx * nu),
@@ -1000,7 +1022,8 @@ std::vector<v1::Constraint> call_constraints(const Model& m) {
 }
 
 // The same constraints in engine form, as the service documents them: frame placements composed
-// with the named frame's, frame2 unset = the world, unnamed ones "constraints[i]".
+// with the named frame's, frame2 unset = the world (at the world origin here, and where frame 1
+// stands for held_where_they_stand() when frame2 is unset), unnamed ones "constraints[i]".
 std::vector<BilateralConstraint> engine_constraints(const Model& m,
                                                     const std::vector<v1::Constraint>& in) {
   std::vector<BilateralConstraint> out;
@@ -1079,14 +1102,17 @@ TEST_F(RpcEquivalenceTest, ConstrainedDynamicsForwardAndInverse) {
         std::vector<double> want_a, want_multipliers, want_tau;
         Eigen::VectorXd ddq(m.nv), multipliers(rows), tau_out(m.nv);
         for (int s = 0; s < kStates; ++s) {
+          // The quadruped's feet have no anchor: each state holds them where they are.
+          const std::vector<BilateralConstraint> held =
+              held_where_they_stand(m, data, constraints, engine, row(q, s, m.nq));
           if (inverse) {
             closed_chain_inverse_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv),
-                                          row(a, s, m.nv), row(tau, s, m.nv), inputs, engine, gains,
+                                          row(a, s, m.nv), row(tau, s, m.nv), inputs, held, gains,
                                           ddq, tau_out, multipliers);
             append(want_tau, tau_out);
           } else {
-            constrained_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv),
-                                 engine, gains, ddq, multipliers);
+            constrained_dynamics(m, data, row(q, s, m.nq), row(v, s, m.nv), row(tau, s, m.nv), held,
+                                 gains, ddq, multipliers);
           }
           append(want_a, ddq);
           append(want_multipliers, multipliers);

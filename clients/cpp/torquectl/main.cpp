@@ -98,8 +98,11 @@ const std::map<std::string, OptionSpec>& option_specs() {
       {"--mode", {"forward|inverse", "forward (a from tau) or closed-chain inverse dynamics"}},
       {"--constraints",
        {"C,C,...",
-        "constraints after the model's loop closures, each TYPE:FRAME[:FRAME2] with TYPE "
-        "weld|point|revolute|prismatic and FRAME2 the world when left out"}},
+        "constraints after the model's loop closures, each "
+        "TYPE:FRAME[:FRAME2][@x/y/z[/roll/pitch/yaw]] "
+        "with TYPE weld|point|revolute|prismatic and FRAME2 the world when left out; @ places "
+        "frame 2 in FRAME2 or in the world (metres, radians). A world constraint without @ holds "
+        "FRAME where it stands (at each state, or the first knot); @0/0/0 is the world origin"}},
       {"--gains", {"KP,KD", "Baumgarte position and velocity gains (default 0,0)"}},
       {"--payload", {"TEXT", "bytes to send"}},
       {"--contacts",
@@ -500,7 +503,9 @@ std::vector<v1::DofInput> dof_inputs(const Args& args, const v1::Model& m) {
   return inputs;
 }
 
-// --constraints: TYPE:FRAME[:FRAME2],... (frame placements are the frames themselves).
+// --constraints: TYPE:FRAME[:FRAME2][@x/y/z[/roll/pitch/yaw]],...: frame 1 is FRAME itself, frame 2
+// FRAME2 (the world when left out) placed by the numbers after @, or where frame 1 stands without
+// them.
 std::vector<v1::Constraint> constraints(const Args& args) {
   const std::map<std::string, v1::ConstraintType> types = {
       {"weld", v1::CONSTRAINT_TYPE_WELD},
@@ -510,18 +515,39 @@ std::vector<v1::Constraint> constraints(const Args& args) {
   std::vector<v1::Constraint> out;
   std::stringstream list(args.value("--constraints", ""));
   for (std::string item; std::getline(list, item, ',');) {
-    std::vector<std::string> parts;
-    std::stringstream fields(item);
-    for (std::string part; std::getline(fields, part, ':');) parts.push_back(part);
-    if (parts.size() < 2 || parts.size() > 3 || !types.count(parts[0])) {
+    const std::size_t at = item.find('@');
+    const std::vector<std::string> parts = split(item.substr(0, at), ':');
+    std::vector<double> placement;
+    bool ok = parts.size() >= 2 && parts.size() <= 3 && types.count(parts[0]);
+    if (ok && at != std::string::npos) {
+      for (const std::string& number : split(item.substr(at + 1), '/')) {
+        char* end = nullptr;
+        placement.push_back(std::strtod(number.c_str(), &end));
+        ok = ok && !number.empty() && *end == '\0';
+      }
+      ok = ok && (placement.size() == 3 || placement.size() == 6);
+    }
+    if (!ok) {
       throw UsageError(
           "--constraints: \"" + item +
-          "\" is not TYPE:FRAME[:FRAME2] with TYPE weld, point, revolute or prismatic");
+          "\" is not TYPE:FRAME[:FRAME2][@x/y/z[/roll/pitch/yaw]] with TYPE weld, point, "
+          "revolute or prismatic");
     }
     v1::Constraint& c = out.emplace_back();
     c.set_type(types.at(parts[0]));
     c.mutable_frame1()->set_frame(parts[1]);
     if (parts.size() == 3) c.mutable_frame2()->set_frame(parts[2]);
+    if (!placement.empty()) {
+      v1::Placement& p = *c.mutable_frame2()->mutable_placement();
+      p.mutable_xyz()->set_x(placement[0]);
+      p.mutable_xyz()->set_y(placement[1]);
+      p.mutable_xyz()->set_z(placement[2]);
+      if (placement.size() == 6) {
+        p.mutable_rpy()->set_x(placement[3]);
+        p.mutable_rpy()->set_y(placement[4]);
+        p.mutable_rpy()->set_z(placement[5]);
+      }
+    }
   }
   return out;
 }
