@@ -1359,7 +1359,8 @@ class Client:
         Args:
             q: configurations, (batch, nq) or (nq,).
             v: velocities, (batch, nv) or (nv,); None: no frame velocities.
-            frames: frame names (Model.frames); empty: every frame of the model.
+            frames: frame references (Model.frames: a name, or KIND:NAME for a name
+                a link and a joint share; docs/api.md, "Frames"); empty: every frame.
             reference: how velocities and Jacobians are expressed: "local" (frame axes, at its
                 origin), "local_world_aligned" (world axes, at its origin) or "world".
             jacobians: also return each frame's 6 x nv Jacobian.
@@ -1942,7 +1943,8 @@ class Client:
             q_nominal, v_nominal, feedback: the nominal trajectory, (K, nq) and (K, nv), and the
                 gains K_k, (K, nu, 2 nv), shared by the rollouts; all three or none (open loop).
             jacobians: also return fx and fu of every step.
-            frames: frame names whose placements are returned at every state.
+            frames: frame references (as kinematics takes them) whose placements are
+                returned at every state.
             frame_jacobians: and their Jacobians, expressed as `reference` says.
         """
         batch = _Batch(q0)
