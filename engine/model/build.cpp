@@ -334,6 +334,30 @@ void add_frame(Model& model, std::string name, FrameKind kind, int body,
   model.frames.push_back({std::move(name), kind, body, placement});
 }
 
+// Links have unique names and joints have unique names, but a link and a joint may share one (an
+// MJCF body and its joint, a URDF joint named after its child link): a bare name would then mean
+// two frames at different placements. Marks such frames, so that every reference to one of them
+// says its kind (Model::frame_reference), and warns once per shared name.
+void mark_shared_frame_names(Model& model) {
+  std::map<std::string_view, std::vector<int>> frames_by_name;
+  for (int f = 0; f < static_cast<int>(model.frames.size()); ++f) {
+    frames_by_name[model.frames[f].name].push_back(f);
+  }
+  for (const auto& [name, frames] : frames_by_name) {
+    if (frames.size() < 2) continue;
+    std::string references;
+    for (const int f : frames) {
+      model.frames[f].name_shared = true;
+      if (!references.empty()) references += f == frames.back() ? " and " : ", ";
+      references +=
+          quoted(std::string(frame_kind_name(model.frames[f].kind)) + ':' + model.frames[f].name);
+    }
+    model.warnings.push_back("frame name " + quoted(name) + " is shared by " +
+                             std::to_string(frames.size()) +
+                             " frames: a bare name means none of them; name them " + references);
+  }
+}
+
 // Indices, depths, subtree ranges and the inertia warnings, once every body is in place.
 void finish(Model& model) {
   const int n = model.nbodies();
@@ -538,6 +562,7 @@ ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options) {
            quoted(root.name) + ": " + cycle_message(spec, tree, static_cast<int>(i)));
     }
   }
+  mark_shared_frame_names(*model);
   add_loop_closures(spec, placed, *model);
   finish(*model);
   judge_inertia_defects(spec, defects, placed, *model);

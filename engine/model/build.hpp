@@ -10,9 +10,11 @@
 // empty link or joint names, names longer than BuildOptions::max_name_bytes (NameTooLongError),
 // non-finite numbers. Warnings (the model loads, its inertias exactly as given): negligibly
 // indefinite inertias (point masses with off-diagonal noise, tiny sensor links rounded by an
-// exporter), inertias that violate the triangle inequality, massless moving bodies, and moving
-// subtrees with no inertia at all. Whether forward dynamics is defined is decided at compute
-// time, where a joint that drives no inertia is a SingularSystemError naming it.
+// exporter), inertias that violate the triangle inequality, massless moving bodies, moving
+// subtrees with no inertia at all, and each name that a link's frame and a joint's share (which
+// a request must then qualify by kind: Model::frames_meant_by). Whether forward dynamics is defined
+// is decided at compute time, where a joint that drives no inertia is a SingularSystemError naming
+// it.
 #pragma once
 
 #include <cstddef>

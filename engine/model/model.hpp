@@ -12,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/model/joint.hpp"
@@ -21,15 +22,22 @@ namespace torqued {
 
 enum class FrameKind : std::uint8_t { kBody, kFixedLink, kJoint };
 
+// How a frame reference spells a kind: "body", "fixed_link", "joint".
+std::string_view frame_kind_name(FrameKind kind);
+
 // A named frame rigidly attached to a body: every link of the source (moving or merged) and
 // every joint. A moving joint's frame is the frame of the body it moves; its child link's frame
 // is there too, unless the source offsets the link from the joint
-// (JointSpec::child_link_placement).
+// (JointSpec::child_link_placement). Link names are unique and joint names are unique, but a
+// link and a joint may share a name (an MJCF body and its joint, a URDF joint and its child
+// link): two frames of that name, told apart by kind.
 struct Frame {
   std::string name;
   FrameKind kind = FrameKind::kBody;
   int body = 0;
   Transform placement = Transform::Identity();  // in the body frame
+  // Another frame has this name (the link's, or the joint's): set by build_model().
+  bool name_shared = false;
 };
 
 // A bilateral constraint between a frame on one body and a frame on another (or the world): a
@@ -103,7 +111,18 @@ struct Model {
   // -1 when there is no such name.
   int find_body(std::string_view name) const;
   int find_joint(std::string_view name) const;
-  int find_frame(std::string_view name) const;
+
+  // Frames are named by reference (docs/api.md, "Frames"): a frame's name, or KIND:NAME
+  // (frame_kind_name) for the frame of that kind with that name, which tells apart the frames
+  // that share a name. The frames `reference` may mean, in frames order: those named
+  // `reference`, and the one KIND:NAME picks.
+  std::vector<int> frames_meant_by(std::string_view reference) const;
+  // The frame `reference` means; -1 when it means none, and when it means several (which
+  // frames_meant_by lists): an ambiguous name never resolves to one of its frames.
+  int find_frame(std::string_view reference) const;
+  // The reference that means frame `frame` alone: its name, or KIND:NAME when another frame
+  // shares the name.
+  std::string frame_reference(int frame) const;
 
   // The neutral configuration: zero angles and displacements, identity quaternions.
   Eigen::VectorXd neutral_configuration() const;

@@ -45,7 +45,9 @@ Options interruptible(Options options, const WorkerContext& worker) {
 grpc::Status resolve_point(const Model& m, const std::string& field, const std::string& name,
                            const DoubleArray& point, int& body, Vec3& in_body) {
   Transform placement = Transform::Identity();
-  if (const int f = m.find_frame(name); f >= 0) {
+  int f = -1;
+  if (grpc::Status s = find_frame(m, field + ".frame", name, f); !s.ok()) return s;
+  if (f >= 0) {
     body = m.frames[f].body;
     placement = m.frames[f].placement;
   } else if (const int b = m.find_body(name); b >= 0) {

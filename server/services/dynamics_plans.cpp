@@ -112,7 +112,8 @@ bool is_finite(const v1::Placement& p) {
 grpc::Status locate_frame(const Model& m, const v1::ConstraintFrame& in, const std::string& field,
                           bool world_allowed, int& body, Transform& placement) {
   if (!is_finite(in.placement())) return invalid(field + ".placement must be finite");
-  const int f = m.find_frame(in.frame());
+  int f = -1;
+  if (grpc::Status s = find_frame(m, field + ".frame", in.frame(), f); !s.ok()) return s;
   if (f >= 0) {
     body = m.frames[f].body;
     placement = m.frames[f].placement * to_transform(in.placement());
@@ -251,10 +252,12 @@ grpc::Status named_frames(const Planning& planning, const Model& m,
   }
   frames.clear();
   for (int k = 0; k < names.size(); ++k) {
-    const int f = m.find_frame(names[k]);
+    const std::string field = "frames[" + std::to_string(k) + "]";
+    int f = -1;
+    if (grpc::Status s = find_frame(m, field, names[k], f); !s.ok()) return s;
     if (f < 0) {
-      return invalid("frames[" + std::to_string(k) + "]: no frame named " + quote_input(names[k]) +
-                     " in model " + quote_input(m.name) + " (see Model.frames)");
+      return invalid(field + ": no frame named " + quote_input(names[k]) + " in model " +
+                     quote_input(m.name) + " (see Model.frames)");
     }
     frames.push_back(f);
   }
@@ -418,7 +421,7 @@ grpc::Status KinematicsRpc::plan(const Planning& planning, const RegisteredModel
     return s;
   }
   response->set_batch_size(n);
-  for (const int f : frames) response->add_frames(m.frames[f].name);
+  for (const int f : frames) response->add_frames(m.frame_reference(f));
   KinematicsOutput out{
       resize(response->mutable_positions(), 3 * slots),
       resize(response->mutable_rotations(), 9 * slots),
@@ -1024,7 +1027,7 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
   response->set_batch_size(n);
   response->set_nu(nu);
   response->set_knots(request->knots());
-  for (const int f : frames) response->add_frames(m.frames[f].name);
+  for (const int f : frames) response->add_frames(m.frame_reference(f));
   response->mutable_steps()->Resize(n, request->knots());
   for (int r = 0; r < n; ++r) response->add_status();
   const auto array = [](google::protobuf::RepeatedField<double>* field, std::int64_t size) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "engine/model/quoted.hpp"
 
@@ -169,6 +170,20 @@ grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int sta
     }
   }
   return grpc::Status::OK;
+}
+
+grpc::Status find_frame(const Model& model, const std::string& field, const std::string& reference,
+                        int& frame) {
+  const std::vector<int> meant = model.frames_meant_by(reference);
+  frame = meant.size() == 1 ? meant.front() : -1;
+  if (meant.size() <= 1) return grpc::Status::OK;
+  std::string references;
+  for (const int f : meant) {
+    references += (references.empty() ? "" : ", ") + quote_input(model.frame_reference(f));
+  }
+  return invalid(field + ": " + quote_input(reference) + " names " + std::to_string(meant.size()) +
+                 " frames of model " + quote_input(model.name) +
+                 " (see Model.frames): " + references + "; name one of them by its kind");
 }
 
 std::int64_t response_bytes(std::int64_t doubles) {

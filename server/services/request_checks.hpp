@@ -62,6 +62,13 @@ grpc::Status check_dof_inputs(const google::protobuf::RepeatedField<int>& inputs
 grpc::Status check_quaternions(const Model& model, const DoubleArray& q, int states,
                                const char* field = "q");
 
+// The frame of `model` that `reference` (the request's `field`) means, or -1 when it means none
+// (the caller says what else the field may name). INVALID_ARGUMENT when it means several, a name
+// that a link and a joint share: the message lists them by the references that pick each one
+// (Model::frame_reference; docs/api.md, "Frames").
+grpc::Status find_frame(const Model& model, const std::string& field, const std::string& reference,
+                        int& frame);
+
 // The bytes of a response of `doubles` numbers.
 std::int64_t response_bytes(std::int64_t doubles);
 // A response of `doubles` numbers must fit in a message of `max_bytes`.

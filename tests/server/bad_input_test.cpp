@@ -2832,10 +2832,97 @@ std::vector<Row> health_rows() {
   };
 }
 
+// ---- Frame names that a link and a joint share ----
+
+// The quadruped with its fixed joint FL_foot_fixed named after its child link, as a quadruped's
+// description may name them: "FL_foot" is then the joint's frame and the link's.
+v1::RegisterModelRequest quadruped_sharing_a_name() {
+  std::ifstream in(repository_dir() + "/quadruped.urdf");
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string fixed_joint = "name=\"FL_foot_fixed\"";
+  text.replace(text.find(fixed_joint), fixed_joint.size(), "name=\"FL_foot\"");
+  v1::RegisterModelRequest r = urdf_request(text);
+  r.set_name("quadruped_sharing_a_name");
+  r.set_base(v1::BASE_TYPE_FLOATING);
+  return r;
+}
+
+// Sends a request made for the quadruped to the quadruped sharing a name (same q and v layout),
+// registered for the call and deleted after it.
+template <typename Request, typename Response>
+grpc::Status on_shared_name(grpc::Status (Dynamics::*rpc)(grpc::ClientContext*, const Request&,
+                                                          Response*),
+                            Request request) {
+  v1::RegisterModelResponse registered;
+  const grpc::Status status = call(&Models::RegisterModel, quadruped_sharing_a_name(), &registered);
+  if (!status.ok()) return status;
+  request.set_model_id(registered.model().id());
+  const grpc::Status answer = call(rpc, request);
+  EXPECT_EQ(delete_model(registered.model().id()), "");
+  return answer;
+}
+
+// Every field that names a frame refuses the shared name, listing the frames it could mean.
+std::vector<Row> shared_name_rows() {
+  using C = StatusCode;
+  const std::vector<std::string> candidates = {"\"FL_foot\" names 2 frames", "\"joint:FL_foot\"",
+                                               "\"fixed_link:FL_foot\""};
+  const auto naming = [&](const std::string& field) {
+    std::vector<std::string> names = candidates;
+    names.insert(names.begin(), field);
+    return names;
+  };
+  return {
+      {"KinematicsFrameNameSharedByALinkAndAJoint", C::INVALID_ARGUMENT, naming("frames[1]"),
+       [] {
+         auto r = on<v1::KinematicsRequest>("quadruped");
+         r.add_frames("joint:FL_foot");
+         r.add_frames("FL_foot");
+         return on_shared_name(&Dynamics::Kinematics, r);
+       }},
+      {"RolloutFrameNameSharedByALinkAndAJoint", C::INVALID_ARGUMENT, naming("frames[0]"),
+       [] {
+         auto r = rollout();
+         r.add_frames("FL_foot");
+         return on_shared_name(&Dynamics::Rollout, r);
+       }},
+      {"ConstrainedDynamicsFrameNameSharedByALinkAndAJoint", C::INVALID_ARGUMENT,
+       naming("constraints[0].frame1.frame"),
+       [] {
+         auto r = constrained();
+         *r.add_constraints() = point_constraint("FL_foot");
+         return on_shared_name(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"LinearizeConstraintFrameNameSharedByALinkAndAJoint", C::INVALID_ARGUMENT,
+       naming("constraints[0].frame1.frame"),
+       [] {
+         auto r = linearize();
+         *r.add_constraints() = point_constraint("FL_foot");
+         return on_shared_name(&Dynamics::Linearize, r);
+       }},
+      {"ContactDynamicsFrameNameSharedByALinkAndAJoint", C::INVALID_ARGUMENT,
+       naming("contacts[0].frame"),
+       [] { return on_shared_name(&Dynamics::ContactDynamics, contact_dynamics()); }},
+      {"ImpactFrameNameSharedByALinkAndAJoint", C::INVALID_ARGUMENT, naming("contacts[0].frame"),
+       [] { return on_shared_name(&Dynamics::Impact, impact()); }},
+      {"SimulateCandidateNameSharedByALinkAndAJoint", C::INVALID_ARGUMENT,
+       naming("candidates[0].frame"),
+       [] { return on_shared_name(&Dynamics::Simulate, simulate()); }},
+      {"RegisterModelStrictWithAFrameNameSharedByALinkAndAJoint",
+       C::INVALID_ARGUMENT,
+       {"strict checking", "frame name 'FL_foot' is shared by 2 frames"},
+       [] {
+         v1::RegisterModelRequest r = quadruped_sharing_a_name();
+         r.set_strict(true);
+         return register_model(r);
+       }},
+  };
+}
+
 std::vector<Row> all_rows() {
   std::vector<Row> rows;
   for (auto group : {model_rows, undecodable_rows, dynamics_rows, call_rows, session_rows,
-                     health_rows, transport_rows}) {
+                     health_rows, transport_rows, shared_name_rows}) {
     for (Row& row : group()) rows.push_back(std::move(row));
   }
   return rows;

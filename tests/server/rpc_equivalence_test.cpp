@@ -1,6 +1,7 @@
 // Tests server/services/dynamics_service.cpp end to end: over loopback, every DynamicsService RPC
 // and algorithm option returns bitwise what a direct engine call returns, for every bundled model,
 // with batches split into chunks across workers.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -996,6 +997,65 @@ TEST_F(RpcEquivalenceTest, KinematicsOfNamedFrames) {
       expect_bitwise_equal(response.jacobians(), jacobians, name + " jacobians");
     }
   }
+}
+
+// An MJCF body and its joint of one name, the joint 0.37 m above the body's frame: Kinematics
+// refuses the bare name, answers each kind's reference with that frame's placement, and names
+// every frame by its reference when asked for all of them.
+TEST_F(RpcEquivalenceTest, KinematicsTellsFramesOfOneNameApartByKind) {
+  const std::string inertial = "<inertial pos='0 0 0' mass='1' diaginertia='0.1 0.1 0.1'/>";
+  v1::RegisterModelRequest registration;
+  registration.set_mjcf("<mujoco model='shared_name'><worldbody><body name='base'>" + inertial +
+                        "<body name='arm' pos='1 0 0'>" + inertial +
+                        "<joint name='arm' pos='0 0 0.37' axis='0 1 0'/></body></body>"
+                        "</worldbody></mujoco>");
+  v1::RegisterModelResponse registered;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(30));
+    const grpc::Status status =
+        server_->models()->RegisterModel(&context, registration, &registered);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  const v1::Model& layout = registered.model();
+  ASSERT_EQ(layout.warnings_size(), 1);
+  EXPECT_NE(layout.warnings(0).find("frame name 'arm' is shared by 2 frames"), std::string::npos)
+      << layout.warnings(0);
+
+  const auto kinematics = [&](const std::vector<std::string>& frames,
+                              v1::KinematicsResponse& response) {
+    v1::KinematicsRequest request;
+    request.set_model_id(layout.id());
+    request.add_q(0.0);
+    for (const std::string& frame : frames) request.add_frames(frame);
+    grpc::ClientContext context;
+    context.set_deadline(deadline_in(30));
+    return server_->dynamics()->Kinematics(&context, request, &response);
+  };
+  v1::KinematicsResponse response;
+  const grpc::Status bare = kinematics({"arm"}, response);
+  EXPECT_EQ(bare.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bare.error_message().find("\"joint:arm\", \"body:arm\""), std::string::npos)
+      << bare.error_message();
+
+  const grpc::Status by_kind = kinematics({"body:arm", "joint:arm"}, response);
+  ASSERT_TRUE(by_kind.ok()) << by_kind.error_message();
+  EXPECT_THAT(response.frames(), ::testing::ElementsAre("body:arm", "joint:arm"));
+  // The body's origin where the file puts it, the joint's 0.37 m above: exact to rounding.
+  EXPECT_THAT(response.positions(),
+              ::testing::Pointwise(::testing::DoubleNear(1e-15),
+                                   std::vector<double>{1.0, 0.0, 0.0, 1.0, 0.0, 0.37}));
+
+  const grpc::Status every = kinematics({}, response);
+  ASSERT_TRUE(every.ok()) << every.error_message();
+  EXPECT_THAT(response.frames(), ::testing::ElementsAre("base", "joint:arm", "body:arm"));
+
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(30));
+  v1::DeleteModelRequest remove;
+  remove.set_model_id(layout.id());
+  v1::DeleteModelResponse removed;
+  EXPECT_TRUE(server_->models()->DeleteModel(&context, remove, &removed).ok());
 }
 
 // The per-call constraints of ConstrainedDynamics below: the quadruped's four feet as point

@@ -168,7 +168,8 @@ struct MassMatrixResult {
 };
 
 struct KinematicsOptions {
-  // Frame names (Model.frames); empty: every frame.
+  // Frame references (Model.frames: a name, or KIND:NAME for a name a link and a joint share;
+  // docs/api.md, "Frames"); empty: every frame.
   std::vector<std::string> frames;
   v1::ReferenceFrame reference = v1::REFERENCE_FRAME_LOCAL;
   bool jacobians = false;

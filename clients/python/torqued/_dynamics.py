@@ -212,7 +212,8 @@ class DynamicsMethods(Connection):
         Args:
             q: configurations, (batch, nq) or (nq,).
             v: velocities, (batch, nv) or (nv,); None: no frame velocities.
-            frames: frame names (Model.frames); empty: every frame of the model.
+            frames: frame references (Model.frames: a name, or KIND:NAME for a name
+                a link and a joint share; docs/api.md, "Frames"); empty: every frame.
             reference: how velocities and Jacobians are expressed: "local" (frame axes, at its
                 origin), "local_world_aligned" (world axes, at its origin) or "world".
             jacobians: also return each frame's 6 x nv Jacobian.

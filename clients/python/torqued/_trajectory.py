@@ -156,7 +156,8 @@ class TrajectoryMethods(Connection):
             q_nominal, v_nominal, feedback: the nominal trajectory, (K, nq) and (K, nv), and the
                 gains K_k, (K, nu, 2 nv), shared by the rollouts; all three or none (open loop).
             jacobians: also return fx and fu of every step.
-            frames: frame names whose placements are returned at every state.
+            frames: frame references (as kinematics takes them) whose placements are
+                returned at every state.
             frame_jacobians: and their Jacobians, expressed as `reference` says.
         """
         batch = Batch(q0)

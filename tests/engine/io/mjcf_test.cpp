@@ -428,6 +428,25 @@ TEST(MjcfTest, AJointsPosPlacesTheJointFrameNotTheBody) {
   expect_near(joint_frame.translation, Vec3(1, 0, 0.5));
 }
 
+// MJCF names bodies and joints apart, so a body and its joint may share a name: two frames 0.37 m
+// apart, which the bare name must not pick between. Each kind names its own, and building warns.
+TEST(MjcfTest, ABodyAndItsJointOfOneNameAreTwoFramesNamedByKind) {
+  const ModelPtr model = build_model(read_mjcf_string(
+      mujoco("<body name='base'>" + kInertial + "<body name='arm' pos='1 0 0'>" + kInertial +
+             "<joint name='arm' pos='0 0 0.37' axis='0 1 0'/></body></body>")));
+  EXPECT_EQ(model->frames_meant_by("arm").size(), 2u);
+  EXPECT_EQ(model->find_frame("arm"), -1);
+  Data data(*model);
+  forward_kinematics(*model, data, Eigen::VectorXd::Zero(1));
+  const int body = model->find_frame("body:arm");
+  const int joint = model->find_frame("joint:arm");
+  ASSERT_GE(body, 0);
+  ASSERT_GE(joint, 0);
+  expect_near(frame_placement(*model, data, body).translation, Vec3(1, 0, 0));
+  expect_near(frame_placement(*model, data, joint).translation, Vec3(1, 0, 0.37));
+  EXPECT_THAT(model->warnings, Contains(HasSubstr("frame name 'arm' is shared by 2 frames")));
+}
+
 // q is MuJoCo's qpos: at q = ref the bodies are where the file puts them.
 TEST(MjcfTest, RefIsTheJointValueOfTheFilesConfiguration) {
   const ModelPtr model = build_model(read_mjcf_string(

@@ -263,6 +263,28 @@ TEST(Urdf, JointTypesLimitsAndNames) {
   EXPECT_TRUE(model->warnings.empty()) << ::testing::PrintToString(model->warnings);
 }
 
+// A quadruped's description names its joints after their child links (FL_hip, FL_knee, ...): two
+// frames per name, which registration reports one name at a time and requests name by kind.
+TEST(Urdf, AJointNamedAfterItsLinkGivesTwoFramesNamedByKind) {
+  const std::string xml = robot(link("base") + link("FL_hip") + link("FL_knee") +
+                                joint("FL_hip", "revolute", "base", "FL_hip", kLimit) +
+                                joint("FL_knee", "revolute", "FL_hip", "FL_knee", kLimit));
+  const ModelPtr model = build_model(read_urdf_string(xml));
+  for (const std::string name : {"FL_hip", "FL_knee"}) {
+    EXPECT_EQ(model->find_frame(name), -1) << name;
+    const int joint = model->find_frame("joint:" + name);
+    const int body = model->find_frame("body:" + name);
+    ASSERT_GE(joint, 0) << name;
+    ASSERT_GE(body, 0) << name;
+    EXPECT_EQ(model->frames[joint].kind, FrameKind::kJoint);
+    EXPECT_EQ(model->frames[body].kind, FrameKind::kBody);
+    EXPECT_EQ(model->frames[joint].body, model->frames[body].body);
+    EXPECT_EQ(warnings_containing(model->warnings, "frame name '" + name + "' is shared").size(),
+              1u);
+  }
+  EXPECT_EQ(model->warnings.size(), 2u) << ::testing::PrintToString(model->warnings);
+}
+
 TEST(Urdf, OriginsAndInertialsAreRead) {
   const std::string xml = robot(
       "<link name=\"base\"/>"

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -70,9 +71,9 @@ ModelSpec two_link_chain() {
   return spec;
 }
 
-std::string build_error(const ModelSpec& spec) {
+std::string build_error(const ModelSpec& spec, const BuildOptions& options = {}) {
   try {
-    build_model(spec);
+    build_model(spec, options);
   } catch (const ModelError& e) {
     return e.what();
   }
@@ -623,6 +624,63 @@ TEST(BuildModel, FixedBaseBodyZeroIsTheRootLink) {
   EXPECT_EQ(model->find_body("nope"), -1);
   EXPECT_EQ(model->find_joint("nope"), -1);
   EXPECT_EQ(model->find_frame("nope"), -1);
+}
+
+// A joint named after its child link, offset from it: the names a quadruped's URDF shares, and
+// an MJCF body and its joint at a `pos`. Two frames of one name, 0.37 m apart.
+TEST(BuildModel, ASharedNameMeansNeitherFrameAndEachKindPicksOne) {
+  ModelSpec spec = two_link_chain();
+  spec.joints[1].name = "l2";
+  spec.joints[1].origin = translation(0.0, 0.0, 0.5);
+  spec.joints[1].child_link_placement = translation(0.0, 0.0, -0.37);
+  const ModelPtr model = build_model(spec);
+
+  const std::vector<int> both = model->frames_meant_by("l2");
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(model->find_frame("l2"), -1);
+  const int joint = model->find_frame("joint:l2");
+  const int body = model->find_frame("body:l2");
+  ASSERT_GE(joint, 0);
+  ASSERT_GE(body, 0);
+  EXPECT_THAT(both, ElementsAre(joint, body));
+  EXPECT_EQ(model->frames[joint].kind, FrameKind::kJoint);
+  EXPECT_EQ(model->frames[body].kind, FrameKind::kBody);
+  EXPECT_EQ(model->frames[body].placement.translation, Vec3(0.0, 0.0, -0.37));
+  EXPECT_EQ(model->find_frame("fixed_link:l2"), -1);
+  EXPECT_EQ(model->frame_reference(joint), "joint:l2");
+  EXPECT_EQ(model->frame_reference(body), "body:l2");
+
+  // Unshared names keep their bare reference, and a qualified one picks them too.
+  const int l1 = model->find_frame("l1");
+  EXPECT_EQ(model->frame_reference(l1), "l1");
+  EXPECT_EQ(model->find_frame("body:l1"), l1);
+  EXPECT_EQ(model->find_frame("joint:l1"), -1);
+  EXPECT_EQ(model->find_frame("link:l1"), -1);
+
+  EXPECT_TRUE(has_warning_containing(*model, "frame name 'l2' is shared by 2 frames",
+                                     "'joint:l2' and 'body:l2'"));
+  EXPECT_THAT(build_error(spec, BuildOptions{.warnings_are_errors = true}),
+              HasSubstr("frame name 'l2' is shared"));
+}
+
+// Every frame's reference means that frame alone, on a model with names shared by a fixed joint
+// and its link and by a moving joint and its link.
+TEST(BuildModel, EveryFrameReferenceMeansItsFrame) {
+  ModelSpec spec = two_link_chain();
+  spec.links.push_back(make_link("tool"));
+  spec.joints.push_back(make_joint("tool", "l2", "tool", JointType::kFixed, translation(0, 0, 1)));
+  spec.joints[0].name = "l1";
+  const ModelPtr model = build_model(spec);
+  int shared = 0;
+  for (int f = 0; f < static_cast<int>(model->frames.size()); ++f) {
+    EXPECT_EQ(model->find_frame(model->frame_reference(f)), f) << model->frame_reference(f);
+    shared += model->frames[f].name_shared ? 1 : 0;
+  }
+  EXPECT_EQ(shared, 4);
+  EXPECT_EQ(model->frames[model->find_frame("fixed_link:tool")].kind, FrameKind::kFixedLink);
+  EXPECT_EQ(std::count_if(model->warnings.begin(), model->warnings.end(),
+                          [](const std::string& w) { return w.find("is shared by") != w.npos; }),
+            2);
 }
 
 TEST(BuildModel, GravityIsCopied) {
