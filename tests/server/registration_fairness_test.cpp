@@ -143,15 +143,15 @@ TEST(RegistrationFairnessTest, NearLimitSdfDocumentsBackToBackStarveNoOtherClien
   });
 
   // Once the looping client's first document is being read: the 15 registrations come from
-  // three connections at once, five each (one connection's take the looping client's and the
+  // five connections at once, three each (one connection's take the looping client's and the
   // other connections' turns in between: 15 after one another would take a minute).
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::atomic<int> hundred_links_ok{0};
   std::vector<std::thread> sdf_clients;
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < 5; ++c) {
     sdf_clients.emplace_back([&] {
       const auto stub = own_connection(server);
-      for (int i = 0; i < 5; ++i) {
+      for (int i = 0; i < 3; ++i) {
         const grpc::Status status = register_model(*stub, hundred_links, 60);
         EXPECT_TRUE(status.ok()) << status.error_message();
         hundred_links_ok += status.ok() ? 1 : 0;
