@@ -49,13 +49,15 @@ Server::Server(const Config& config)
       store_(config.data_dir, config.max_model_bytes),
       executor_(config.workers, config.queue_capacity, metrics_.queue_depth(),
                 metrics_.busy_workers(), config.max_calls_per_peer),
+      sdf_reads_(1, config.queue_capacity, nullptr, nullptr, 1),
       memory_(static_cast<std::size_t>(config.memory_budget_bytes / 2), &metrics_),
       workspaces_(static_cast<std::size_t>(config.workspace_cache_bytes),
                   static_cast<std::size_t>(config.max_workspace_bytes), memory_),
       runner_(executor_, workspaces_, metrics_, config.split_min_states, config.inline_max_states,
               config.max_call_seconds),
       catalog_(store_, model_limits(config), metrics_, workspaces_),
-      model_service_(catalog_, runner_, metrics_, memory_, access_, ready_, config.max_model_bytes),
+      model_service_(catalog_, runner_, sdf_reads_, metrics_, memory_, access_, ready_,
+                     config.max_model_bytes),
       dynamics_service_(catalog_, runner_, metrics_, memory_, access_, request_limits(config),
                         ready_),
       reflection_({grpc::health::v1::Health::service_full_name(),
@@ -177,6 +179,7 @@ void Server::shut_down() {
   reflection_.drain();
   if (listener_) listener_->stop();
   if (server_) server_->Shutdown(deadline);
+  sdf_reads_.stop();
   executor_.stop();
   spdlog::info("stopped");
 }

@@ -58,6 +58,9 @@ class Server {
   Metrics metrics_;
   ModelStore store_;
   Executor executor_;
+  // SDF registrations' lane (model_service.hpp): one thread, since libsdformat reads one document
+  // at a time anyway.
+  Executor sdf_reads_;
   // Half of --memory-budget-bytes: what calls and workspaces may hold.
   MemoryBudget memory_;
   WorkspacePool workspaces_;

@@ -169,7 +169,8 @@ void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorith
   if (!executor_.try_submit(tasks, client_address(*context))) job->done(queue_full(executor_));
 }
 
-void BatchRunner::run(const UnaryCall& call, CallTask task) {
+void run_call_task(Executor& executor, const std::string& peer, const UnaryCall& call,
+                   CallTask task) {
   std::vector<Executor::Task> tasks;
   tasks.emplace_back([call, task = std::move(task)] {
     grpc::Status status;
@@ -182,9 +183,11 @@ void BatchRunner::run(const UnaryCall& call, CallTask task) {
     }
     call.finish(status);
   });
-  if (!executor_.try_submit(tasks, client_address(*call.context()))) {
-    call.finish(queue_full(executor_));
-  }
+  if (!executor.try_submit(tasks, peer)) call.finish(queue_full(executor));
+}
+
+void BatchRunner::run(const UnaryCall& call, CallTask task) {
+  run_call_task(executor_, client_address(*call.context()), call, std::move(task));
 }
 
 }  // namespace torqued::server

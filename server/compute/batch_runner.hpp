@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
+#include <string>
 
 #include "server/compute/executor.hpp"
 #include "server/compute/workspace_pool.hpp"
@@ -33,6 +34,12 @@ using CallTask = std::function<grpc::Status()>;
 
 // Receives a batch's outcome once, on whichever thread ran its last chunk.
 using BatchDone = std::function<void(const grpc::Status& status)>;
+
+// Runs `task` as one call's work on `executor`, in the turn of `peer` (the executor's key: an
+// address, or a connection); the task's status, or RESOURCE_EXHAUSTED when the queue is full,
+// finishes the call.
+void run_call_task(Executor& executor, const std::string& peer, const UnaryCall& call,
+                   CallTask task);
 
 class BatchRunner {
  public:

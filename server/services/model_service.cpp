@@ -71,11 +71,12 @@ std::size_t field_bytes(std::size_t length) {
 
 }  // namespace
 
-ModelService::ModelService(ModelCatalog& catalog, BatchRunner& runner, Metrics& metrics,
-                           MemoryBudget& budget, const AccessControl& access,
+ModelService::ModelService(ModelCatalog& catalog, BatchRunner& runner, Executor& sdf_reads,
+                           Metrics& metrics, MemoryBudget& budget, const AccessControl& access,
                            const std::atomic<bool>& ready, std::int64_t max_model_bytes)
     : catalog_(catalog),
       runner_(runner),
+      sdf_reads_(sdf_reads),
       metrics_(metrics),
       budget_(budget),
       access_(access),
@@ -108,14 +109,7 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
   if (grpc::Status s = decode(*request_bytes, "request", *request); !s.ok()) {
     return call.finish(s);
   }
-  // libsdformat's reading takes up to a few hundred MB, which no other limit counts.
-  if (request->has_sdf()) {
-    if (grpc::Status s = call.reserve(sdf_read_bytes(request->sdf()), "sdf: reading the document");
-        !s.ok()) {
-      return call.finish(s);
-    }
-  }
-  runner_.run(call, [this, request, response_bytes] {
+  auto registration = [this, request, response_bytes] {
     RegisteredModelPtr model;
     bool created = false;
     grpc::Status status = catalog_.register_model(*request, model, created);
@@ -128,7 +122,28 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
     *response.mutable_model() = model->layout;
     response.set_created(created);
     return encode(response, response_bytes);
-  });
+  };
+  if (!request->has_sdf()) {
+    runner_.run(call, std::move(registration));
+    return call.reactor();
+  }
+  // libsdformat's reading takes up to a few hundred MB, which no other limit counts: reserved
+  // while it reads, once the document's turn has come.
+  const std::size_t read_bytes = sdf_read_bytes(request->sdf());
+  if (read_bytes > budget_.capacity()) {
+    return call.finish({grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        budget_.refusal("sdf: reading the document", read_bytes)});
+  }
+  run_call_task(
+      sdf_reads_, canonical_peer(context->peer()), call,
+      [call, read_bytes, registration = std::move(registration)] {
+        Reservation reading;
+        if (grpc::Status s = call.reserve_in_turn(reading, read_bytes, "sdf: reading the document");
+            !s.ok()) {
+          return s;
+        }
+        return registration();
+      });
   return call.reactor();
 }
 

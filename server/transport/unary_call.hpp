@@ -86,6 +86,13 @@ class UnaryCall {
   // Reserves `bytes` of the budget for `what` until the call ends; RESOURCE_EXHAUSTED saying so
   // when they do not fit.
   grpc::Status reserve(std::size_t bytes, const std::string& what) const;
+  // Reserves `bytes` of the budget into `reservation` (which the caller releases when done),
+  // waiting its turn while the budget is taken: it polls every few milliseconds until the bytes
+  // fit, or the call's deadline passes, or its client goes away (a drained server cancels it),
+  // which end it with that status. Only bytes that could never fit are RESOURCE_EXHAUSTED, at
+  // once. For work on a thread of its own: it blocks the thread while it waits.
+  grpc::Status reserve_in_turn(Reservation& reservation, std::size_t bytes,
+                               const std::string& what) const;
   // Holds `reservation` until the call ends.
   void hold(Reservation&& reservation) const { reactor_->memory.merge(std::move(reservation)); }
   MethodId method() const { return method_; }
