@@ -747,6 +747,33 @@ std::vector<Row> model_rows() {
          EXPECT_NE(log.find("evil\\x0aname"), std::string::npos);
          return status;
        }},
+      {"RegisterModelAgainAnswersItsOwnWarnings",
+       C::OK,
+       {},
+       [] {
+         // The id leaves out what the reader ignored: the URDF with <dynamics> on its joint and
+         // the one without are one model, and each registration answers its own warnings.
+         std::string damped = urdf();
+         damped.insert(damped.find("</joint>"), "<dynamics damping='0.5'/>");
+         v1::RegisterModelResponse plain, with_dynamics, plain_again;
+         EXPECT_TRUE(call(&Models::RegisterModel, urdf_request(urdf()), &plain).ok());
+         const grpc::Status status =
+             call(&Models::RegisterModel, urdf_request(damped), &with_dynamics);
+         EXPECT_TRUE(call(&Models::RegisterModel, urdf_request(urdf()), &plain_again).ok());
+         EXPECT_EQ(delete_model(plain.model().id()), "");
+         EXPECT_TRUE(plain.created());
+         EXPECT_FALSE(with_dynamics.created());
+         EXPECT_EQ(with_dynamics.model().id(), plain.model().id());
+         EXPECT_EQ(plain.model().warnings_size(), 0);
+         EXPECT_EQ(plain_again.model().warnings_size(), 0);
+         EXPECT_EQ(with_dynamics.model().warnings_size(), 1);
+         if (with_dynamics.model().warnings_size() == 1) {
+           EXPECT_NE(with_dynamics.model().warnings(0).find("<dynamics damping=\"0.5\""),
+                     std::string::npos)
+               << with_dynamics.model().warnings(0);
+         }
+         return status;
+       }},
       {"RegisterModelUndecodable",
        C::INVALID_ARGUMENT,
        {"request", "torqued.v1.RegisterModelRequest"},
@@ -874,6 +901,35 @@ std::vector<Row> model_rows() {
        C::INVALID_ARGUMENT,
        {"URDF"},
        [] { return register_model(urdf_request(urdf("b", "nan"))); }},
+      {"UrdfOverflowingMass",
+       C::INVALID_ARGUMENT,
+       {"'b'", "mass 1e+308 kg is out of bounds", "1e+12 kg"},
+       [] { return register_model(urdf_request(urdf("b", "1e308"))); }},
+      {"MjcfOverflowingInertialPosition",
+       C::INVALID_ARGUMENT,
+       {"'b' inertial", "origin x 1e+300 m is out of bounds", "1e+06 m"},
+       [] {
+         return register_model(mjcf_request(
+             "<mujoco><worldbody><body name='b'><joint name='j' type='hinge'/><inertial "
+             "pos='1e300 0 0' mass='1' diaginertia='0.01 0.01 0.01'/></body></worldbody>"
+             "</mujoco>"));
+       }},
+      {"SpecOverflowingInertia",
+       C::INVALID_ARGUMENT,
+       {"'l1'", "rotational inertia entry 1e+200 kg m^2 is out of bounds"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(1)->mutable_inertial()->mutable_inertia()->set_ixx(1e200);
+         return register_model(r);
+       }},
+      {"DhOverflowingLinkLength",
+       C::INVALID_ARGUMENT,
+       {"origin", "1e+250 m is out of bounds"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(1)->set_a(1e250);
+         return register_model(r);
+       }},
       {"UrdfNegativeMass",
        C::INVALID_ARGUMENT,
        {"'b'", "negative mass"},
