@@ -142,8 +142,10 @@ void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRe
     const ConstMap v = row(request.v(), s, nv);
     switch (request.of()) {
       case v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS: {
-        const ConstrainedDerivativesWorkspace& c = constrained_dynamics_derivatives(
-            model, ws.data, q, v, row(request.tau(), s, nv), constraints, gains);
+        const ConstrainedDerivativesWorkspace& c = naming_state(s, [&]() -> decltype(auto) {
+          return constrained_dynamics_derivatives(model, ws.data, q, v, row(request.tau(), s, nv),
+                                                  constraints, gains);
+        });
         const AbaDerivativesWorkspace& d = ws.data.workspace<AbaDerivativesWorkspace>();
         copy_out_matrix(d.ddq_dq, out.d_dq, s);
         copy_out_matrix(d.ddq_dv, out.d_dv, s);
@@ -214,13 +216,16 @@ void constrained_dynamics(const Model& model, ModelWorkspace& ws,
     const ConstMap tau = row(request.tau(), s, nv);
     Map a(out.a + static_cast<std::ptrdiff_t>(s) * nv, nv);
     Map multipliers(out.multipliers + static_cast<std::ptrdiff_t>(s) * rows, rows);
-    if (inputs.empty()) {
-      torqued::constrained_dynamics(model, ws.data, q, v, tau, constraints, gains, a, multipliers);
-    } else {
-      Map tau_out(out.tau + static_cast<std::ptrdiff_t>(s) * nv, nv);
-      closed_chain_inverse_dynamics(model, ws.data, q, v, row(request.a(), s, nv), tau, inputs,
-                                    constraints, gains, a, tau_out, multipliers);
-    }
+    naming_state(s, [&] {
+      if (inputs.empty()) {
+        torqued::constrained_dynamics(model, ws.data, q, v, tau, constraints, gains, a,
+                                      multipliers);
+      } else {
+        Map tau_out(out.tau + static_cast<std::ptrdiff_t>(s) * nv, nv);
+        closed_chain_inverse_dynamics(model, ws.data, q, v, row(request.a(), s, nv), tau, inputs,
+                                      constraints, gains, a, tau_out, multipliers);
+      }
+    });
   }
 }
 
