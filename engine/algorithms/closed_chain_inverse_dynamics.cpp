@@ -14,13 +14,12 @@
 
 namespace torqued {
 
-void closed_chain_inverse_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
-                                   const ConstVectorRef& v, const ConstVectorRef& ddq,
-                                   const ConstVectorRef& tau, std::span<const DofInput> input,
-                                   std::span<const BilateralConstraint> constraints,
-                                   const BaumgarteGains& gains, Eigen::Ref<Eigen::VectorXd> ddq_out,
-                                   Eigen::Ref<Eigen::VectorXd> tau_out,
-                                   Eigen::Ref<Eigen::VectorXd> lambda) {
+ConstraintResidual closed_chain_inverse_dynamics(
+    const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
+    const ConstVectorRef& ddq, const ConstVectorRef& tau, std::span<const DofInput> input,
+    std::span<const BilateralConstraint> constraints, const BaumgarteGains& gains,
+    Eigen::Ref<Eigen::VectorXd> ddq_out, Eigen::Ref<Eigen::VectorXd> tau_out,
+    Eigen::Ref<Eigen::VectorXd> lambda) {
   const int m = constraint_rows(model, constraints);
   const int nv = model.nv;
   assert(fits(model, data, q, v, ddq, tau) && static_cast<int>(input.size()) == nv &&
@@ -65,6 +64,7 @@ void closed_chain_inverse_dynamics(const Model& model, Data& data, const ConstVe
   auto rhs = w.rhs.head(m);
   rhs = bias;
   for (int j = 0; j < na; ++j) rhs -= actuated.col(j) * ddq[cc.dof_order[np + j]];
+  const double residual_scale = constraint_scale(bias, rhs);
   auto x = w.dof_work.head(np);
   x.noalias() = passive.transpose() * rhs;
   solve_gram(x);
@@ -101,6 +101,10 @@ void closed_chain_inverse_dynamics(const Model& model, Data& data, const ConstVe
   lambda += s;
   c.noalias() -= actuated.transpose() * s;
   for (int j = 0; j < na; ++j) tau_out[cc.dof_order[np + j]] = c[j];
+  const ConstraintResidual residual{constraint_residual(jacobian, bias, ddq_out, w.rhs.head(m)),
+                                    residual_scale};
+  check_constraint_residual(residual, gains.tolerance);
+  return residual;
 }
 
 }  // namespace torqued

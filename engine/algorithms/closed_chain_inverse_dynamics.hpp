@@ -29,14 +29,16 @@ inline constexpr WorkspaceSet kClosedChainInverseDynamicsWorkspaces =
 // from `tau` (0 for a free joint; springs or friction otherwise) and q̈_k computed. Writes the
 // complete q̈ and τ (nv each) and λ (constraint_rows(model, constraints)) for the model's loop
 // closures followed by `constraints`, k as constraint_jacobian() defines it for `gains`; feeding
-// τ to constrained_dynamics() gives back q̈ and λ. Throws SingularSystemError (aba.hpp) naming a
-// passive joint whose acceleration the actuated DOFs and the constraints leave undetermined.
-void closed_chain_inverse_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
-                                   const ConstVectorRef& v, const ConstVectorRef& ddq,
-                                   const ConstVectorRef& tau, std::span<const DofInput> input,
-                                   std::span<const BilateralConstraint> constraints,
-                                   const BaumgarteGains& gains, Eigen::Ref<Eigen::VectorXd> ddq_out,
-                                   Eigen::Ref<Eigen::VectorXd> tau_out,
-                                   Eigen::Ref<Eigen::VectorXd> lambda);
+// τ to constrained_dynamics() gives back q̈ and λ. Returns how far q̈ misses K q̈ = k (q̈₀: the
+// given accelerations with the passive ones zero), non-negligible when the given accelerations are
+// not consistent with the constraints. Throws SingularSystemError (aba.hpp) naming a passive joint
+// whose acceleration the actuated DOFs and the constraints leave undetermined, and
+// InconsistentConstraintsError when the residual is past gains.tolerance.
+ConstraintResidual closed_chain_inverse_dynamics(
+    const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
+    const ConstVectorRef& ddq, const ConstVectorRef& tau, std::span<const DofInput> input,
+    std::span<const BilateralConstraint> constraints, const BaumgarteGains& gains,
+    Eigen::Ref<Eigen::VectorXd> ddq_out, Eigen::Ref<Eigen::VectorXd> tau_out,
+    Eigen::Ref<Eigen::VectorXd> lambda);
 
 }  // namespace torqued

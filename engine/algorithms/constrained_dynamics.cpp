@@ -4,6 +4,7 @@
 //   Z = D^-1/2 L⁻ᵀ Kᵀ,  Λ⁻¹ = Zᵀ Z = K M⁻¹ Kᵀ
 //   λ = (Λ⁻¹)⁺ (k − K q̈₀)     (pivoted LDLᵀ: the minimum-norm λ)
 //   q̈ = q̈₀ + L⁻¹ D^-1/2 Z λ = q̈₀ + M⁻¹ Kᵀ λ
+//   residual ‖K q̈ − k‖∞ against max(‖k‖∞, ‖K q̈₀‖∞)
 // Column r of Kᵀ is non-zero only at the DOFs that move the constraint's frames, and L⁻ᵀ only
 // carries entries to ancestors, so the columns of Z stay as sparse as those of Kᵀ.
 #include "engine/algorithms/constrained_dynamics.hpp"
@@ -17,11 +18,12 @@
 
 namespace torqued {
 
-void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
-                          const ConstVectorRef& v, const ConstVectorRef& tau,
-                          std::span<const BilateralConstraint> constraints,
-                          const BaumgarteGains& gains, Eigen::Ref<Eigen::VectorXd> ddq,
-                          Eigen::Ref<Eigen::VectorXd> lambda) {
+ConstraintResidual constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
+                                        const ConstVectorRef& v, const ConstVectorRef& tau,
+                                        std::span<const BilateralConstraint> constraints,
+                                        const BaumgarteGains& gains,
+                                        Eigen::Ref<Eigen::VectorXd> ddq,
+                                        Eigen::Ref<Eigen::VectorXd> lambda) {
   const int m = constraint_rows(model, constraints);
   const int nv = model.nv;
   assert(fits(model, data, q, v, tau) && ddq.size() == nv && lambda.size() == m);
@@ -36,7 +38,7 @@ void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& 
   ddq = tau - data.tau;
   ltdl_factorize(model, data, crba(model, data, q));
   ltdl_solve(data, ddq);
-  if (m == 0) return;
+  if (m == 0) return {};
 
   for (int i = 0; i < nv; ++i)
     w.dof_scale[i] = 1.0 / std::sqrt(data.workspace<MassFactorWorkspace>().ltdl(i, i));
@@ -52,6 +54,7 @@ void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& 
 
   lambda = bias;
   lambda.noalias() -= jacobian * ddq;
+  const double scale = constraint_scale(bias, lambda);
   auto permutation = w.permutation.head(m);
   const int rank = pivoted_ldlt_factorize(system, permutation);
   pivoted_ldlt_solve(system, permutation, rank, lambda, w.scratch, w.work);
@@ -61,6 +64,11 @@ void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& 
   correction.array() *= w.dof_scale.array();
   ltdl_solve_factor(data, correction);
   ddq += correction;
+  // In `work`, the solve's scratch: `rhs` may hold λ (discrete_step()'s unreturned multipliers).
+  const ConstraintResidual residual{constraint_residual(jacobian, bias, ddq, w.work.head(m)),
+                                    scale};
+  check_constraint_residual(residual, gains.tolerance);
+  return residual;
 }
 
 }  // namespace torqued

@@ -9,7 +9,8 @@
 // Featherstone 2008, §8.4) make Λ⁻¹ singular: a rank-revealing LDLᵀ (pivoted_ldlt.hpp) gives the
 // Moore-Penrose λ = (K M⁻¹ Kᵀ)⁺ (k − K q̈₀): the minimum-norm multipliers (least squares when k
 // is inconsistent along the dependent rows, e.g. for a velocity that violates them), and q̈ is
-// unique whatever λ among the solutions is taken.
+// unique whatever λ among the solutions is taken. Least squares leaves K q̈ ≠ k: the residual
+// ‖K q̈ − k‖∞ is returned for the caller to judge (ConstraintResidual).
 #pragma once
 
 #include <span>
@@ -23,13 +24,15 @@ inline constexpr WorkspaceSet kConstrainedDynamicsWorkspaces =
     WorkspaceSet::of<ConstraintWorkspace, MassMatrixWorkspace, MassFactorWorkspace>();
 
 // q̈ (nv) and λ (constraint_rows(model, constraints)) for the model's loop closures followed by
-// `constraints`, with k as constraint_jacobian() defines it for `gains`. K and k stay in
-// ConstraintWorkspace::jacobian / bias (leading rows). Throws SingularSystemError (aba.hpp) when M
-// is singular (a joint moving no inertia).
-void constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
-                          const ConstVectorRef& v, const ConstVectorRef& tau,
-                          std::span<const BilateralConstraint> constraints,
-                          const BaumgarteGains& gains, Eigen::Ref<Eigen::VectorXd> ddq,
-                          Eigen::Ref<Eigen::VectorXd> lambda);
+// `constraints`, with k as constraint_jacobian() defines it for `gains`; returns how far q̈ misses
+// K q̈ = k (q̈₀ the free accelerations). K and k stay in ConstraintWorkspace::jacobian / bias
+// (leading rows). Throws SingularSystemError (aba.hpp) when M is singular (a joint moving no
+// inertia), InconsistentConstraintsError when the residual is past gains.tolerance.
+ConstraintResidual constrained_dynamics(const Model& model, Data& data, const ConstVectorRef& q,
+                                        const ConstVectorRef& v, const ConstVectorRef& tau,
+                                        std::span<const BilateralConstraint> constraints,
+                                        const BaumgarteGains& gains,
+                                        Eigen::Ref<Eigen::VectorXd> ddq,
+                                        Eigen::Ref<Eigen::VectorXd> lambda);
 
 }  // namespace torqued

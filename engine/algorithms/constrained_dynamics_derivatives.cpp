@@ -372,8 +372,11 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
   auto lambda = w.lambda.head(m);
   cw.rhs.head(m) = bias;
   cw.rhs.head(m).noalias() -= jacobian * data.ddq;
+  const double scale = constraint_scale(bias, cw.rhs.head(m));
   lambda.noalias() = inverse * cw.rhs.head(m);
   data.ddq.noalias() += minv_kt * lambda;
+  check_constraint_residual({constraint_residual(jacobian, bias, data.ddq, cw.rhs.head(m)), scale},
+                            gains.tolerance);
   // ∂λ/∂τ = −Λ Gᵀ and ∂q̈/∂τ = M⁻¹ + G ∂λ/∂τ, the constrained inverse inertia P.
   auto dlambda_dtau = w.dlambda_dtau.topRows(m);
   dlambda_dtau.noalias() = -inverse * minv_kt.transpose();

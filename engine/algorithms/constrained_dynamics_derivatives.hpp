@@ -37,7 +37,8 @@ inline constexpr WorkspaceSet kConstrainedDynamicsDerivativesWorkspaces =
 // AbaDerivativesWorkspace (ddq_dq, ddq_dv, ddq_dtau, as aba_derivatives() leaves them without
 // constraints); λ and ∂λ/∂(q, q̇, τ) (constraint_rows(model, constraints) rows) in the returned
 // workspace. K and k stay in the ConstraintWorkspace. Throws SingularSystemError as aba() does,
-// and Interrupted when data.interruption asks.
+// InconsistentConstraintsError as constrained_dynamics() does (gains.tolerance), and Interrupted
+// when data.interruption asks.
 const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
     const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints,

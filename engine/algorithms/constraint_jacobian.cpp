@@ -6,7 +6,10 @@
 // vector between them: ¹R₀ (ω × (p₁ − p₂)).
 #include "engine/algorithms/constraint_jacobian.hpp"
 
+#include <algorithm>
 #include <cassert>
+#include <sstream>
+#include <string>
 
 #include "engine/algorithms/rnea.hpp"
 
@@ -143,6 +146,40 @@ void constraint_jacobian(const Model& model, const Data& data,
       row += constraint_dimension(c.type);
     }
   }
+}
+
+void check_constraint_residual(const ConstraintResidual& residual,
+                               const ConstraintTolerance& tolerance) {
+  // Written so that the default, an infinite tolerance, accepts a zero scale (inf × 0 is NaN).
+  if (!(residual.residual > tolerance.max_relative_residual * residual.scale)) return;
+  const auto number = [](double x) {
+    std::ostringstream out;
+    out.precision(3);
+    out << x;
+    return out.str();
+  };
+  throw InconsistentConstraintsError(
+      "the constraints are inconsistent: the accelerations that best meet them miss them by " +
+      number(residual.residual) + " (m/s^2, rad/s^2), " +
+      number(residual.residual / residual.scale) + " of their scale " + number(residual.scale) +
+      ", past the tolerance " + number(tolerance.max_relative_residual) + " (" + tolerance.setting +
+      "); remove the redundant constraints or make them agree");
+}
+
+double constraint_scale(const Eigen::Ref<const Eigen::VectorXd>& bias,
+                        const Eigen::Ref<const Eigen::VectorXd>& rhs) {
+  if (bias.size() == 0) return 0.0;
+  return std::max(bias.cwiseAbs().maxCoeff(), (bias - rhs).cwiseAbs().maxCoeff());
+}
+
+double constraint_residual(const Eigen::Ref<const Eigen::MatrixXd>& jacobian,
+                           const Eigen::Ref<const Eigen::VectorXd>& bias,
+                           const Eigen::Ref<const Eigen::VectorXd>& ddq,
+                           Eigen::Ref<Eigen::VectorXd> scratch) {
+  if (bias.size() == 0) return 0.0;
+  scratch.noalias() = jacobian * ddq;
+  scratch -= bias;
+  return scratch.cwiseAbs().maxCoeff();
 }
 
 void constraint_jacobian(const Model& model, Data& data, const ConstVectorRef& q,

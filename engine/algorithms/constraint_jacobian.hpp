@@ -23,16 +23,48 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <span>
 
+#include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/kinematics.hpp"
 
 namespace torqued {
 
-// Baumgarte's gains: 0, 0 is the plain acceleration constraint ν̇ = 0.
+// How far accelerations q̈ miss the constraints K q̈ = k once solved for: the residual
+// ‖K q̈ − k‖∞ (m/s² and rad/s², as the rows are), and the scale it is judged against,
+// max(‖k‖∞, ‖K q̈₀‖∞): the constraint accelerations demanded and those the motion would have
+// without the constraints' forces (q̈₀, the free or given accelerations). Consistent constraints,
+// redundant ones included, leave the rounding of the solve; an inconsistent set (more independent
+// demands than the DOFs can meet, e.g. three welds on one arm while it moves) leaves what the
+// least-squares λ cannot meet, of the order of the scale itself.
+struct ConstraintResidual {
+  double residual = 0.0;
+  double scale = 0.0;
+};
+
+// The largest ConstraintResidual a constrained solve accepts, as a fraction of its scale; past it
+// the solve throws InconsistentConstraintsError naming `setting`. The default accepts any: the
+// least-squares answer.
+struct ConstraintTolerance {
+  double max_relative_residual = std::numeric_limits<double>::infinity();
+  const char* setting = "ConstraintTolerance::max_relative_residual";
+};
+
+// How the constraints are held at the acceleration level: Baumgarte's gains (0, 0 is the plain
+// acceleration constraint ν̇ = 0), and how far the solve may miss them. Every algorithm that
+// takes constraints takes this, down to the solves that judge their residual
+// (constrained_dynamics(), constrained_dynamics_derivatives(), closed_chain_inverse_dynamics()).
 struct BaumgarteGains {
-  double position = 0.0;  // K_p, 1/s²
-  double velocity = 0.0;  // K_d, 1/s
+  // A constructor, not an aggregate: {K_p, K_d} leaves the tolerance at its default without
+  // -Wmissing-field-initializers.
+  BaumgarteGains(double position_gain = 0.0, double velocity_gain = 0.0,
+                 ConstraintTolerance residual_tolerance = {})
+      : position(position_gain), velocity(velocity_gain), tolerance(residual_tolerance) {}
+
+  double position;  // K_p, 1/s²
+  double velocity;  // K_d, 1/s
+  ConstraintTolerance tolerance;
 };
 
 // The rows of the 6D relative motion [linear; angular] a constraint type keeps: rows[0 .. count).
@@ -41,6 +73,29 @@ struct ConstraintRows {
   int count;
 };
 ConstraintRows constraint_row_selection(ConstraintType type);
+
+// A constrained solve's residual is past its gains' tolerance: the constraints are
+// inconsistent (K M⁻¹ Kᵀ λ = k − K q̈₀ has no solution), so that the least-squares q̈ breaks them.
+class InconsistentConstraintsError : public SingularSystemError {
+ public:
+  using SingularSystemError::SingularSystemError;
+};
+
+// Throws InconsistentConstraintsError, naming the residual, its scale and the tolerance's setting,
+// when `residual` is past `tolerance`.
+void check_constraint_residual(const ConstraintResidual& residual,
+                               const ConstraintTolerance& tolerance);
+
+// The scale of a ConstraintResidual from k and the right-hand side b = k − K q̈₀ the multipliers
+// are solved for (K q̈₀ = k − b, exact to rounding).
+double constraint_scale(const Eigen::Ref<const Eigen::VectorXd>& bias,
+                        const Eigen::Ref<const Eigen::VectorXd>& rhs);
+
+// ‖K q̈ − k‖∞, with `scratch` (K's rows) overwritten: one product with K.
+double constraint_residual(const Eigen::Ref<const Eigen::MatrixXd>& jacobian,
+                           const Eigen::Ref<const Eigen::VectorXd>& bias,
+                           const Eigen::Ref<const Eigen::VectorXd>& ddq,
+                           Eigen::Ref<Eigen::VectorXd> scratch);
 
 // Rows of K for the model's loop closures followed by `constraints`.
 int constraint_rows(const Model& model, std::span<const BilateralConstraint> constraints);

@@ -58,8 +58,20 @@ bool is_rotation(const Mat3& r) {
          r.determinant() > 0.0;
 }
 
+// A quantity beyond its bound (build.hpp): fails naming it, its value and the bound.
+[[noreturn]] void fail_bound(const std::string& what, double value, double bound,
+                             const char* unit) {
+  fail(what + " " + format_number(value) + ' ' + unit + " is out of bounds (at most " +
+       format_number(bound) + ' ' + unit + " in absolute value)");
+}
+
 void check_placement(const Transform& t, const std::string& what) {
   if (!is_finite(t)) fail(what + ": origin has non-finite numbers");
+  for (int i = 0; i < 3; ++i) {
+    if (std::abs(t.translation(i)) > kMaxLength) {
+      fail_bound(what + ": origin " + "xyz"[i], t.translation(i), kMaxLength, "m");
+    }
+  }
   if (!is_rotation(t.rotation)) fail(what + ": origin rotation is not a proper rotation matrix");
 }
 
@@ -88,10 +100,14 @@ std::string check_link_inertia(const LinkSpec& link, InertiaDefect& defect) {
   const InertialSpec& in = link.inertial;
   if (!std::isfinite(in.mass)) fail(what + ": non-finite mass");
   if (in.mass < 0.0) fail(what + ": negative mass " + format_number(in.mass));
+  if (in.mass > kMaxMass) fail_bound(what + ": mass", in.mass, kMaxMass, "kg");
   check_placement(in.origin, what + " inertial");
   const Mat3& inertia = in.inertia;
   if (!inertia.allFinite()) fail(what + ": rotational inertia has non-finite numbers");
   const double scale = inertia.cwiseAbs().maxCoeff();
+  if (scale > kMaxRotationalInertia) {
+    fail_bound(what + ": rotational inertia entry", scale, kMaxRotationalInertia, "kg m^2");
+  }
   if ((inertia - inertia.transpose()).cwiseAbs().maxCoeff() > kInertiaRelTol * scale) {
     fail(what + ": rotational inertia is not symmetric");
   }
@@ -119,13 +135,21 @@ void check_joint(const JointSpec& joint) {
   check_placement(joint.origin, what);
   check_placement(joint.child_link_placement, what + ": child link placement");
   if (!std::isfinite(joint.pitch)) fail(what + ": non-finite pitch");
+  if (std::abs(joint.pitch) > kMaxLength) {
+    fail_bound(what + ": pitch", joint.pitch, kMaxLength, "m/rad");
+  }
   const JointLimits& l = joint.limits;
   if (std::isnan(l.lower) || std::isnan(l.upper) || std::isnan(l.velocity) ||
       std::isnan(l.effort)) {
     fail(what + ": limits contain NaN");
   }
-  if (is_one_dof(joint.type) && (!joint.axis.allFinite() || joint.axis.norm() == 0.0)) {
-    fail(what + ": zero axis");
+  if (!is_one_dof(joint.type)) return;
+  if (!joint.axis.allFinite() || joint.axis.isZero(0.0)) fail(what + ": zero axis");
+  // Normalizing divides by the length from its square, which must neither overflow (an axis of
+  // 1e200 would become zero) nor underflow (one of 1e-170 would lose its digits).
+  if (!std::isnormal(joint.axis.squaredNorm())) {
+    fail(what + ": axis of length " + format_number(joint.axis.stableNorm()) +
+         " cannot be normalized");
   }
 }
 
@@ -490,6 +514,12 @@ void add_loop_closures(const ModelSpec& spec, const std::vector<LinkPlacement>& 
 ModelPtr build_model(const ModelSpec& spec, const BuildOptions& options) {
   check_names(spec, options.max_name_bytes);
   if (!spec.gravity.allFinite()) fail("model " + quoted(spec.name) + ": non-finite gravity");
+  for (int i = 0; i < 3; ++i) {
+    if (std::abs(spec.gravity(i)) > kMaxGravity) {
+      fail_bound("model " + quoted(spec.name) + ": gravity " + "xyz"[i], spec.gravity(i),
+                 kMaxGravity, "m/s^2");
+    }
+  }
   const Tree tree = make_tree(spec);
 
   auto model = std::make_shared<Model>();

@@ -8,13 +8,13 @@
 // negligible against the inertia the link joins (build.cpp: kNegligibleInertiaDefect), a zero
 // axis, a cycle, several roots, a link used by two parents, an unknown link, duplicate names,
 // empty link or joint names, names longer than BuildOptions::max_name_bytes (NameTooLongError),
-// non-finite numbers. Warnings (the model loads, its inertias exactly as given): negligibly
-// indefinite inertias (point masses with off-diagonal noise, tiny sensor links rounded by an
-// exporter), inertias that violate the triangle inequality, massless moving bodies, moving
-// subtrees with no inertia at all, and each name that a link's frame and a joint's share (which
-// a request must then qualify by kind: Model::frames_meant_by). Whether forward dynamics is defined
-// is decided at compute time, where a joint that drives no inertia is a SingularSystemError naming
-// it.
+// non-finite numbers, and quantities beyond the bounds below. Warnings (the model loads, its
+// inertias exactly as given): negligibly indefinite inertias (point masses with off-diagonal noise,
+// tiny sensor links rounded by an exporter), inertias that violate the triangle inequality,
+// massless moving bodies, moving subtrees with no inertia at all, and each name that a link's frame
+// and a joint's share (which a request must then qualify by kind: Model::frames_meant_by). Whether
+// forward dynamics is defined is decided at compute time, where a joint that drives no inertia is a
+// SingularSystemError naming it.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +23,18 @@
 #include "engine/model/spec.hpp"
 
 namespace torqued {
+
+// Bounds on a model's quantities, far beyond any machine and far below where the algorithms
+// overflow: their largest products (a force m (a + g) times a lever arm, an inertia m c² times v²,
+// summed over thousands of bodies) stay below ~1e50 for states the service accepts, against
+// double's 1.8e308. Each applies to the absolute value of every number of its kind.
+inline constexpr double kMaxMass = 1e12;  // kg, a link's mass
+// m: every translation (joint origins, child link placements, inertial origins, loop closure
+// frames), and a helical joint's pitch in m/rad.
+inline constexpr double kMaxLength = 1e6;
+// kg m², a rotational inertia's entries: kMaxMass kMaxLength².
+inline constexpr double kMaxRotationalInertia = 1e24;
+inline constexpr double kMaxGravity = 1e6;  // m/s², each component
 
 class ModelError : public std::runtime_error {
  public:

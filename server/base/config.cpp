@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -41,6 +42,13 @@ std::string parse_number(const std::string& text, T min, T max, T& out) {
   }
   out = value;
   return "";
+}
+
+// A double as the help and the settings log show it: 1e-06, 600, inf.
+std::string shortest(double value) {
+  std::ostringstream s;
+  s << value;
+  return s.str();
 }
 
 std::string parse_double(const std::string& text, double min, double max, double& out) {
@@ -186,6 +194,14 @@ const std::vector<Option>& options() {
                     "most constraint rows (loop closures and constraints) in one "
                     "ConstrainedDynamics call",
                     &Config::max_constraint_rows, 1, 1 << 16),
+      {"max-constraint-residual", "TORQUED_MAX_CONSTRAINT_RESIDUAL",
+       "largest residual of bilateral constraints, |K a - k| as a fraction of the constraint "
+       "accelerations' scale, that a constrained answer may leave (inf: any)",
+       [](Config& c, const std::string& v) {
+         return parse_double(v, 0.0, std::numeric_limits<double>::infinity(),
+                             c.max_constraint_residual);
+       },
+       [](const Config& c) { return shortest(c.max_constraint_residual); }},
       number_option("max-contacts", "TORQUED_MAX_CONTACTS",
                     "most contacts or contact candidates in one call", &Config::max_contacts, 1,
                     1 << 16),

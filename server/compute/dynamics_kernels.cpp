@@ -143,8 +143,10 @@ void derivatives(const Model& model, ModelWorkspace& ws, const v1::DerivativesRe
     const ConstMap v = row(request.v(), s, nv);
     switch (request.of()) {
       case v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS: {
-        const ConstrainedDerivativesWorkspace& c = constrained_dynamics_derivatives(
-            model, ws.data, q, v, row(request.tau(), s, nv), anchored.at(model, ws.data, q), gains);
+        const ConstrainedDerivativesWorkspace& c = naming_state(s, [&]() -> decltype(auto) {
+          return constrained_dynamics_derivatives(model, ws.data, q, v, row(request.tau(), s, nv),
+                                                  anchored.at(model, ws.data, q), gains);
+        });
         const AbaDerivativesWorkspace& d = ws.data.workspace<AbaDerivativesWorkspace>();
         copy_out_matrix(d.ddq_dq, out.d_dq, s);
         copy_out_matrix(d.ddq_dv, out.d_dv, s);
@@ -217,13 +219,15 @@ void constrained_dynamics(const Model& model, ModelWorkspace& ws,
     const std::span<const BilateralConstraint> held = anchored.at(model, ws.data, q);
     Map a(out.a + static_cast<std::ptrdiff_t>(s) * nv, nv);
     Map multipliers(out.multipliers + static_cast<std::ptrdiff_t>(s) * rows, rows);
-    if (inputs.empty()) {
-      torqued::constrained_dynamics(model, ws.data, q, v, tau, held, gains, a, multipliers);
-    } else {
-      Map tau_out(out.tau + static_cast<std::ptrdiff_t>(s) * nv, nv);
-      closed_chain_inverse_dynamics(model, ws.data, q, v, row(request.a(), s, nv), tau, inputs,
-                                    held, gains, a, tau_out, multipliers);
-    }
+    naming_state(s, [&] {
+      if (inputs.empty()) {
+        torqued::constrained_dynamics(model, ws.data, q, v, tau, held, gains, a, multipliers);
+      } else {
+        Map tau_out(out.tau + static_cast<std::ptrdiff_t>(s) * nv, nv);
+        closed_chain_inverse_dynamics(model, ws.data, q, v, row(request.a(), s, nv), tau, inputs,
+                                      held, gains, a, tau_out, multipliers);
+      }
+    });
   }
 }
 

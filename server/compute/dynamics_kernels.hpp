@@ -1,11 +1,13 @@
 // The engine calls behind each dynamics RPC, on states [begin, end) of a validated batch. Each
 // kernel reads the request's flat arrays in place and writes the response's preallocated arrays;
 // it allocates nothing once the worker's workspace exists (but for the chunk's copy of the
-// constraints held in place, constraint_anchors.hpp). SingularSystemError propagates. The
-// contact kernels are in contact_kernels.hpp.
+// constraints held in place, constraint_anchors.hpp). SingularSystemError propagates, and
+// InconsistentConstraintsError (past the gains' tolerance) with the state named. The contact
+// kernels are in contact_kernels.hpp.
 #pragma once
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/algorithms/constraint_jacobian.hpp"
@@ -16,6 +18,17 @@
 #include "torqued/v1/dynamics.pb.h"
 
 namespace torqued::server {
+
+// solve(), with the state (or knot: `item`) it solves named in the InconsistentConstraintsError
+// it may throw, since the engine cannot know which of a batch's states it was given.
+template <typename Solve>
+decltype(auto) naming_state(int state, Solve&& solve, const char* item = "state") {
+  try {
+    return solve();
+  } catch (const InconsistentConstraintsError& e) {
+    throw InconsistentConstraintsError(item + (' ' + std::to_string(state)) + ": " + e.what());
+  }
+}
 
 // By request.algorithm(); external forces only with RNEA (the handler checks).
 void inverse_dynamics(const Model& model, ModelWorkspace& ws,

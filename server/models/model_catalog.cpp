@@ -84,9 +84,11 @@ grpc::Status ModelCatalog::add(BuiltModel built, const v1::RegisterModelRequest&
 }
 
 grpc::Status ModelCatalog::register_model(const v1::RegisterModelRequest& request,
-                                          RegisteredModelPtr& out, bool& created) {
+                                          RegisteredModelPtr& out, bool& created,
+                                          std::vector<std::string>& warnings) {
   BuiltModel built;
   if (grpc::Status s = build_from_request(request, limits_, built); !s.ok()) return s;
+  warnings = built.model->warnings;
   return add(std::move(built), request, v1::MODEL_ORIGIN_REGISTERED, true, true, out, created);
 }
 

@@ -7,6 +7,7 @@
 
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "server/base/metrics.hpp"
 #include "server/models/model_from_request.hpp"
@@ -34,11 +35,14 @@ class ModelCatalog {
   ModelCatalog(ModelStore& store, const ModelLimits& limits, Metrics& metrics,
                ModelWorkspaces& workspaces);
 
-  // Registers (idempotently) and returns the entry; `created` tells whether it is new.
-  // RESOURCE_EXHAUSTED when the model's workspace, the store or the model count passes a limit
-  // (or the disk is full); store failures never show a path or an errno (they are logged).
+  // Registers (idempotently) and returns the entry; `created` tells whether it is new, and
+  // `warnings` are those of building this request's document: documents that map to one id may
+  // warn differently (the id leaves out the reader's warnings, e.g. an ignored URDF tag), and the
+  // entry keeps the first one's. RESOURCE_EXHAUSTED when the model's workspace, the store or the
+  // model count passes a limit (or the disk is full); store failures never show a path or an
+  // errno (they are logged).
   grpc::Status register_model(const v1::RegisterModelRequest& request, RegisteredModelPtr& out,
-                              bool& created);
+                              bool& created, std::vector<std::string>& warnings);
   // NOT_FOUND for an unknown id, FAILED_PRECONDITION for a repository model.
   grpc::Status delete_model(const std::string& id);
   RegisteredModelPtr find(const std::string& id) const { return registry_.find(id); }

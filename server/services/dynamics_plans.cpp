@@ -20,9 +20,10 @@
 namespace torqued::server {
 
 RequestLimits request_limits(const Config& config) {
-  return {config.max_batch_states,      config.max_message_bytes,    config.max_workspace_bytes,
-          config.max_constraint_rows,   config.max_contacts,         config.max_kinematics_frames,
-          config.max_solver_iterations, config.max_simulation_steps, config.max_session_queued};
+  return {config.max_batch_states,      config.max_message_bytes,       config.max_workspace_bytes,
+          config.max_constraint_rows,   config.max_constraint_residual, config.max_contacts,
+          config.max_kinematics_frames, config.max_solver_iterations,   config.max_simulation_steps,
+          config.max_session_queued};
 }
 
 grpc::Status Planning::reserve_response(std::int64_t values, Reservation& memory) const {
@@ -175,6 +176,14 @@ grpc::Status to_constraints(const Model& m,
     out.constraints.push_back(std::move(constraint));
   }
   return grpc::Status::OK;
+}
+
+// A request's gains in engine form, with the constrained solves' residual judged against
+// --max-constraint-residual.
+BaumgarteGains engine_gains(const Planning& planning, const v1::BaumgarteGains& gains) {
+  return {gains.position(),
+          gains.velocity(),
+          {planning.limits.max_constraint_residual, "--max-constraint-residual"}};
 }
 
 grpc::Status check_gains(const v1::BaumgarteGains& gains) {
@@ -549,7 +558,7 @@ grpc::Status DerivativesRpc::plan(const Planning& planning, const RegisteredMode
       constrained ? resize(response->mutable_dmultipliers_dq(), rows_by_dofs) : nullptr,
       constrained ? resize(response->mutable_dmultipliers_dv(), rows_by_dofs) : nullptr,
       constrained ? resize(response->mutable_dmultipliers_dtau(), rows_by_dofs) : nullptr};
-  const BaumgarteGains gains{request->gains().position(), request->gains().velocity()};
+  const BaumgarteGains gains = engine_gains(planning, request->gains());
   job = {constrained ? kConstrainedDynamicsDerivatives
                      : (inverse ? kRneaDerivatives : kAbaDerivatives),
          [entry, request, constraints = std::move(constraints), gains, rows, out](WorkerContext& w,
@@ -649,7 +658,7 @@ grpc::Status ConstrainedDynamicsRpc::plan(const Planning& planning, const Regist
       resize(response->mutable_a(), states * m.nv),
       resize(response->mutable_multipliers(), states * rows),
       inverse ? resize(response->mutable_tau(), states * m.nv) : nullptr};
-  const BaumgarteGains gains{request->gains().position(), request->gains().velocity()};
+  const BaumgarteGains gains = engine_gains(planning, request->gains());
   job = {algorithm, [entry, request, constraints = std::move(constraints), gains,
                      inputs = std::move(inputs), rows, out](WorkerContext& w, int b, int e) {
            constrained_dynamics(*entry->model, w.workspace(*entry), *request, constraints, gains,
@@ -782,7 +791,7 @@ grpc::Status plan_step(const Planning& planning, const RegisteredModelPtr& entry
   }
   out.dt = request.dt();
   out.integrator = to_integrator(request.integrator());
-  out.gains = {request.gains().position(), request.gains().velocity()};
+  out.gains = engine_gains(planning, request.gains());
   return grpc::Status::OK;
 }
 
@@ -907,13 +916,18 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
                                             jacobian_rows, nx),
                  Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * jacobian_rows * nu,
                                             jacobian_rows, nu)};
-             if (rk4) {
-               runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, result, constraints,
-                                            step.gains);
-             } else {
-               euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, result,
-                                      constraints, step.gains);
-             }
+             naming_state(
+                 k,
+                 [&] {
+                   if (rk4) {
+                     runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, result,
+                                                  constraints, step.gains);
+                   } else {
+                     euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, result,
+                                            constraints, step.gains);
+                   }
+                 },
+                 "knot");
              if (velocity_rows) {
                const auto at = static_cast<std::size_t>(k) * blocks;
                write_integration_blocks(model, data, {out.integrate_dq + at, blocks},

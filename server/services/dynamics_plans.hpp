@@ -24,6 +24,7 @@ struct RequestLimits {
   std::int64_t max_message_bytes;
   std::int64_t max_workspace_bytes;
   int max_constraint_rows;
+  double max_constraint_residual;
   int max_contacts;
   int max_kinematics_frames;
   int max_solver_iterations;

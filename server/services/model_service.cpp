@@ -112,7 +112,8 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
   auto registration = [this, request, response_bytes] {
     RegisteredModelPtr model;
     bool created = false;
-    grpc::Status status = catalog_.register_model(*request, model, created);
+    std::vector<std::string> warnings;
+    grpc::Status status = catalog_.register_model(*request, model, created, warnings);
     if (!status.ok()) return status;
     if (created) {
       spdlog::info("registered model {} \"{}\" (nq {}, nv {})", model->id, model->layout.name(),
@@ -120,6 +121,7 @@ grpc::ServerUnaryReactor* ModelService::RegisterModel(grpc::CallbackServerContex
     }
     v1::RegisterModelResponse response;
     *response.mutable_model() = model->layout;
+    response.mutable_model()->mutable_warnings()->Assign(warnings.begin(), warnings.end());
     response.set_created(created);
     return encode(response, response_bytes);
   };

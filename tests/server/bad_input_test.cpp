@@ -445,6 +445,23 @@ v1::Constraint point_constraint(const std::string& frame) {
   return c;
 }
 
+// The Puma 560 (6 DOFs) with `links` welded to the world (Baumgarte gains 0, so that only the
+// drift γ, quadratic in v, sets k) and `states` states: state i moves at v = i rad/s on every
+// joint. Three welds (18 rows) are consistent at rest only.
+template <typename Request>
+Request welded_puma(const std::vector<std::string>& links, int states = 1) {
+  auto r = on<Request>("puma560", states);
+  for (int i = 0; i < states; ++i) fill(r.mutable_v(), 6, static_cast<double>(i));
+  for (const std::string& link : links) {
+    v1::Constraint* weld = r.add_constraints();
+    weld->set_type(v1::CONSTRAINT_TYPE_WELD);
+    weld->mutable_frame1()->set_frame(link);
+  }
+  return r;
+}
+
+const std::vector<std::string> kThreeWelds = {"link4", "link5", "link6"};
+
 v1::PointContact contact(const std::string& frame, double friction = 0.8) {
   v1::PointContact c;
   c.set_frame(frame);
@@ -747,6 +764,33 @@ std::vector<Row> model_rows() {
          EXPECT_NE(log.find("evil\\x0aname"), std::string::npos);
          return status;
        }},
+      {"RegisterModelAgainAnswersItsOwnWarnings",
+       C::OK,
+       {},
+       [] {
+         // The id leaves out what the reader ignored: the URDF with <dynamics> on its joint and
+         // the one without are one model, and each registration answers its own warnings.
+         std::string damped = urdf();
+         damped.insert(damped.find("</joint>"), "<dynamics damping='0.5'/>");
+         v1::RegisterModelResponse plain, with_dynamics, plain_again;
+         EXPECT_TRUE(call(&Models::RegisterModel, urdf_request(urdf()), &plain).ok());
+         const grpc::Status status =
+             call(&Models::RegisterModel, urdf_request(damped), &with_dynamics);
+         EXPECT_TRUE(call(&Models::RegisterModel, urdf_request(urdf()), &plain_again).ok());
+         EXPECT_EQ(delete_model(plain.model().id()), "");
+         EXPECT_TRUE(plain.created());
+         EXPECT_FALSE(with_dynamics.created());
+         EXPECT_EQ(with_dynamics.model().id(), plain.model().id());
+         EXPECT_EQ(plain.model().warnings_size(), 0);
+         EXPECT_EQ(plain_again.model().warnings_size(), 0);
+         EXPECT_EQ(with_dynamics.model().warnings_size(), 1);
+         if (with_dynamics.model().warnings_size() == 1) {
+           EXPECT_NE(with_dynamics.model().warnings(0).find("<dynamics damping=\"0.5\""),
+                     std::string::npos)
+               << with_dynamics.model().warnings(0);
+         }
+         return status;
+       }},
       {"RegisterModelOverModelBytes",
        C::RESOURCE_EXHAUSTED,
        {"request", "--max-model-bytes"},
@@ -870,6 +914,35 @@ std::vector<Row> model_rows() {
        C::INVALID_ARGUMENT,
        {"URDF"},
        [] { return register_model(urdf_request(urdf("b", "nan"))); }},
+      {"UrdfOverflowingMass",
+       C::INVALID_ARGUMENT,
+       {"'b'", "mass 1e+308 kg is out of bounds", "1e+12 kg"},
+       [] { return register_model(urdf_request(urdf("b", "1e308"))); }},
+      {"MjcfOverflowingInertialPosition",
+       C::INVALID_ARGUMENT,
+       {"'b' inertial", "origin x 1e+300 m is out of bounds", "1e+06 m"},
+       [] {
+         return register_model(mjcf_request(
+             "<mujoco><worldbody><body name='b'><joint name='j' type='hinge'/><inertial "
+             "pos='1e300 0 0' mass='1' diaginertia='0.01 0.01 0.01'/></body></worldbody>"
+             "</mujoco>"));
+       }},
+      {"SpecOverflowingInertia",
+       C::INVALID_ARGUMENT,
+       {"'l1'", "rotational inertia entry 1e+200 kg m^2 is out of bounds"},
+       [] {
+         auto r = chain(2);
+         r.mutable_spec()->mutable_links(1)->mutable_inertial()->mutable_inertia()->set_ixx(1e200);
+         return register_model(r);
+       }},
+      {"DhOverflowingLinkLength",
+       C::INVALID_ARGUMENT,
+       {"origin", "1e+250 m is out of bounds"},
+       [] {
+         auto r = dh();
+         r.mutable_dh()->mutable_links(1)->set_a(1e250);
+         return register_model(r);
+       }},
       {"UrdfNegativeMass",
        C::INVALID_ARGUMENT,
        {"'b'", "negative mass"},
@@ -1852,6 +1925,78 @@ std::vector<Row> dynamics_rows() {
          *r.add_constraints() = c;
          *r.add_constraints() = c;
          return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedDynamicsInconsistentWelds",
+       C::FAILED_PRECONDITION,
+       {"state 1:", "inconsistent", "--max-constraint-residual"},
+       [] {
+         auto r = welded_puma<v1::ConstrainedDynamicsRequest>(kThreeWelds, 2);
+         fill(r.mutable_tau(), 12);
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedDynamicsRedundantConsistentWeldsAnswer",
+       C::OK,
+       {},
+       [] {
+         // link6 welded twice: 12 rows of rank 6, consistent while the arm moves.
+         auto r = welded_puma<v1::ConstrainedDynamicsRequest>({"link6", "link6"}, 2);
+         fill(r.mutable_tau(), 12);
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"ConstrainedDynamicsInverseInconsistentAccelerations",
+       C::FAILED_PRECONDITION,
+       {"state 0:", "inconsistent", "--max-constraint-residual"},
+       [] {
+         // Every DOF's acceleration given on an arm welded to the world: only a = K⁻¹ k holds it.
+         auto r = welded_puma<v1::ConstrainedDynamicsRequest>({"link6"});
+         r.set_mode(v1::CONSTRAINED_DYNAMICS_MODE_INVERSE);
+         for (int i = 0; i < 6; ++i) r.add_inputs(v1::DOF_INPUT_ACCELERATION);
+         fill(r.mutable_a(), 6, 1.0);
+         fill(r.mutable_tau(), 6);
+         return call(&Dynamics::ConstrainedDynamics, r);
+       }},
+      {"DerivativesOfInconsistentWelds",
+       C::FAILED_PRECONDITION,
+       {"state 1:", "inconsistent", "--max-constraint-residual"},
+       [] {
+         auto r = welded_puma<v1::DerivativesRequest>(kThreeWelds, 2);
+         r.set_of(v1::DERIVATIVES_OF_CONSTRAINED_DYNAMICS);
+         fill(r.mutable_tau(), 12);
+         return call(&Dynamics::Derivatives, r);
+       }},
+      {"LinearizeInconsistentWelds",
+       C::FAILED_PRECONDITION,
+       {"knot 1:", "inconsistent", "--max-constraint-residual"},
+       [] {
+         auto r = welded_puma<v1::LinearizeRequest>(kThreeWelds, 2);
+         fill(r.mutable_u(), 12);
+         r.set_dt(0.01);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"RolloutInconsistentWeldsEndTheRollout",
+       C::OK,
+       {},
+       [] {
+         // Rollout 0 starts at rest, where the welds agree, and moves under the controls; rollout
+         // 1 starts moving: its first step is refused, in its status.
+         auto r = welded_puma<v1::RolloutRequest>(kThreeWelds, 2);
+         r.set_knots(1);
+         fill(r.mutable_u(), 12);
+         r.set_dt(0.01);
+         v1::RolloutResponse response;
+         const grpc::Status status = call(&Dynamics::Rollout, r, &response);
+         EXPECT_EQ(response.steps_size(), 2);
+         EXPECT_EQ(response.status_size(), 2);
+         if (response.steps_size() == 2 && response.status_size() == 2) {
+           EXPECT_EQ(response.steps(0), 1u);
+           EXPECT_EQ(response.status(0).code(), 0);
+           EXPECT_EQ(response.steps(1), 0u);
+           EXPECT_EQ(response.status(1).code(), grpc::StatusCode::FAILED_PRECONDITION);
+           EXPECT_NE(response.status(1).message().find("--max-constraint-residual"),
+                     std::string::npos)
+               << response.status(1).message();
+         }
+         return status;
        }},
       {"ContactDynamicsUnknownFrame",
        C::INVALID_ARGUMENT,

@@ -16,12 +16,14 @@
 #include <Eigen/QR>
 #include <cmath>
 #include <functional>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/closed_chain_inverse_dynamics.hpp"
+#include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/crba.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/rnea.hpp"
@@ -30,6 +32,7 @@
 #include "tests/engine/support/closed_chains.hpp"
 #include "tests/engine/support/compare.hpp"
 #include "tests/engine/support/random_tree.hpp"
+#include "tests/engine/support/stanford_arm.hpp"
 
 namespace torqued {
 namespace {
@@ -496,6 +499,123 @@ TEST(ClosedChainInverseDynamicsTest, UndeterminedPassiveJointIsAnError) {
   } catch (const SingularSystemError& e) {
     EXPECT_NE(std::string(e.what()).find("joint '"), std::string::npos) << e.what();
   }
+}
+
+// ---- The residual of inconsistent and redundant constraint sets ---------------------------------
+
+// The Stanford arm (6 DOFs) at the state of §7.1, bodies `welded` held where they are by welds to
+// the world: at rest K q̈ = k holds with q̈ = 0 however many are welded, but while the arm moves
+// the welds demand that each body's velocity stop changing, which three of them cannot all get
+// from 6 DOFs (18 rows).
+struct WeldedArm {
+  ModelPtr model = build_model(dh_to_spec(test_support::stanford_arm()));
+  Data data{*model};
+  test_support::StanfordArmCase state;
+  std::vector<BilateralConstraint> welds;
+
+  explicit WeldedArm(const std::vector<int>& welded) {
+    forward_kinematics(*model, data, state.q);
+    for (const int body : welded) {
+      welds.push_back({"weld" + std::to_string(body), ConstraintType::kWeld, body,
+                       Transform::Identity(), 0, data.oMi[body]});
+    }
+  }
+  ConstraintResidual solve(const Eigen::VectorXd& v, const BaumgarteGains& gains = {}) {
+    Eigen::VectorXd ddq(6), lambda(constraint_rows(*model, welds));
+    return constrained_dynamics(*model, data, state.q, v, state.tau, welds, gains, ddq, lambda);
+  }
+};
+
+// Consistent sets leave rounding, a few ulps of the scale; inconsistent ones a good part of it.
+// Each test prints what it measured (docs/operating.md quotes them).
+constexpr double kConsistentResidual = 1e-12;
+constexpr double kInconsistentResidual = 1e-2;
+// The server's default tolerance, far between the two.
+const BaumgarteGains kJudged{0.0, 0.0, {1e-6, "--the-flag"}};
+
+void print(const std::string& what, const ConstraintResidual& r) {
+  std::cout << what << ": residual " << r.residual << ", scale " << r.scale << ", relative "
+            << r.residual / r.scale << "\n";
+}
+
+TEST(ConstraintResidualTest, ThreeWeldsOnAMovingArmMissTheirConstraints) {
+  WeldedArm arm({4, 5, 6});
+  const ConstraintResidual at_rest = arm.solve(Eigen::VectorXd::Zero(6));
+  EXPECT_LE(at_rest.residual, kConsistentResidual * at_rest.scale)
+      << at_rest.residual << " of " << at_rest.scale;
+  const ConstraintResidual moving = arm.solve(arm.state.v);
+  print("three welds at rest", at_rest);
+  print("three welds moving", moving);
+  EXPECT_GT(moving.residual, kInconsistentResidual * moving.scale)
+      << moving.residual << " of " << moving.scale;
+  try {
+    arm.solve(arm.state.v, kJudged);
+    FAIL() << "expected InconsistentConstraintsError";
+  } catch (const InconsistentConstraintsError& e) {
+    EXPECT_NE(std::string(e.what()).find("inconsistent"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--the-flag"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(arm.solve(Eigen::VectorXd::Zero(6), kJudged));
+  // The derivatives solve the same system and judge it alike.
+  EXPECT_THROW(constrained_dynamics_derivatives(*arm.model, arm.data, arm.state.q, arm.state.v,
+                                                arm.state.tau, arm.welds, kJudged),
+               InconsistentConstraintsError);
+  EXPECT_NO_THROW(constrained_dynamics_derivatives(*arm.model, arm.data, arm.state.q,
+                                                   Eigen::VectorXd::Zero(6), arm.state.tau,
+                                                   arm.welds, kJudged));
+}
+
+TEST(ConstraintResidualTest, RedundantConsistentConstraintsLeaveRounding) {
+  // The last body welded twice at the same place: 12 rows of rank 6, consistent while moving.
+  WeldedArm arm({6, 6});
+  const ConstraintResidual r = arm.solve(arm.state.v, kJudged);
+  print("a weld twice, moving", r);
+  EXPECT_GT(r.scale, 0.0);
+  EXPECT_LE(r.residual, kConsistentResidual * r.scale) << r.residual << " of " << r.scale;
+  // The redundant rows of a planar loop closed by a weld (Featherstone 2008, §8.4).
+  const ModelPtr model = build_model(test_support::four_bar_spec(FourBarClosure::kWeld));
+  Data data(*model);
+  const Eigen::VectorXd tau = Eigen::VectorXd::Zero(model->nv);
+  const PlanarMotion motion = lagrangian_motion(
+      [](double phi) { return test_support::four_bar_pose(FourBarClosure::kWeld, phi); }, 0.7, 1.5,
+      tau);
+  Eigen::VectorXd ddq(model->nv), lambda(constraint_rows(*model, {}));
+  const ConstraintResidual loop =
+      constrained_dynamics(*model, data, motion.q, motion.v, tau, {}, kJudged, ddq, lambda);
+  print("four-bar closed by a weld", loop);
+  EXPECT_LE(loop.residual, kConsistentResidual * loop.scale)
+      << loop.residual << " of " << loop.scale;
+}
+
+TEST(ConstraintResidualTest, InverseDynamicsWithInconsistentAccelerationsMissesTheLoop) {
+  // The four-bar with every joint's acceleration given: only the loop's own motions hold it.
+  const FourBarClosure closure = FourBarClosure::kRevolute;
+  const ModelPtr model = build_model(test_support::four_bar_spec(closure));
+  Data data(*model);
+  const PlanarMotion motion =
+      lagrangian_motion([&](double phi) { return test_support::four_bar_pose(closure, phi); }, 0.5,
+                        1.0, Eigen::VectorXd::Zero(3));
+  Eigen::VectorXd ddq(3), tau(3), lambda(constraint_rows(*model, {}));
+  const auto solve = [&](const Eigen::VectorXd& given, const std::vector<DofInput>& inputs,
+                         const BaumgarteGains& gains) {
+    return closed_chain_inverse_dynamics(*model, data, motion.q, motion.v, given,
+                                         Eigen::VectorXd::Zero(3), inputs, {}, gains, ddq, tau,
+                                         lambda);
+  };
+  // The crank actuated, the others passive: the passive accelerations meet the loop exactly.
+  const std::vector<DofInput> crank = {DofInput::kAcceleration, DofInput::kForce, DofInput::kForce};
+  const ConstraintResidual consistent = solve(motion.ddq, crank, kJudged);
+  print("four-bar, crank given", consistent);
+  EXPECT_LE(consistent.residual, kConsistentResidual * consistent.scale)
+      << consistent.residual << " of " << consistent.scale;
+  const std::vector<DofInput> all_given(3, DofInput::kAcceleration);
+  Eigen::VectorXd off_loop = motion.ddq;
+  off_loop[1] += 5.0;
+  const ConstraintResidual inconsistent = solve(off_loop, all_given, {});
+  print("four-bar, every acceleration given off the loop", inconsistent);
+  EXPECT_GT(inconsistent.residual, kInconsistentResidual * inconsistent.scale)
+      << inconsistent.residual << " of " << inconsistent.scale;
+  EXPECT_THROW(solve(off_loop, all_given, kJudged), InconsistentConstraintsError);
 }
 
 // ---- Two arms holding a box (Rodriguez & Kreutz 1988, Part II) ---------------------------------

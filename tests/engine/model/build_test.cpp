@@ -10,10 +10,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <string>
 #include <vector>
+
+#include "engine/algorithms/aba.hpp"
+#include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/rnea.hpp"
 
 namespace torqued {
 namespace {
@@ -437,6 +442,73 @@ TEST(BuildModelErrors, NonFiniteGravity) {
   ModelSpec spec = two_link_chain();
   spec.gravity.z() = kNaN;
   EXPECT_THAT(build_error(spec), HasSubstr("'chain': non-finite gravity"));
+}
+
+TEST(BuildModelErrors, QuantitiesPastTheirBoundsAreNamed) {
+  const auto expect = [](const std::function<void(ModelSpec&)>& change,
+                         const std::string& message) {
+    ModelSpec spec = two_link_chain();
+    change(spec);
+    EXPECT_THAT(build_error(spec), HasSubstr(message));
+  };
+  // A mass of 1e308 and an inertial origin of 1e300 registered and overflowed every dynamics call.
+  expect([](ModelSpec& s) { s.links[1].inertial.mass = 1e308; },
+         "link 'l1': mass 1e+308 kg is out of bounds (at most 1e+12 kg in absolute value)");
+  expect([](ModelSpec& s) { s.links[2].inertial.origin.translation.y() = 1e300; },
+         "link 'l2' inertial: origin y 1e+300 m is out of bounds");
+  expect([](ModelSpec& s) { s.links[1].inertial.inertia(1, 1) = 2 * kMaxRotationalInertia; },
+         "link 'l1': rotational inertia entry 2e+24 kg m^2 is out of bounds");
+  expect([](ModelSpec& s) { s.joints[1].origin.translation.z() = -2 * kMaxLength; },
+         "joint 'j2': origin z -2e+06 m is out of bounds");
+  expect([](ModelSpec& s) { s.joints[0].child_link_placement.translation.x() = 1e9; },
+         "joint 'j1': child link placement: origin x 1e+09 m is out of bounds");
+  expect(
+      [](ModelSpec& s) {
+        s.joints[0].type = JointType::kHelical;
+        s.joints[0].pitch = 1e7;
+      },
+      "joint 'j1': pitch 1e+07 m/rad is out of bounds");
+  expect([](ModelSpec& s) { s.gravity.x() = 1e10; },
+         "model 'chain': gravity x 1e+10 m/s^2 is out of bounds");
+  expect(
+      [](ModelSpec& s) {
+        s.loop_closures.push_back({"tether", ConstraintType::kPoint, "l2", translation(0, 0, 1e7),
+                                   "", Transform::Identity()});
+      },
+      "loop closure 'tether' frame 1: origin z 1e+07 m is out of bounds");
+  // An axis whose squared length overflows would normalize to zero, one whose square underflows
+  // to a denormal would lose its digits.
+  for (const double length : {1e200, 1e-170}) {
+    expect([length](ModelSpec& s) { s.joints[1].axis = Vec3(0.0, 0.0, length); },
+           "joint 'j2': axis of length");
+  }
+}
+
+TEST(BuildModel, AModelAtEveryBoundHasFiniteDynamics) {
+  // Each quantity at its bound (build.hpp): the algorithms' products stay far from overflow.
+  ModelSpec spec = two_link_chain();
+  spec.gravity = Vec3(kMaxGravity, -kMaxGravity, kMaxGravity);
+  for (LinkSpec& link : spec.links) {
+    link.inertial.mass = kMaxMass;
+    link.inertial.origin.translation = Vec3::Constant(kMaxLength);
+    link.inertial.inertia = Vec3::Constant(kMaxRotationalInertia).asDiagonal();
+  }
+  for (JointSpec& joint : spec.joints) {
+    joint.origin.translation = Vec3(kMaxLength, -kMaxLength, kMaxLength);
+    joint.axis = Vec3(1e150, 1e150, 0.0);
+  }
+  spec.joints[1].type = JointType::kHelical;
+  spec.joints[1].pitch = -kMaxLength;
+  const ModelPtr model = build_model(spec);
+  Data data(*model);
+  const Eigen::VectorXd q = Eigen::VectorXd::Constant(model->nq, 1e3);
+  const Eigen::VectorXd v = Eigen::VectorXd::Constant(model->nv, 1e3);
+  const Eigen::VectorXd a = Eigen::VectorXd::Constant(model->nv, 1e3);
+  const Eigen::VectorXd tau = rnea(*model, data, q, v, a);
+  EXPECT_TRUE(tau.allFinite());
+  EXPECT_TRUE(crba(*model, data, q).allFinite());
+  aba(*model, data, q, v, tau);
+  EXPECT_TRUE(data.ddq.allFinite());
 }
 
 // ---------------------------------------------------------------------------------------------
