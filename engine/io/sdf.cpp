@@ -482,7 +482,6 @@ class ModelReader {
   ModelSpec read(const sdf::Model& model) {
     collect(model, "", links_, joints_);
     spec_.name = model.Name();
-    spec_.floating_base = options_.floating_base;
     spec_.gravity = options_.gravity;
     spec_.children_in_given_order = true;
     for (const ScopedLink& link : links_) {
@@ -500,6 +499,9 @@ class ModelReader {
                          "be attached to the world");
       }
     }
+    // The document's own base, as a simulator reads it: a model floats unless it is <static> or
+    // a joint attaches it to the world.
+    spec_.floating_base = options_.floating_base.value_or(!model.Static() && world_joints.empty());
     return std::move(spec_);
   }
 
@@ -517,8 +519,8 @@ class ModelReader {
       world_joints.emplace(child, name);
       if (joint.Type() != sdf::JointType::FIXED) {
         spec_.warnings.push_back(what + " between the world and link " + torqued::quoted(child) +
-                                 " removed: the base is fixed or floating as the reader's "
-                                 "options say");
+                                 " removed: the root link is welded to the world unless the "
+                                 "reader's options float it");
       }
       return;
     }

@@ -5,7 +5,8 @@
 // <inertia> about the centre of mass) and its joints' type, frame, <axis> and <limit>. Nested
 // models are flattened, their links and joints named with libsdformat's scoped names
 // ("arm::link1"). Collisions, visuals, sensors, plugins, <frame> elements (except as the targets
-// of relative_to), <static> and namespaced extensions such as drake:... are ignored.
+// of relative_to) and namespaced extensions such as drake:... are ignored; <static> only decides
+// the base (below).
 //
 // Conventions (Pinocchio's SDF reading, which ../shared/golden follows):
 // - Frames as libsdformat's frame graph resolves them (//pose/@relative_to, SDF <= 1.6 link poses
@@ -22,8 +23,10 @@
 //   joint.sdf documents it). A limit of magnitude >= 1e10 (SDF's default is 1e16) and a negative
 //   effort or velocity limit (SDF's -1) are no limit.
 // - Base: joints whose parent is the world are removed; SdfOptions::floating_base decides the
-//   base. Fixed: the root link (the one no joint moves) is the fixed base, its frame the world's
-//   (its pose in the model frame is ignored); floating: a free-flyer "root_joint" moves it.
+//   base, or the document when it is unset: a model floats unless it is <static> or a joint
+//   attaches its root link to the world, as a simulator reads it. Fixed: the root link (the one
+//   no joint moves) is the fixed base, its frame the world's (its pose in the model frame is
+//   ignored); floating: a free-flyer "root_joint" moves it.
 // - Loop closures: a link that is the child of several joints takes the first of them in the
 //   document as its tree joint (as Pinocchio does without parent guidance); each other one becomes
 //   a LoopClosureSpec named after the joint, holding the joint's frame on its child link to the
@@ -49,6 +52,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,8 +61,10 @@
 namespace torqued {
 
 struct SdfOptions {
-  // Adds a free-flyer named "root_joint" between the world and the model's root link.
-  bool floating_base = false;
+  // true adds a free-flyer named "root_joint" between the world and the model's root link, false
+  // welds the root link; unset, the document decides (above). The default is Pinocchio's reading,
+  // which ../shared/golden follows; the server leaves it unset when a request does not say.
+  std::optional<bool> floating_base = false;
   Vec3 gravity = Vec3(0.0, 0.0, -9.81);
   // Refuse, before libsdformat parses anything, documents with more <link> elements (in <model>
   // elements, nested ones included) than this (0: no limit).

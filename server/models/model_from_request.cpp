@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "engine/io/dh.hpp"
@@ -322,9 +323,14 @@ grpc::Status build_from_request(const v1::RegisterModelRequest& request, const M
         if (size > limits.max_urdf_bytes) {
           return over_limit("sdf bytes", size, limits.max_urdf_bytes, "--max-urdf-bytes");
         }
-        spec = read_sdf_string(
-            request.sdf(),
-            SdfOptions{floating, gravity, static_cast<std::size_t>(limits.max_bodies)});
+        // Unset, the base is the document's: a model floats unless it is <static> or a joint
+        // attaches it to the world, as a simulator reads the file.
+        SdfOptions options{.gravity = gravity,
+                           .max_links = static_cast<std::size_t>(limits.max_bodies)};
+        options.floating_base = request.base() == v1::BASE_TYPE_UNSPECIFIED
+                                    ? std::nullopt
+                                    : std::optional<bool>(floating);
+        spec = read_sdf_string(request.sdf(), options);
         break;
       }
       case v1::RegisterModelRequest::kDh: {

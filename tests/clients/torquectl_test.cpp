@@ -187,10 +187,12 @@ TEST_F(TorquectlTest, ConstrainedDynamicsOfTheFourBarMatchesLocal) {
   const std::string input =
       write("four_bar.json", R"({"q": [[0.3, 0.2, 0.1], [1.0, -0.5, 0.4]], "v": [[0, 0, 0],
         [0.5, -0.2, 0.1]], "tau": [[1, 0, 0], [0, 0, 0]], "a": [[2, 0, 0], [-1, 0, 0]]})");
+  // The crank's pivot held where it stands, or anchored where it is (the origin), and the crank
+  // turning about z in a frame turned about z: constraints the four-bar can meet.
   for (const std::string options :
        {" --constraints point:crank_joint --gains 4,2",
-        " --constraints point:crank_joint@0.1/-0.2/0 --gains 4,2",
-        " --mode inverse --inputs aff --constraints revolute:coupler:world@0/0/0/0/0/0.5"}) {
+        " --constraints point:crank_joint@0/0/0 --gains 4,2",
+        " --mode inverse --inputs aff --constraints revolute:crank_joint:world@0/0/0/0/0/0.1"}) {
     const Outcome remote = torquectl("constrained-dynamics " + id + " --input " + input + options);
     const Outcome local =
         torquectl("constrained-dynamics " + four_bar + " --local --input " + input + options);
@@ -203,6 +205,16 @@ TEST_F(TorquectlTest, ConstrainedDynamicsOfTheFourBarMatchesLocal) {
     EXPECT_EQ(result["multipliers"][1].size(), rows) << options;
     EXPECT_EQ(result.contains("tau"), options.find("inverse") != std::string::npos) << options;
   }
+  // The pivot anchored 0.22 m from where it is: no motion meets it, and both refuse alike.
+  const std::string unmet = " --constraints point:crank_joint@0.1/-0.2/0 --gains 4,2";
+  const Outcome remote = torquectl("constrained-dynamics " + id + " --input " + input + unmet);
+  const Outcome local =
+      torquectl("constrained-dynamics " + four_bar + " --local --input " + input + unmet);
+  EXPECT_EQ(remote.exit_code, 1);
+  EXPECT_NE(remote.err.find("FAILED_PRECONDITION"), std::string::npos) << remote.err;
+  EXPECT_NE(remote.err.find("--max-constraint-residual"), std::string::npos) << remote.err;
+  EXPECT_EQ(local.exit_code, remote.exit_code);
+  EXPECT_EQ(local.err, remote.err);
   const Outcome bad =
       torquectl("constrained-dynamics " + id + " --input " + input + " --constraints point:tibia");
   EXPECT_EQ(bad.exit_code, 1);

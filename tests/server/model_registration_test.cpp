@@ -145,10 +145,12 @@ std::string mjcf_pendulum(int links, bool floating) {
   return "<mujoco model='mjcf_pendulum'><worldbody>" + bodies + ends + "</worldbody></mujoco>";
 }
 
-// The same as SDF 1.9: a chain of `links` links under a fixed base link.
+// The same as SDF 1.9: a chain of `links` links under a base link that a joint attaches to the
+// world (which welds it; without the joint the model would float).
 std::string sdf_pendulum(int links) {
   std::ostringstream sdf;
-  sdf << "<sdf version='1.9'><model name='sdf_pendulum'><link name='base'/>";
+  sdf << "<sdf version='1.9'><model name='sdf_pendulum'><link name='base'/><joint name='weld' "
+      << "type='fixed'><parent>world</parent><child>base</child></joint>";
   for (int i = 0; i < links; ++i) {
     std::ostringstream parent_name;
     parent_name << (i == 0 ? "base" : "l");

@@ -108,7 +108,7 @@ def test_register_mjcf_and_sdf_text_and_files(client: torqued.Client, tmp_path: 
     path = tmp_path / "pendulum.sdf"
     path.write_text(SDF_PENDULUM)
     from_file = client.register(sdf=path)
-    assert (from_file.name, from_file.nv) == ("sdf_pendulum", 1)
+    assert (from_file.name, from_file.nv) == ("sdf_pendulum", 7)
     assert client.register(sdf=SDF_PENDULUM).id == from_file.id
     with pytest.raises(torqued.Error) as refused:
         client.register(mjcf='<mujoco><include file="arm.xml"/></mujoco>')
@@ -129,15 +129,23 @@ def test_the_document_decides_the_base_unless_the_caller_says_otherwise(
     assert client.register(mjcf=MJCF_PENDULUM, floating_base=True).id == document.id
     welded = client.register(mjcf=MJCF_PENDULUM, floating_base=False)
     assert (welded.nq, welded.nv, welded.base) == (1, 1, model_pb2.BASE_TYPE_FIXED)
-    # An SDF document without a joint to the world is read with a fixed root, as the server's
-    # SDF reader takes it (Pinocchio's convention); the caller floats it with floating_base=True.
+    # An SDF model floats unless it is <static> or a joint attaches it to the world, as a
+    # simulator reads it; floating_base=False welds it.
     sdf = client.register(sdf=SDF_PENDULUM)
-    assert (sdf.nq, sdf.nv, sdf.base) == (1, 1, model_pb2.BASE_TYPE_FIXED)
-    assert client.register(sdf=SDF_PENDULUM, floating_base=False).id == sdf.id
-    floating_sdf = client.register(sdf=SDF_PENDULUM, floating_base=True)
-    assert (floating_sdf.nq, floating_sdf.nv) == (8, 7)
-    assert floating_sdf.joints[0].name == "root_joint"
-    for model in (document, welded, floating_sdf):
+    assert (sdf.nq, sdf.nv, sdf.base) == (8, 7, model_pb2.BASE_TYPE_FLOATING)
+    assert sdf.joints[0].name == "root_joint"
+    assert client.register(sdf=SDF_PENDULUM, floating_base=True).id == sdf.id
+    welded_sdf = client.register(sdf=SDF_PENDULUM, floating_base=False)
+    assert (welded_sdf.nq, welded_sdf.nv, welded_sdf.base) == (1, 1, model_pb2.BASE_TYPE_FIXED)
+    static = client.register(sdf=SDF_PENDULUM.replace("<link name=\"base\"/>",
+                                                      "<static>true</static><link name=\"base\"/>"))
+    assert static.id == welded_sdf.id
+    attached = client.register(sdf=SDF_PENDULUM.replace(
+        "<link name=\"base\"/>",
+        "<link name=\"base\"/><joint name=\"weld\" type=\"fixed\"><parent>world</parent>"
+        "<child>base</child></joint>"))
+    assert attached.id == welded_sdf.id
+    for model in (document, welded, sdf, welded_sdf):
         client.delete_model(model.id)
 
 

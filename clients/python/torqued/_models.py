@@ -48,8 +48,9 @@ class ModelMethods(Connection):
                 MJCF file's free joint on its root body becomes it). False: weld the root link to
                 the world (an MJCF free joint is dropped). None (the default): the source's own
                 base, as the server reads it (RegisterModelRequest.base unset, BaseType in
-                model.proto): an MJCF document whose root body has a free joint floats; URDF,
-                SDF, DH and spec sources are welded.
+                model.proto): an MJCF document whose root body has a free joint floats, an SDF
+                model unless it is <static> or a joint attaches it to the world; URDF, DH and
+                spec sources are welded.
             gravity: gravity acceleration in the world frame, m/s^2; None: (0, 0, -9.81).
             strict: refuse the model (INVALID_ARGUMENT) if building it gives any warning (with
                 `request` too: it sets the request's `strict`).

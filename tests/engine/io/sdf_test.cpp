@@ -322,6 +322,23 @@ TEST(Sdf, WorldJointsAreRemovedAndTheOptionsSetTheBase) {
   EXPECT_EQ(floating->gravity, Vec3(0, 0, -1.62));
 }
 
+// With the base unset the document decides, as a simulator reads it: a model floats unless it is
+// <static> or a joint (fixed or moving, then removed) attaches its root link to the world.
+TEST(Sdf, WithoutABaseOptionTheDocumentDecides) {
+  SdfOptions document;
+  document.floating_base = std::nullopt;
+  const std::string arm =
+      link("base") + link("a") + joint("j", "revolute", "base", "a", axis("0 0 1"));
+  EXPECT_TRUE(read_sdf_string(sdf(arm), document).floating_base);
+  EXPECT_FALSE(read_sdf_string(sdf("<static>true</static>" + arm), document).floating_base);
+  EXPECT_FALSE(read_sdf_string(sdf(arm + joint("anchor", "fixed", "world", "base")), document)
+                   .floating_base);
+  EXPECT_FALSE(read_sdf_string(
+                   sdf(arm + joint("slide", "prismatic", "world", "base", axis("1 0 0"))), document)
+                   .floating_base);
+  EXPECT_FALSE(read_sdf_string(sdf(arm)).floating_base);  // the default: Pinocchio's fixed root
+}
+
 TEST(Sdf, MovingWorldJointIsRemovedWithAWarning) {
   const ModelSpec spec = read_sdf_string(
       sdf(link("base") + joint("slide", "prismatic", "world", "base", axis("1 0 0"))));
