@@ -27,8 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/algorithms/euler_step_derivatives.hpp"
-#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -52,7 +51,7 @@ struct Worker {
         v_next(model.nv),
         fx(2 * model.nv, 2 * model.nv),
         fu(2 * model.nv, nu) {}
-  DiscreteStepOutput out() { return {q_next, v_next, fx, fu}; }
+  StepOutput out() { return {.q_next = q_next, .v_next = v_next, .fx = fx, .fu = fu}; }
 };
 
 double now() {
@@ -166,16 +165,16 @@ int run(int argc, char** argv) {
         actuate(actuated, k.u, tau);
         forward_dynamics_derivatives(model, w.data, k.q, k.v, tau, contacts);
       });
-  auto euler = [&](EulerStep kind) {
+  const auto linearization = [&](Integrator integrator) {
+    const StepSettings settings{
+        .dt = dt, .integrator = integrator, .actuated_dofs = actuated, .constraints = contacts};
     return time_horizon(workers, knots, seconds, [&](Worker& w, const Knot& k) {
-      euler_step_derivatives(model, w.data, k.q, k.v, k.u, dt, kind, actuated, w.out(), contacts);
+      step(model, w.data, k.q, k.v, k.u, settings, w.out());
     });
   };
-  const double semi_implicit_ns = euler(EulerStep::kSemiImplicit);
-  const double explicit_ns = euler(EulerStep::kExplicit);
-  const double rk4_ns = time_horizon(workers, knots, seconds, [&](Worker& w, const Knot& k) {
-    runge_kutta_step_derivatives(model, w.data, k.q, k.v, k.u, dt, actuated, w.out(), contacts);
-  });
+  const double semi_implicit_ns = linearization(Integrator::kSemiImplicitEuler);
+  const double explicit_ns = linearization(Integrator::kExplicitEuler);
+  const double rk4_ns = linearization(Integrator::kRungeKutta4);
   std::printf("model %s base %s nv %d nu %d contacts %zu (%s) knots %d threads %d dt %g\n",
               urdf.substr(urdf.find_last_of('/') + 1).c_str(), base.c_str(), model.nv, nu,
               contacts.size(), contact_type.c_str(), knot_count, threads, dt);

@@ -64,7 +64,7 @@ ConstraintResidual constrained_dynamics(const Model& model, Data& data, const Co
   correction.array() *= w.dof_scale.array();
   ltdl_solve_factor(data, correction);
   ddq += correction;
-  // In `work`, the solve's scratch: `rhs` may hold λ (discrete_step()'s unreturned multipliers).
+  // In `work`, the solve's scratch: `rhs` may hold λ (step()'s unreturned multipliers).
   const ConstraintResidual residual{constraint_residual(jacobian, bias, ddq, w.work.head(m)),
                                     scale};
   check_constraint_residual(residual, gains.tolerance);

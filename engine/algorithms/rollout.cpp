@@ -9,18 +9,16 @@
 namespace torqued {
 
 void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const ConstVectorRef& v0,
-             int knots, std::span<const double> controls, double dt, Integrator integrator,
-             std::span<const int> actuated_dofs, std::span<const BilateralConstraint> constraints,
-             const BaumgarteGains& baumgarte, const RolloutFeedback& feedback,
-             const RolloutOutput& out) {
+             int knots, std::span<const double> controls, const StepSettings& settings,
+             const RolloutFeedback& feedback, const RolloutOutput& out) {
   using ConstRow = Eigen::Map<const Eigen::VectorXd>;
   using Row = Eigen::Map<Eigen::VectorXd>;
   const int nq = model.nq, nv = model.nv, nx = 2 * nv;
-  const int nu = static_cast<int>(actuated_dofs.size());
-  const int rows = constraint_rows(model, constraints);
+  const int nu = static_cast<int>(settings.actuated_dofs.size());
+  const int rows = constraint_rows(model, settings.constraints);
   const bool closed_loop = !feedback.gains.empty();
   const bool jacobians = !out.fx.empty();
-  const bool multipliers = !out.multipliers.empty();
+  [[maybe_unused]] const bool multipliers = !out.multipliers.empty();
   [[maybe_unused]] const auto k_size = static_cast<std::size_t>(knots);
   assert(controls.size() == k_size * nu && out.u.size() == k_size * nu);
   assert(out.q.size() == (k_size + 1) * nq && out.v.size() == (k_size + 1) * nv);
@@ -32,8 +30,7 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
   const std::size_t block_values = out.velocity_rows ? integration_block_values(model) : 0;
   assert(!jacobians || (out.fx.size() == k_size * jacobian_rows * nx &&
                         out.fu.size() == k_size * jacobian_rows * nu));
-  assert(!out.velocity_rows || (integrator != Integrator::kRungeKutta4 &&
-                                out.integrate_dq.size() == k_size * block_values &&
+  assert(!out.velocity_rows || (out.integrate_dq.size() == k_size * block_values &&
                                 out.integrate_dw.size() == k_size * block_values));
   assert(!multipliers || out.multipliers.size() == k_size * rows);
   data.bind(model, kRolloutWorkspaces);
@@ -56,39 +53,23 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
       u.noalias() +=
           Eigen::Map<const RowMajorMatrix>(feedback.gains.data() + at * nu * nx, nu, nx) * error;
     }
-    Row q_next(out.q.data() + (at + 1) * nq, nq);
-    Row v_next(out.v.data() + (at + 1) * nv, nv);
-    Row lambda(multipliers ? out.multipliers.data() + at * rows : nullptr, multipliers ? rows : 0);
-    if (!jacobians) {
-      discrete_step(model, data, q, v, u, dt, integrator, actuated_dofs, q_next, v_next,
-                    constraints, baumgarte,
-                    multipliers ? out.multipliers.subspan(at * rows, rows) : std::span<double>());
-      return;
-    }
-    const DiscreteStepOutput step{
-        q_next, v_next,
-        Eigen::Map<RowMajorMatrix>(out.fx.data() + at * jacobian_rows * nx, jacobian_rows, nx),
-        Eigen::Map<RowMajorMatrix>(out.fu.data() + at * jacobian_rows * nu, jacobian_rows, nu)};
-    if (integrator == Integrator::kRungeKutta4) {
-      runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated_dofs, step, constraints,
-                                   baumgarte);
-      if (multipliers) {
-        // The step leaves its last stage's λ; the knot's is the constrained dynamics at x_k.
-        DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
-        constrained_dynamics(model, data, q, v, ws.tau, constraints, baumgarte, ws.step, lambda);
-      }
-    } else {
-      euler_step_derivatives(model, data, q, v, u, dt,
-                             integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
-                                                                      : EulerStep::kSemiImplicit,
-                             actuated_dofs, step, constraints, baumgarte);
-      if (out.velocity_rows) {
-        const auto blocks = static_cast<std::size_t>(at) * block_values;
-        write_integration_blocks(model, data, out.integrate_dq.subspan(blocks, block_values),
-                                 out.integrate_dw.subspan(blocks, block_values));
-      }
-      if (multipliers) lambda = data.workspace<ConstrainedDerivativesWorkspace>().lambda.head(rows);
-    }
+    // Step k's share of an array of `per_step` values per step, or nothing.
+    const auto part = [at](std::span<double> all, std::size_t per_step) {
+      return all.empty() ? all : all.subspan(static_cast<std::size_t>(at) * per_step, per_step);
+    };
+    const auto matrix = [&](std::span<double> all, int cols) {
+      return Eigen::Map<RowMajorMatrix>(
+          jacobians ? all.data() + at * jacobian_rows * cols : nullptr,
+          jacobians ? jacobian_rows : 0, cols);
+    };
+    const StepOutput step_out{.q_next = Row(out.q.data() + (at + 1) * nq, nq),
+                              .v_next = Row(out.v.data() + (at + 1) * nv, nv),
+                              .fx = matrix(out.fx, nx),
+                              .fu = matrix(out.fu, nu),
+                              .multipliers = part(out.multipliers, static_cast<std::size_t>(rows)),
+                              .integrate_dq = part(out.integrate_dq, block_values),
+                              .integrate_dw = part(out.integrate_dw, block_values)};
+    step(model, data, q, v, u, settings, step_out);
   };
 
   for (int k = 0; k < knots; ++k) {

@@ -15,13 +15,10 @@
 #include <string>
 
 #include "engine/algorithms/discrete_step.hpp"
-#include "engine/algorithms/euler_step_derivatives.hpp"
-#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 
 namespace torqued {
 
-inline constexpr WorkspaceSet kRolloutWorkspaces =
-    kDiscreteStepWorkspaces | kEulerStepWorkspaces | kRungeKuttaStepWorkspaces;
+inline constexpr WorkspaceSet kRolloutWorkspaces = kStepWorkspaces;
 
 // The nominal trajectory and gains of the feedback, each row-major: x̄_k as q̄ (K × nq) and q̄̇
 // (K × nv), and K_k (K × nu × 2 nv). Empty spans: open loop.
@@ -43,7 +40,7 @@ struct RolloutOutput {
   std::span<double> multipliers;
   // Only the v⁺ rows of Fx and Fu (Euler integrators): fx K × nv × 2 nv and fu K × nv × nu, and
   // the blocks of J_q and J_w the q⁺ rows follow from, K × integration_block_values() each
-  // (euler_step_derivatives.hpp), in integrate_dq and integrate_dw.
+  // (StepOutput), in integrate_dq and integrate_dw.
   bool velocity_rows = false;
   std::span<double> integrate_dq{};
   std::span<double> integrate_dw{};
@@ -62,14 +59,12 @@ class RolloutDiverged : public std::runtime_error {
   int steps_;
 };
 
-// `knots` steps of dt from (q0, v0) under ū = `controls` (knots × nu, row-major), with
-// `feedback`; integrator, actuation, constraints and their Baumgarte gains as discrete_step() takes
-// them. Polls data.interruption before each step (throws Interrupted; the states past it are left
-// as they were). Throws RolloutDiverged: the arrays past its steps are left as they were.
+// `knots` steps from (q0, v0) under ū = `controls` (knots × nu, row-major), with `feedback`, each
+// as `settings` say. Polls data.interruption before each step (throws Interrupted; the states past
+// it are left as they were). Throws RolloutDiverged: the arrays past its steps are left as they
+// were.
 void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const ConstVectorRef& v0,
-             int knots, std::span<const double> controls, double dt, Integrator integrator,
-             std::span<const int> actuated_dofs, std::span<const BilateralConstraint> constraints,
-             const BaumgarteGains& baumgarte, const RolloutFeedback& feedback,
-             const RolloutOutput& out);
+             int knots, std::span<const double> controls, const StepSettings& settings,
+             const RolloutFeedback& feedback, const RolloutOutput& out);
 
 }  // namespace torqued

@@ -1,11 +1,11 @@
-// Simulation by semi-implicit Euler, RK4, or velocity-level contact time stepping (Stewart &
-// Trinkle 1996; Anitescu & Potra 1997); see simulate.hpp for the schemes.
+// Simulation by the discrete step (semi-implicit or explicit Euler, RK4), or velocity-level contact
+// time stepping (Stewart & Trinkle 1996; Anitescu & Potra 1997); see simulate.hpp for the schemes.
 #include "engine/algorithms/simulate.hpp"
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 
-#include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/ltdl.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/model/configuration.hpp"
@@ -22,43 +22,14 @@ void merge(SimulationResult& total, const ComplementarityResult& step, int conta
   total.max_contacts = std::max(total.max_contacts, contacts);
 }
 
-void euler_step(const Model& model, Data& data, SimulationWorkspace& ws, const ConstVectorRef& tau,
-                double h) {
-  ws.v += h * forward_dynamics(model, data, ws.q, ws.v, tau);
-  ws.scaled_v = h * ws.v;
-  integrate(model, ws.q, ws.scaled_v, ws.q);
-}
-
-// q moves with the velocity at the start of the step.
-void explicit_euler_step(const Model& model, Data& data, SimulationWorkspace& ws,
-                         const ConstVectorRef& tau, double h) {
-  ws.scaled_v = h * ws.v;
-  ws.v += h * forward_dynamics(model, data, ws.q, ws.v, tau);
-  integrate(model, ws.q, ws.scaled_v, ws.q);
-}
-
-void runge_kutta_step(const Model& model, Data& data, SimulationWorkspace& ws,
-                      const ConstVectorRef& tau, double h) {
-  static constexpr double kStageTime[4] = {0.0, 0.5, 0.5, 1.0};
-  static constexpr double kWeight[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
-  for (int s = 0; s < 4; ++s) {
-    if (s == 0) {
-      ws.q_stage = ws.q;
-      ws.v_stage = ws.v;
-    } else {
-      const double c = kStageTime[s] * h;
-      ws.scaled_v = c * ws.stage_velocity.col(s - 1);
-      integrate(model, ws.q, ws.scaled_v, ws.q_stage);
-      ws.v_stage = ws.v + c * ws.stage_acceleration.col(s - 1);
-    }
-    ws.stage_velocity.col(s) = ws.v_stage;
-    ws.stage_acceleration.col(s) = forward_dynamics(model, data, ws.q_stage, ws.v_stage, tau);
-  }
-  ws.scaled_v.noalias() =
-      h * ws.stage_velocity.lazyProduct(Eigen::Map<const Eigen::Vector4d>(kWeight));
-  integrate(model, ws.q, ws.scaled_v, ws.q);
-  ws.v.noalias() +=
-      h * ws.stage_acceleration.lazyProduct(Eigen::Map<const Eigen::Vector4d>(kWeight));
+// A contact-free step by step() (discrete_step.hpp), every DOF driven by its torque.
+void free_step(const Model& model, Data& data, SimulationWorkspace& ws, const ConstVectorRef& tau,
+               const SimulationOptions& options) {
+  const StepSettings settings{
+      .dt = options.time_step, .integrator = options.integrator, .actuated_dofs = ws.every_dof};
+  step(model, data, ws.q, ws.v, tau, settings, {.q_next = ws.q_next, .v_next = ws.v_next});
+  ws.q.swap(ws.q_next);
+  ws.v.swap(ws.v_next);
 }
 
 ComplementarityResult contact_step(const Model& model, Data& data, SimulationWorkspace& ws,
@@ -133,15 +104,15 @@ SimulationWorkspace::SimulationWorkspace(const Model& model, int max_candidates)
       v(model.nv),
       tau_zero(Eigen::VectorXd::Zero(model.nv)),
       scaled_v(model.nv),
-      q_stage(model.nq),
-      v_stage(model.nv),
-      stage_velocity(model.nv, 4),
-      stage_acceleration(model.nv, 4) {}
+      q_next(model.nq),
+      v_next(model.nv),
+      every_dof(static_cast<std::size_t>(model.nv)) {
+  std::iota(every_dof.begin(), every_dof.end(), 0);
+}
 
 std::size_t SimulationWorkspace::heap_bytes() const {
   return contact.heap_bytes() + total_heap_bytes(contacts, contact_candidate, gap, impulses, q, v,
-                                                 tau_zero, scaled_v, q_stage, v_stage,
-                                                 stage_velocity, stage_acceleration);
+                                                 tau_zero, scaled_v, q_next, v_next, every_dof);
 }
 
 SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& ws,
@@ -173,12 +144,8 @@ SimulationResult simulate(const Model& model, Data& data, SimulationWorkspace& w
       const ComplementarityResult step =
           contact_step(model, data, ws, tau, candidates, options, active);
       merge(result, step, active);
-    } else if (options.integrator == Integrator::kRungeKutta4) {
-      runge_kutta_step(model, data, ws, tau, options.time_step);
-    } else if (options.integrator == Integrator::kExplicitEuler) {
-      explicit_euler_step(model, data, ws, tau, options.time_step);
     } else {
-      euler_step(model, data, ws, tau, options.time_step);
+      free_step(model, data, ws, tau, options);
     }
     q_out.col(k) = ws.q;
     v_out.col(k) = ws.v;

@@ -1,6 +1,7 @@
 // Trajectory simulation under given joint torques, optionally against a ground plane.
 //
-// Contact-free: q̈ = forward_dynamics(q, v, τ) integrated by
+// Contact-free: the discrete step (discrete_step.hpp) by its semi-implicit Euler, explicit Euler or
+// RK4, every DOF driven by its torque and the model's loop closures holding it:
 //   semi-implicit Euler:  v ← v + h q̈(q, v),  q ← q ⊕ h v
 //   classical RK4 on (q, v), the stage configurations taken as q ⊕ (c h) v_stage
 //   (configuration.hpp), fourth order on vector-space joints; on quaternion joints, combining
@@ -64,13 +65,14 @@ struct SimulationWorkspace {
   std::vector<int> contact_candidate;  // their candidate indices
   std::vector<double> gap;             // their distances to the plane
   Eigen::MatrixXd impulses;            // 3 x max_candidates: last step's [Λ_n; Λ_t] per candidate
-  Eigen::VectorXd q, v, tau_zero, scaled_v, q_stage, v_stage;
-  Eigen::MatrixXd stage_velocity, stage_acceleration;  // nv x 4, RK4
+  Eigen::VectorXd q, v, tau_zero, scaled_v;
+  Eigen::VectorXd q_next, v_next;  // a contact-free step's result, swapped into q and v
+  std::vector<int> every_dof;      // 0 … nv − 1: a contact-free step's actuation
 };
 
-// What simulate() binds in Data (beside its SimulationWorkspace): ABA's for the contact-free
+// What simulate() binds in Data (beside its SimulationWorkspace): the step's for the contact-free
 // steps, and the contact solver's.
-inline constexpr WorkspaceSet kSimulateWorkspaces = kAbaWorkspaces | kContactWorkspaces;
+inline constexpr WorkspaceSet kSimulateWorkspaces = kStepWorkspaces | kContactWorkspaces;
 
 // Integrates q_out.cols() steps from (q0, v0) and writes the state after step k into column k of
 // q_out (nq x steps) and v_out (nv x steps). `torques` is nv x 0 (zero torque), nv x 1 (held) or

@@ -288,9 +288,8 @@ struct ClosedChainWorkspace : Workspace<ClosedChainWorkspace> {
   }
 };
 
-// What the discrete steps share (discrete_step.hpp, euler_step_derivatives.hpp,
-// runge_kutta_step_derivatives.hpp, rollout.hpp): the torques of the controls, the Jacobians of
-// one integration q ⊕ step, and a rollout's feedback error.
+// What the discrete step's integrators share (discrete_step.hpp, rollout.hpp): the torques of the
+// controls, the Jacobians of one integration q ⊕ step, and a rollout's feedback error.
 struct DiscreteStepWorkspace : Workspace<DiscreteStepWorkspace> {
   Eigen::VectorXd tau;              // B u
   Eigen::VectorXd step;             // the tangent vector integrated
@@ -307,7 +306,7 @@ struct DiscreteStepWorkspace : Workspace<DiscreteStepWorkspace> {
   }
 };
 
-// The stages of the Runge-Kutta step and their derivatives (runge_kutta_step_derivatives.hpp).
+// The stages of the Runge-Kutta step and their derivatives (discrete_step.hpp).
 // The u columns are room for every DOF; a step with nu controls uses the first nu.
 struct RungeKuttaWorkspace : Workspace<RungeKuttaWorkspace> {
   Eigen::VectorXd stage_q;                 // the stage's configuration, nq

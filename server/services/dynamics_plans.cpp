@@ -9,10 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/algorithms/jacobian.hpp"
 #include "server/compute/dynamics_kernels.hpp"
 #include "server/compute/engine_enums.hpp"
-#include "server/compute/state_arrays.hpp"
+#include "server/compute/trajectory_kernels.hpp"
 #include "server/models/model_layout.hpp"
 #include "server/services/dynamics_rpcs.hpp"
 #include "server/services/request_checks.hpp"
@@ -759,21 +758,9 @@ grpc::Status plan_jacobian_layout(const char* field, int layout, bool rk4, bool&
   return grpc::Status::OK;
 }
 
-// What Linearize and Rollout read alike: the step, its integrator, the controls' DOFs, and the
-// constraints with their gains.
-struct StepSettings {
-  double dt = 0.0;
-  Integrator integrator = Integrator::kSemiImplicitEuler;
-  std::vector<int> actuated;
-  // Those held in place are anchored at the first knot (Linearize) or x₀ (each rollout).
-  CallConstraints constraints;
-  BaumgarteGains gains;
-  int rows = 0;  // the constraint rows, the loop closures' included
-};
-
 template <class Request>
 grpc::Status plan_step(const Planning& planning, const RegisteredModelPtr& entry,
-                       const Request& request, const Algorithm& algorithm, StepSettings& out,
+                       const Request& request, const Algorithm& algorithm, PlannedStep& out,
                        google::protobuf::RepeatedPtrField<v1::ConstraintRows>& layout) {
   grpc::Status s;
   const Model& m = *entry->model;
@@ -795,27 +782,6 @@ grpc::Status plan_step(const Planning& planning, const RegisteredModelPtr& entry
   return grpc::Status::OK;
 }
 
-// Where Linearize's kernel writes: the response's arrays (the continuous derivatives' null when
-// not asked for).
-struct LinearizeOutput {
-  double* q_next;
-  double* v_next;
-  // STEP_JACOBIANS_DENSE: Fx and Fu (K × 2nv × 2nv, K × 2nv × nu); VELOCITY_ROWS: their v⁺ rows
-  // (K × nv × 2nv, K × nv × nu) and the blocks of J_q and J_w (K × Σ dofs² each).
-  double* fx;
-  double* fu;
-  double* integrate_dq;
-  double* integrate_dw;
-  double* da_dq;
-  double* da_dv;
-  double* da_dtau;
-  // λ (K × rows) and its derivatives (K × rows × nv): with continuous derivatives and rows.
-  double* multipliers;
-  double* dmultipliers_dq;
-  double* dmultipliers_dv;
-  double* dmultipliers_dtau;
-};
-
 }  // namespace
 
 grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelPtr& entry, int n,
@@ -831,7 +797,7 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   const bool rk4 = request->integrator() == v1::INTEGRATOR_RK4;
   // An RK4 step runs the dynamics derivatives four times.
   const Algorithm algorithm = rk4 ? kRungeKuttaStep : kEulerStep;
-  StepSettings step;
+  PlannedStep step;
   if (s = plan_step(planning, entry, *request, algorithm, step, *response->mutable_rows());
       !s.ok()) {
     return s;
@@ -887,72 +853,12 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
       multipliers ? sized_for_writing(response->mutable_dmultipliers_dv(), rows_by_dofs) : nullptr,
       multipliers ? sized_for_writing(response->mutable_dmultipliers_dtau(), rows_by_dofs)
                   : nullptr};
-  const EulerStep euler = step.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
-                                                                        : EulerStep::kSemiImplicit;
-  job = {algorithm,
-         [entry, request, step = std::move(step), out, rk4, euler, velocity_rows, block_values](
-             WorkerContext& w, int b, int e) {
-           const Model& model = *entry->model;
-           Data& data = w.workspace(*entry).data;
-           const int nq = model.nq, nv = model.nv, nx = 2 * nv;
-           const int nu = static_cast<int>(step.actuated.size()), rows = step.rows;
-           const std::vector<int>& actuated = step.actuated;
-           // Anchored once, at the call's first knot.
-           AnchoredConstraints anchored(step.constraints);
-           const std::span<const BilateralConstraint> constraints =
-               anchored.at(model, data, row(request->q(), 0, nq));
-           const double dt = step.dt;
-           // With velocity rows the step writes only the v⁺ rows of Fx and Fu.
-           const int jacobian_rows = velocity_rows ? nv : nx;
-           const auto blocks = static_cast<std::size_t>(block_values);
-           for (int k = b; k < e; ++k) {
-             const ConstMap q = row(request->q(), k, nq);
-             const ConstMap v = row(request->v(), k, nv);
-             const ConstMap u = row(request->u(), k, nu);
-             const DiscreteStepOutput result{
-                 Eigen::Map<Eigen::VectorXd>(out.q_next + std::ptrdiff_t{k} * nq, nq),
-                 Eigen::Map<Eigen::VectorXd>(out.v_next + std::ptrdiff_t{k} * nv, nv),
-                 Eigen::Map<RowMajorMatrix>(out.fx + std::ptrdiff_t{k} * jacobian_rows * nx,
-                                            jacobian_rows, nx),
-                 Eigen::Map<RowMajorMatrix>(out.fu + std::ptrdiff_t{k} * jacobian_rows * nu,
-                                            jacobian_rows, nu)};
-             naming_state(
-                 k,
-                 [&] {
-                   if (rk4) {
-                     runge_kutta_step_derivatives(model, data, q, v, u, dt, actuated, result,
-                                                  constraints, step.gains);
-                   } else {
-                     euler_step_derivatives(model, data, q, v, u, dt, euler, actuated, result,
-                                            constraints, step.gains);
-                   }
-                 },
-                 "knot");
-             if (velocity_rows) {
-               const auto at = static_cast<std::size_t>(k) * blocks;
-               write_integration_blocks(model, data, {out.integrate_dq + at, blocks},
-                                        {out.integrate_dw + at, blocks});
-             }
-             if (out.da_dq == nullptr) continue;
-             // The Euler steps leave the derivatives at the knot; RK4 leaves its last stage's.
-             const AbaDerivativesWorkspace& d =
-                 rk4 ? forward_dynamics_derivatives(model, data, q, v,
-                                                    data.workspace<DiscreteStepWorkspace>().tau,
-                                                    constraints, step.gains)
-                     : data.workspace<AbaDerivativesWorkspace>();
-             copy_out_matrix(d.ddq_dq, out.da_dq, k);
-             copy_out_matrix(d.ddq_dv, out.da_dv, k);
-             copy_out_matrix(d.ddq_dtau, out.da_dtau, k);
-             if (out.multipliers == nullptr) continue;
-             const ConstrainedDerivativesWorkspace& c =
-                 data.workspace<ConstrainedDerivativesWorkspace>();
-             copy_out(c.lambda.head(rows), out.multipliers, k);
-             copy_out_matrix(c.dlambda_dq.topRows(rows), out.dmultipliers_dq, k);
-             copy_out_matrix(c.dlambda_dv.topRows(rows), out.dmultipliers_dv, k);
-             copy_out_matrix(c.dlambda_dtau.topRows(rows), out.dmultipliers_dtau, k);
-           }
-         },
-         rk4 ? kRungeKuttaDerivativesCost : kDerivativesCost};
+  job = {
+      algorithm,
+      [entry, request, step = std::move(step), out, velocity_rows](WorkerContext& w, int b, int e) {
+        linearize(*entry->model, w.workspace(*entry), *request, step, velocity_rows, b, e, out);
+      },
+      rk4 ? kRungeKuttaDerivativesCost : kDerivativesCost};
   return grpc::Status::OK;
 }
 
@@ -972,7 +878,7 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
   if (s = check_enum("integrator", request->integrator(), v1::Integrator_IsValid); !s.ok()) {
     return s;
   }
-  StepSettings step;
+  PlannedStep step;
   if (s = plan_step(planning, entry, *request, kRollout, step, *response->mutable_rows());
       !s.ok()) {
     return s;
@@ -1047,128 +953,44 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
   const auto array = [](google::protobuf::RepeatedField<double>* field, std::int64_t size) {
     return std::span<double>(sized_for_writing(field, size), static_cast<std::size_t>(size));
   };
-  // Each rollout's share of the answer's arrays.
-  struct Output {
-    std::span<double> q, v, u, fx, fu, integrate_dq, integrate_dw, multipliers, positions,
-        rotations, frame_jacobians;
-  };
-  const Output out{
-      array(response->mutable_q(), states * m.nq),
-      array(response->mutable_v(), states * m.nv),
-      array(response->mutable_u(), steps * nu),
-      jacobians ? array(velocity_rows ? response->mutable_dv_next_dx() : response->mutable_fx(),
+  const RolloutArrays out{
+      .q = array(response->mutable_q(), states * m.nq),
+      .v = array(response->mutable_v(), states * m.nv),
+      .u = array(response->mutable_u(), steps * nu),
+      .fx = jacobians
+                ? array(velocity_rows ? response->mutable_dv_next_dx() : response->mutable_fx(),
                         steps * jacobian_rows * nx)
                 : std::span<double>(),
-      jacobians ? array(velocity_rows ? response->mutable_dv_next_du() : response->mutable_fu(),
+      .fu = jacobians
+                ? array(velocity_rows ? response->mutable_dv_next_du() : response->mutable_fu(),
                         steps * jacobian_rows * nu)
                 : std::span<double>(),
-      velocity_rows ? array(response->mutable_integrate_dq(), steps * block_values)
-                    : std::span<double>(),
-      velocity_rows ? array(response->mutable_integrate_dw(), steps * block_values)
-                    : std::span<double>(),
-      array(response->mutable_multipliers(), steps * step.rows),
-      array(response->mutable_frame_positions(), slots * 3),
-      array(response->mutable_frame_rotations(), slots * 9),
-      request->frame_jacobians() ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
-                                 : std::span<double>()};
+      .integrate_dq = velocity_rows ? array(response->mutable_integrate_dq(), steps * block_values)
+                                    : std::span<double>(),
+      .integrate_dw = velocity_rows ? array(response->mutable_integrate_dw(), steps * block_values)
+                                    : std::span<double>(),
+      .multipliers = array(response->mutable_multipliers(), steps * step.rows),
+      .positions = array(response->mutable_frame_positions(), slots * 3),
+      .rotations = array(response->mutable_frame_rotations(), slots * 9),
+      .frame_jacobians = request->frame_jacobians()
+                             ? array(response->mutable_frame_jacobians(), slots * 6 * m.nv)
+                             : std::span<double>()};
   const ReferenceFrame reference = to_reference(request->reference());
   // A step's work in dynamics calls: four stages for RK4, and its Jacobians when asked for.
   const bool rk4 = step.integrator == Integrator::kRungeKutta4;
   const std::int64_t cost =
       knots * (jacobians ? (rk4 ? kRungeKuttaDerivativesCost : kDerivativesCost) : (rk4 ? 4 : 1));
-  job = {
-      kRollout,
-      [entry, request, response, step = std::move(step), frames = std::move(frames), out, k,
-       closed_loop, reference, velocity_rows, block_values](WorkerContext& w, int b, int e) {
-        const Model& model = *entry->model;
-        Data& data = w.workspace(*entry).data;
-        const auto nq = static_cast<std::size_t>(model.nq);
-        const auto nv = static_cast<std::size_t>(model.nv);
-        const auto nu = step.actuated.size();
-        const auto knots = static_cast<std::size_t>(k);
-        const auto nf = frames.size();
-        // A step's values of Fx, Fu (their v⁺ rows with velocity_rows) and of the blocks.
-        const std::size_t jacobian_rows = velocity_rows ? nv : 2 * nv;
-        const std::size_t fx_values = jacobian_rows * 2 * nv, fu_values = jacobian_rows * nu;
-        const auto blocks = static_cast<std::size_t>(block_values);
-        // Rollout r's part of an array of `per_rollout` values per rollout.
-        const auto part = [](std::span<double> all, std::size_t r, std::size_t per_rollout) {
-          return all.empty() ? all : all.subspan(r * per_rollout, per_rollout);
-        };
-        const auto values = [](const DoubleArray& field) {
-          return std::span<const double>(field.data(), static_cast<std::size_t>(field.size()));
-        };
-        const RolloutFeedback feedback =
-            closed_loop ? RolloutFeedback{values(request->q_nominal()),
-                                          values(request->v_nominal()), values(request->feedback())}
-                        : RolloutFeedback{};
-        InterruptionPoll poll(data.interruption);
-        AnchoredConstraints anchored(step.constraints);
-        for (int rollout_index = b; rollout_index < e; ++rollout_index) {
-          const auto r = static_cast<std::size_t>(rollout_index);
-          const RolloutOutput parts{
-              part(out.q, r, (knots + 1) * nq),
-              part(out.v, r, (knots + 1) * nv),
-              part(out.u, r, knots * nu),
-              part(out.fx, r, knots * fx_values),
-              part(out.fu, r, knots * fu_values),
-              part(out.multipliers, r, knots * static_cast<std::size_t>(step.rows)),
-              velocity_rows,
-              part(out.integrate_dq, r, knots * blocks),
-              part(out.integrate_dw, r, knots * blocks)};
-          std::size_t steps = knots;
-          try {
-            const ConstMap q0 = row(request->q(), rollout_index, model.nq);
-            rollout(model, data, q0, row(request->v(), rollout_index, model.nv), k,
-                    values(request->u()).subspan(r * knots * nu, knots * nu), step.dt,
-                    step.integrator, step.actuated, anchored.at(model, data, q0), step.gains,
-                    feedback, parts);
-          } catch (const RolloutDiverged& diverged) {
-            // Zeros past the last finite state, and the reason in the rollout's status.
-            steps = static_cast<std::size_t>(diverged.steps());
-            response->set_steps(rollout_index, static_cast<std::uint32_t>(steps));
-            v1::CallStatus& status = *response->mutable_status(rollout_index);
-            status.set_code(grpc::StatusCode::FAILED_PRECONDITION);
-            status.set_message("rollout " + std::to_string(rollout_index) + ": " + diverged.what());
-            const auto zero_from = [](std::span<double> values, std::size_t at) {
-              if (!values.empty()) std::fill(values.begin() + at, values.end(), 0.0);
-            };
-            zero_from(parts.q, (steps + 1) * nq);
-            zero_from(parts.v, (steps + 1) * nv);
-            zero_from(parts.u, steps * nu);
-            zero_from(parts.fx, steps * fx_values);
-            zero_from(parts.fu, steps * fu_values);
-            zero_from(parts.integrate_dq, steps * blocks);
-            zero_from(parts.integrate_dw, steps * blocks);
-            zero_from(parts.multipliers, steps * static_cast<std::size_t>(step.rows));
-            zero_from(part(out.positions, r, (knots + 1) * nf * 3), (steps + 1) * nf * 3);
-            zero_from(part(out.rotations, r, (knots + 1) * nf * 9), (steps + 1) * nf * 9);
-            zero_from(part(out.frame_jacobians, r, (knots + 1) * nf * 6 * nv),
-                      (steps + 1) * nf * 6 * nv);
-          }
-          if (nf == 0) continue;
-          const std::span<double> q = parts.q;
-          // The frames at each state: the kinematics again, as the dynamics left data at the
-          // step's last stage.
-          for (std::size_t state = 0; state <= steps; ++state) {
-            poll.add(static_cast<double>(nf * 60 * nv));
-            forward_kinematics(model, data,
-                               Eigen::Map<const Eigen::VectorXd>(q.data() + state * nq, model.nq));
-            for (std::size_t f = 0; f < nf; ++f) {
-              const std::size_t slot = (r * (knots + 1) + state) * nf + f;
-              const Transform placement = frame_placement(model, data, frames[f]);
-              Eigen::Map<Vec3>(out.positions.data() + 3 * slot) = placement.translation;
-              Eigen::Map<Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(
-                  out.rotations.data() + 9 * slot) = placement.rotation;
-              if (out.frame_jacobians.empty()) continue;
-              frame_jacobian(model, data, frames[f], reference, data.J);
-              Eigen::Map<RowMajorMatrix>(out.frame_jacobians.data() + 6 * nv * slot, 6, model.nv) =
-                  data.J;
-            }
-          }
-        }
-      },
-      cost};
+  job = {kRollout,
+         [entry, request, response, step = std::move(step), frames = std::move(frames), out,
+          closed_loop, reference, velocity_rows](WorkerContext& w, int b, int e) {
+           const RolloutExtras extras{.closed_loop = closed_loop,
+                                      .velocity_rows = velocity_rows,
+                                      .frames = frames,
+                                      .reference = reference};
+           rollout(*entry->model, w.workspace(*entry), *request, *response, step, extras, b, e,
+                   out);
+         },
+         cost};
   return grpc::Status::OK;
 }
 

@@ -33,13 +33,12 @@
 #include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
-#include "engine/algorithms/euler_step_derivatives.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 #include "engine/algorithms/forward_dynamics_crba.hpp"
 #include "engine/algorithms/lagrange_homogeneous.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/algorithms/rollout.hpp"
-#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "server/compute/algorithms.hpp"
 #include "server/services/dynamics_plans.hpp"
@@ -170,9 +169,8 @@ struct SimulateRpc : BatchRpc<v1::SimulateRequest, v1::SimulateResponse> {
 };
 
 struct LinearizeRpc : BatchRpc<v1::LinearizeRequest, v1::LinearizeResponse> {
-  static constexpr Algorithm kEulerStep{"euler_step_derivatives", kEulerStepWorkspaces};
-  static constexpr Algorithm kRungeKuttaStep{"runge_kutta_step_derivatives",
-                                             kRungeKuttaStepWorkspaces};
+  static constexpr Algorithm kEulerStep{"euler_step", kStepWorkspaces};
+  static constexpr Algorithm kRungeKuttaStep{"runge_kutta_step", kStepWorkspaces};
   static constexpr Algorithm algorithms[] = {kEulerStep, kRungeKuttaStep};
   static Plan plan;
 };

@@ -19,7 +19,7 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/crba.hpp"
-#include "engine/algorithms/euler_step_derivatives.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 #include "engine/algorithms/minverse.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "server/models/bundled_models.hpp"
@@ -200,7 +200,7 @@ TEST_F(ClientTest, ConstrainedDynamicsEqualsTheEngineBitForBit) {
 
 // The client asks for the Euler steps' v⁺ rows and the blocks of J_q and J_w, and assembles Fx
 // and Fu from them, for Linearize and for Rollout: they equal the engine's full Jacobians
-// (euler_step_derivatives at each knot, or at each step's state and control), to the rounding of
+// (step() at each knot, or at each step's state and control), to the rounding of
 // the free-flyer's 6 × 6 products (the client's dynamic-size products may sum in another order
 // than the engine's fixed-size ones): within 1e-15 of the largest entry.
 TEST_F(ClientTest, LinearizeAndRolloutAssembleTheEnginesFxAndFu) {
@@ -226,10 +226,13 @@ TEST_F(ClientTest, LinearizeAndRolloutAssembleTheEnginesFxAndFu) {
     RowMajorMatrix fx(2 * kNv, 2 * kNv), fu(2 * kNv, kNu);
     // The engine's step from (q, v, u), in q_next, v_next, fx and fu.
     const auto engine_step = [&](const auto& q_k, const auto& v_k, const auto& u_k) {
-      euler_step_derivatives(model, data, q_k.transpose(), v_k.transpose(), u_k.transpose(), 0.01,
-                             integrator == v1::INTEGRATOR_EXPLICIT_EULER ? EulerStep::kExplicit
-                                                                         : EulerStep::kSemiImplicit,
-                             actuated, {q_next, v_next, fx, fu});
+      const StepSettings settings{.dt = 0.01,
+                                  .integrator = integrator == v1::INTEGRATOR_EXPLICIT_EULER
+                                                    ? Integrator::kExplicitEuler
+                                                    : Integrator::kSemiImplicitEuler,
+                                  .actuated_dofs = actuated};
+      step(model, data, q_k.transpose(), v_k.transpose(), u_k.transpose(), settings,
+           {.q_next = q_next, .v_next = v_next, .fx = fx, .fu = fu});
     };
     const auto expect_engines = [&](const Matrix& got_fx, const Matrix& got_fu,
                                     const std::string& what) {

@@ -19,7 +19,7 @@
 #include "engine/algorithms/constrained_dynamics_derivatives.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
-#include "engine/algorithms/euler_step_derivatives.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 #include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
@@ -29,7 +29,6 @@
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/algorithms/rollout.hpp"
-#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "server/models/bundled_models.hpp"
 #include "server/models/model_from_request.hpp"
 #include "tests/server/bitwise.hpp"
@@ -458,18 +457,14 @@ TEST_F(RpcEquivalenceTest, LinearizeByEachIntegratorAndActuation) {
         Vector q_next(m.nq), v_next(m.nv);
         RowMajor fx(nx, nx), fu(nx, nu);
         for (int s = 0; s < kStates; ++s) {
-          const DiscreteStepOutput out{q_next, v_next, fx, fu};
           const Vector u_s = row(u, s, nu);
-          if (rk4) {
-            runge_kutta_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01,
-                                         actuated, out);
-          } else {
-            euler_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01,
-                                   integrator == v1::INTEGRATOR_EXPLICIT_EULER
-                                       ? EulerStep::kExplicit
-                                       : EulerStep::kSemiImplicit,
-                                   actuated, out);
-          }
+          const Integrator engine_integrator = rk4 ? Integrator::kRungeKutta4
+                                               : integrator == v1::INTEGRATOR_EXPLICIT_EULER
+                                                   ? Integrator::kExplicitEuler
+                                                   : Integrator::kSemiImplicitEuler;
+          step(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s,
+               {.dt = 0.01, .integrator = engine_integrator, .actuated_dofs = actuated},
+               {.q_next = q_next, .v_next = v_next, .fx = fx, .fu = fu});
           want_q.insert(want_q.end(), q_next.data(), q_next.data() + m.nq);
           want_v.insert(want_v.end(), v_next.data(), v_next.data() + m.nv);
           append_matrix(want_fx, fx);
@@ -640,18 +635,20 @@ TEST_F(RpcEquivalenceTest, ConstrainedDerivativesAndLinearizeInContact) {
     Vector q_next(m.nq), v_next(m.nv);
     RowMajor fx(nx, nx), fu(nx, nu);
     for (int s = 0; s < kStates; ++s) {
-      const DiscreteStepOutput out{q_next, v_next, fx, fu};
       const Vector u_s = row(u, s, nu);
+      const StepSettings settings{
+          .dt = 0.01,
+          .integrator = rk4 ? Integrator::kRungeKutta4 : Integrator::kSemiImplicitEuler,
+          .actuated_dofs = actuated,
+          .constraints = held,
+          .gains = {100.0, 20.0}};
+      step(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, settings,
+           {.q_next = q_next, .v_next = v_next, .fx = fx, .fu = fu});
       if (rk4) {
-        runge_kutta_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01, actuated,
-                                     out, held, {100.0, 20.0});
         Vector tau_s = Vector::Zero(m.nv);
         tau_s.tail(nu) = u_s;
         forward_dynamics_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), tau_s, held,
                                      {100.0, 20.0});
-      } else {
-        euler_step_derivatives(m, data, row(q, s, m.nq), row(v, s, m.nv), u_s, 0.01,
-                               EulerStep::kSemiImplicit, actuated, out, held, {100.0, 20.0});
       }
       append_matrix(want_fx, fx);
       append_matrix(want_fu, fu);
@@ -735,8 +732,11 @@ TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
     rollout(
         m, data, row(q, r, m.nq), row(v, r, m.nv), kKnots,
         std::span<const double>(u).subspan(static_cast<std::size_t>(r) * kKnots * nu, kKnots * nu),
-        0.01, Integrator::kRungeKutta4, actuated,
-        held_where_they_stand(m, data, feet, contacts, row(q, r, m.nq)), {100.0, 20.0},
+        {.dt = 0.01,
+         .integrator = Integrator::kRungeKutta4,
+         .actuated_dofs = actuated,
+         .constraints = held_where_they_stand(m, data, feet, contacts, row(q, r, m.nq)),
+         .gains = {100.0, 20.0}},
         {q_nominal, v_nominal, gains},
         {trajectory, slice(want_v, states * m.nv), slice(want_u, kKnots * nu),
          slice(want_fx, kKnots * nx * nx), slice(want_fu, kKnots * nx * nu),
@@ -881,9 +881,8 @@ TEST_F(RpcEquivalenceTest, ADivergingRolloutStopsAloneWithItsStatus) {
       fx(kKnots * 4 * m.nv * m.nv), fu(kKnots * 2 * m.nv * m.nv);
   Data data(m);
   rollout(m, data, row(q, 2, m.nq), row(v, 2, m.nv), kKnots,
-          std::span<const double>(u).subspan(2 * kKnots * m.nv, kKnots * m.nv), 0.01,
-          Integrator::kSemiImplicitEuler, every_dof, {}, {}, {},
-          {want_q, want_v, want_u, fx, fu, {}});
+          std::span<const double>(u).subspan(2 * kKnots * m.nv, kKnots * m.nv),
+          {.dt = 0.01, .actuated_dofs = every_dof}, {}, {want_q, want_v, want_u, fx, fu, {}});
   const std::vector<double> got(response.q().begin() + 2 * states * m.nq, response.q().end());
   EXPECT_EQ(got, want_q);
 }

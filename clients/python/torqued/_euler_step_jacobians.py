@@ -1,6 +1,6 @@
 """Fx and Fu of an Euler step from the velocity rows the server answers
 (STEP_JACOBIANS_VELOCITY_ROWS in proto/torqued/v1/dynamics.proto), the chain rule of
-engine/algorithms/euler_step_derivatives.cpp: x+ = (q (+) dt w, v+), w = v+ (semi-implicit) or v
+engine/algorithms/discrete_step.cpp: x+ = (q (+) dt w, v+), w = v+ (semi-implicit) or v
 (explicit), so that dq+/dx = J_q [I 0] + dt J_w dw/dx, with J_q and J_w the Jacobians of the
 configuration's integration (Pinocchio's dIntegrate) with respect to q and to the increment.
 """

@@ -1,5 +1,5 @@
-// Tests the discrete steps of engine/algorithms/euler_step_derivatives.hpp (semi-implicit and
-// explicit) and runge_kutta_step_derivatives.hpp: each step against its definition (ABA at the
+// Tests the Jacobians of the discrete step (engine/algorithms/discrete_step.hpp), semi-implicit and
+// explicit Euler and RK4: each step against its definition (ABA at the
 // stages, then integrate()); Fx, Fu against fourth-order central differences of the engine's own
 // step taken in the tangent space, on random trees with every joint kind, fully actuated and with
 // an unactuated free-flyer root, free and in rigid contact with the world; the semi-implicit step
@@ -19,8 +19,7 @@
 #include <vector>
 
 #include "engine/algorithms/constrained_dynamics.hpp"
-#include "engine/algorithms/euler_step_derivatives.hpp"
-#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -42,29 +41,22 @@ struct Step {
   RowMajorMatrix fx, fu;
 };
 
-enum class Scheme { kSemiImplicitEuler, kExplicitEuler, kRungeKutta4 };
-
 struct Case {
   std::uint64_t seed;
   bool unactuated_root;
-  Scheme scheme;
+  Integrator scheme;
   bool in_contact;  // a 6D and a 3D contact with the world on the tree's last bodies
 };
 
-Step step(const Model& model, Data& data, const Case& c, const Eigen::VectorXd& q,
-          const Eigen::VectorXd& v, const Eigen::VectorXd& u, const std::vector<int>& actuated,
-          std::span<const BilateralConstraint> contacts) {
+Step taken_step(const Model& model, Data& data, const Case& c, const Eigen::VectorXd& q,
+                const Eigen::VectorXd& v, const Eigen::VectorXd& u,
+                const std::vector<int>& actuated, std::span<const BilateralConstraint> contacts) {
   Step s{Eigen::VectorXd(model.nq), Eigen::VectorXd(model.nv),
          RowMajorMatrix(2 * model.nv, 2 * model.nv), RowMajorMatrix(2 * model.nv, u.size())};
-  const DiscreteStepOutput out{s.q_next, s.v_next, s.fx, s.fu};
-  if (c.scheme == Scheme::kRungeKutta4) {
-    runge_kutta_step_derivatives(model, data, q, v, u, kDt, actuated, out, contacts);
-  } else {
-    euler_step_derivatives(
-        model, data, q, v, u, kDt,
-        c.scheme == Scheme::kSemiImplicitEuler ? EulerStep::kSemiImplicit : EulerStep::kExplicit,
-        actuated, out, contacts);
-  }
+  torqued::step(
+      model, data, q, v, u,
+      {.dt = kDt, .integrator = c.scheme, .actuated_dofs = actuated, .constraints = contacts},
+      {.q_next = s.q_next, .v_next = s.v_next, .fx = s.fx, .fu = s.fu});
   return s;
 }
 
@@ -92,7 +84,7 @@ double relative_error(const Eigen::MatrixXd& got, const Eigen::MatrixXd& expecte
 // The step by its definition, from ABA (or constrained_dynamics() in contact) and integrate()
 // alone: (q⁺, v⁺).
 std::pair<Eigen::VectorXd, Eigen::VectorXd> defined_step(
-    const Model& model, Scheme scheme, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+    const Model& model, Integrator scheme, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
     const Eigen::VectorXd& tau, std::span<const BilateralConstraint> contacts) {
   Data data(model);
   const auto forward_dynamics = [&](const Eigen::VectorXd& at_q, const Eigen::VectorXd& at_v) {
@@ -106,9 +98,9 @@ std::pair<Eigen::VectorXd, Eigen::VectorXd> defined_step(
     const Eigen::VectorXd stage_v = v + h * dv;
     return std::pair<Eigen::VectorXd, Eigen::VectorXd>(stage_v, forward_dynamics(stage_q, stage_v));
   };
-  if (scheme != Scheme::kRungeKutta4) {
+  if (scheme != Integrator::kRungeKutta4) {
     const Eigen::VectorXd v_next = v + kDt * forward_dynamics(q, v);
-    const Eigen::VectorXd& moved_with = scheme == Scheme::kSemiImplicitEuler ? v_next : v;
+    const Eigen::VectorXd& moved_with = scheme == Integrator::kSemiImplicitEuler ? v_next : v;
     return {integrate(model, q, kDt * moved_with), v_next};
   }
   const Eigen::VectorXd zero = Eigen::VectorXd::Zero(model.nv);
@@ -149,7 +141,7 @@ TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteD
     ASSERT_FALSE(contacts.empty());
   }
   Data data(model);
-  const Step at = step(model, data, c, state.q, state.v, u, actuated, contacts);
+  const Step at = taken_step(model, data, c, state.q, state.v, u, actuated, contacts);
 
   Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
   for (std::size_t k = 0; k < actuated.size(); ++k) tau[actuated[k]] = u[k];
@@ -160,16 +152,17 @@ TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteD
   Data scratch(model);
   const int nv = model.nv;
   const Eigen::MatrixXd fx_q = finite_difference(model, at, nv, [&](int k, double h) {
-    return step(model, scratch, c, integrate(model, state.q, Eigen::VectorXd::Unit(nv, k) * h),
-                state.v, u, actuated, contacts);
+    return taken_step(model, scratch, c,
+                      integrate(model, state.q, Eigen::VectorXd::Unit(nv, k) * h), state.v, u,
+                      actuated, contacts);
   });
   const Eigen::MatrixXd fx_v = finite_difference(model, at, nv, [&](int k, double h) {
-    return step(model, scratch, c, state.q, state.v + Eigen::VectorXd::Unit(nv, k) * h, u, actuated,
-                contacts);
+    return taken_step(model, scratch, c, state.q, state.v + Eigen::VectorXd::Unit(nv, k) * h, u,
+                      actuated, contacts);
   });
   const Eigen::MatrixXd fu = finite_difference(model, at, u.size(), [&](int k, double h) {
-    return step(model, scratch, c, state.q, state.v, u + Eigen::VectorXd::Unit(u.size(), k) * h,
-                actuated, contacts);
+    return taken_step(model, scratch, c, state.q, state.v,
+                      u + Eigen::VectorXd::Unit(u.size(), k) * h, actuated, contacts);
   });
   EXPECT_LT(relative_error(at.fx.leftCols(nv), fx_q), kTolerance) << "Fx, q columns";
   EXPECT_LT(relative_error(at.fx.rightCols(nv), fx_v), kTolerance) << "Fx, v columns";
@@ -180,17 +173,17 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     out.push_back({seed, seed % 2 == 0,
-                   seed <= 6   ? Scheme::kSemiImplicitEuler
-                   : seed <= 8 ? Scheme::kExplicitEuler
-                               : Scheme::kRungeKutta4,
+                   seed <= 6   ? Integrator::kSemiImplicitEuler
+                   : seed <= 8 ? Integrator::kExplicitEuler
+                               : Integrator::kRungeKutta4,
                    false});
   }
   // In contact: the constrained dynamics' derivatives through each scheme.
   for (std::uint64_t seed = 13; seed <= 16; ++seed) {
     out.push_back({seed, seed % 2 == 0,
-                   seed <= 14   ? Scheme::kSemiImplicitEuler
-                   : seed == 15 ? Scheme::kExplicitEuler
-                                : Scheme::kRungeKutta4,
+                   seed <= 14   ? Integrator::kSemiImplicitEuler
+                   : seed == 15 ? Integrator::kExplicitEuler
+                                : Integrator::kRungeKutta4,
                    true});
   }
   return out;
@@ -316,8 +309,11 @@ TEST_P(EulerStepAgainstPinocchioTest, SemiImplicitStepMatchesAnchorHorizon) {
     const Eigen::VectorXd u = to_vector(knot.at("u"));
     RowMajorMatrix fx(2 * nv, 2 * nv), fu(2 * nv, nu);
     Eigen::VectorXd q_next(model.nq), v_next(nv);
-    euler_step_derivatives(model, data, q, v, u, reference.at("dt").get<double>(),
-                           EulerStep::kSemiImplicit, actuated, {q_next, v_next, fx, fu}, contacts);
+    torqued::step(model, data, q, v, u,
+                  {.dt = reference.at("dt").get<double>(),
+                   .actuated_dofs = actuated,
+                   .constraints = contacts},
+                  {.q_next = q_next, .v_next = v_next, .fx = fx, .fu = fu});
 
     const Eigen::MatrixXd fx_pin = to_matrix(knot.at("Fx")), fu_pin = to_matrix(knot.at("Fu"));
     Eigen::MatrixXd fx_ours(2 * nv, 2 * nv), fu_ours(2 * nv, nu);

@@ -36,7 +36,7 @@
 #include "engine/algorithms/contact_dynamics.hpp"
 #include "engine/algorithms/coriolis_matrix.hpp"
 #include "engine/algorithms/crba.hpp"
-#include "engine/algorithms/euler_step_derivatives.hpp"
+#include "engine/algorithms/discrete_step.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 #include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
@@ -48,7 +48,6 @@
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/algorithms/rollout.hpp"
-#include "engine/algorithms/runge_kutta_step_derivatives.hpp"
 #include "engine/algorithms/simulate.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -233,6 +232,28 @@ class NoAllocationTest : public ::testing::Test {
     std::iota(every_dof.begin(), every_dof.end(), 0);
     Eigen::VectorXd q_next(model.nq), v_next(model.nv);
     RowMajorMatrix fx(2 * model.nv, 2 * model.nv), fu(2 * model.nv, model.nv);
+    constexpr Integrator kIntegrators[] = {Integrator::kSemiImplicitEuler,
+                                           Integrator::kExplicitEuler, Integrator::kRungeKutta4};
+    const auto free_step = [&](Integrator integrator) {
+      return StepSettings{.dt = 0.01, .integrator = integrator, .actuated_dofs = every_dof};
+    };
+    const auto contact_step = [&](Integrator integrator) {
+      return StepSettings{.dt = 0.01,
+                          .integrator = integrator,
+                          .actuated_dofs = every_dof,
+                          .constraints = constraints,
+                          .gains = gains};
+    };
+    std::vector<double> knot_values(3 * static_cast<std::size_t>(model.nv) * (model.nv + rows));
+    const std::span<double> knot_span(knot_values);
+    const auto nv2 = static_cast<std::size_t>(model.nv) * model.nv;
+    const auto rows_nv = static_cast<std::size_t>(rows) * model.nv;
+    const KnotDerivatives knot_derivatives{knot_span.subspan(0, nv2),
+                                           knot_span.subspan(nv2, nv2),
+                                           knot_span.subspan(2 * nv2, nv2),
+                                           knot_span.subspan(3 * nv2, rows_nv),
+                                           knot_span.subspan(3 * nv2 + rows_nv, rows_nv),
+                                           knot_span.subspan(3 * nv2 + 2 * rows_nv, rows_nv)};
     // A 3-knot rollout about its own open-loop trajectory, with random gains.
     constexpr int kRolloutKnots = 3;
     const auto knots = static_cast<std::size_t>(kRolloutKnots);
@@ -311,37 +332,26 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) { aba_derivatives(model, data, s.q, s.v, s.tau); }},
         {"aba_derivatives with external forces", kAbaDerivativesWorkspaces,
          [&](Data& data) { aba_derivatives(model, data, s.q, s.v, s.tau, s.f_ext); }},
-        {"euler_step_derivatives, semi-implicit", kEulerStepWorkspaces,
+        {"step with Jacobians (semi-implicit, explicit, RK4)", kStepWorkspaces,
          [&](Data& data) {
-           euler_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, EulerStep::kSemiImplicit,
-                                  every_dof, {q_next, v_next, fx, fu});
+           for (Integrator integrator : kIntegrators) {
+             step(model, data, s.q, s.v, s.tau, free_step(integrator),
+                  {.q_next = q_next, .v_next = v_next, .fx = fx, .fu = fu});
+           }
          }},
-        {"euler_step_derivatives, explicit", kEulerStepWorkspaces,
+        {"step (semi-implicit, explicit, RK4)", kStepWorkspaces,
          [&](Data& data) {
-           euler_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, EulerStep::kExplicit,
-                                  every_dof, {q_next, v_next, fx, fu});
-         }},
-        {"runge_kutta_step_derivatives", kRungeKuttaStepWorkspaces,
-         [&](Data& data) {
-           runge_kutta_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, every_dof,
-                                        {q_next, v_next, fx, fu});
-         }},
-        {"discrete_step (semi-implicit, explicit, RK4)", kDiscreteStepWorkspaces,
-         [&](Data& data) {
-           for (Integrator integrator : {Integrator::kSemiImplicitEuler, Integrator::kExplicitEuler,
-                                         Integrator::kRungeKutta4}) {
-             discrete_step(model, data, s.q, s.v, s.tau, 0.01, integrator, every_dof, q_next,
-                           v_next, {}, {});
+           for (Integrator integrator : kIntegrators) {
+             step(model, data, s.q, s.v, s.tau, free_step(integrator),
+                  {.q_next = q_next, .v_next = v_next});
            }
          }},
         {"rollout (closed loop, with and without Jacobians)", kRolloutWorkspaces,
          [&](Data& data) {
-           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
-                   Integrator::kSemiImplicitEuler, every_dof, {}, {}, rollout_feedback,
-                   rollout_values);
-           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
-                   Integrator::kRungeKutta4, every_dof, {}, {}, rollout_feedback,
-                   rollout_linearized);
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls,
+                   free_step(Integrator::kSemiImplicitEuler), rollout_feedback, rollout_values);
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls,
+                   free_step(Integrator::kRungeKutta4), rollout_feedback, rollout_linearized);
          }},
         {"hybrid_dynamics", kAbaWorkspaces,
          [&](Data& data) {
@@ -417,35 +427,37 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) {
            constrained_dynamics_derivatives(model, data, s.q, s.v, s.tau, constraints, gains);
          }},
-        {"euler_step_derivatives in contact", kEulerStepWorkspaces,
-         [&](Data& data) {
-           euler_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, EulerStep::kSemiImplicit,
-                                  every_dof, {q_next, v_next, fx, fu}, constraints);
-         }},
-        {"runge_kutta_step_derivatives in contact", kRungeKuttaStepWorkspaces,
-         [&](Data& data) {
-           runge_kutta_step_derivatives(model, data, s.q, s.v, s.tau, 0.01, every_dof,
-                                        {q_next, v_next, fx, fu}, constraints);
-         }},
-        {"discrete_step in contact (semi-implicit and RK4, λ returned or not)",
-         kDiscreteStepWorkspaces,
+        {"step in contact with Jacobians, λ and the knot's derivatives (semi-implicit and RK4)",
+         kStepWorkspaces,
          [&](Data& data) {
            for (Integrator integrator :
                 {Integrator::kSemiImplicitEuler, Integrator::kRungeKutta4}) {
-             discrete_step(model, data, s.q, s.v, s.tau, 0.01, integrator, every_dof, q_next,
-                           v_next, constraints, gains, {lambda.data(), lambda_size});
-             discrete_step(model, data, s.q, s.v, s.tau, 0.01, integrator, every_dof, q_next,
-                           v_next, constraints, gains);
+             step(model, data, s.q, s.v, s.tau, contact_step(integrator),
+                  {.q_next = q_next,
+                   .v_next = v_next,
+                   .fx = fx,
+                   .fu = fu,
+                   .multipliers = {lambda.data(), lambda_size},
+                   .knot_derivatives = &knot_derivatives});
+           }
+         }},
+        {"step in contact (semi-implicit and RK4, λ returned or not)", kStepWorkspaces,
+         [&](Data& data) {
+           for (Integrator integrator :
+                {Integrator::kSemiImplicitEuler, Integrator::kRungeKutta4}) {
+             step(
+                 model, data, s.q, s.v, s.tau, contact_step(integrator),
+                 {.q_next = q_next, .v_next = v_next, .multipliers = {lambda.data(), lambda_size}});
+             step(model, data, s.q, s.v, s.tau, contact_step(integrator),
+                  {.q_next = q_next, .v_next = v_next});
            }
          }},
         {"rollout in contact (λ and Jacobians, RK4 and Euler)", kRolloutWorkspaces,
          [&](Data& data) {
-           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
-                   Integrator::kRungeKutta4, every_dof, constraints, gains, rollout_feedback,
-                   rollout_in_contact);
-           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls, 0.01,
-                   Integrator::kSemiImplicitEuler, every_dof, constraints, gains, {},
-                   rollout_in_contact);
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls,
+                   contact_step(Integrator::kRungeKutta4), rollout_feedback, rollout_in_contact);
+           rollout(model, data, s.q, s.v, kRolloutKnots, rollout_controls,
+                   contact_step(Integrator::kSemiImplicitEuler), {}, rollout_in_contact);
          }},
         {"closed_chain_inverse_dynamics", kClosedChainInverseDynamicsWorkspaces,
          [&](Data& data) {

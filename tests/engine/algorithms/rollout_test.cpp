@@ -1,8 +1,8 @@
 // Tests the step without Jacobians (engine/algorithms/discrete_step.hpp) and the shooting forward
 // pass (rollout.hpp) on random trees with every joint kind, free and with rigid contacts, under
 // each integrator:
-// - discrete_step() against the Jacobian-taking steps' q⁺, v⁺ and λ (constrained_dynamics() at
-//   the knot);
+// - step() without Jacobians against the same step with them: q⁺, v⁺ and λ (constrained_dynamics()
+//   at the knot), and the knot's continuous derivatives against forward_dynamics_derivatives();
 // - rollout() against its definition: u_k = ū_k + K_k (x_k ⊖ x̄_k) and a chain of steps;
 // - its Fx, Fu against the steps' at its states, given in full and as their v⁺ rows with the
 //   blocks of J_q and J_w, and the first-order closed-loop propagation
@@ -73,6 +73,15 @@ Robot robot(const Case& c) {
   return r;
 }
 
+// The case's step: its integrator, the robot's actuation and contacts, the case's gains.
+StepSettings settings(const Robot& r, const Case& c) {
+  return {.dt = kDt,
+          .integrator = c.integrator,
+          .actuated_dofs = r.actuated,
+          .constraints = r.contacts,
+          .gains = c.baumgarte};
+}
+
 // A rollout's arrays.
 struct Trajectory {
   Trajectory(const Model& model, int nu, int rows, bool jacobians)
@@ -109,26 +118,45 @@ TEST_P(RolloutTest, StepAloneMatchesTheJacobianTakingStep) {
   const Eigen::Map<const Eigen::VectorXd> u(r.controls.data(), nu);
   Data data(model);
   Eigen::VectorXd q_next(model.nq), v_next(nv), lambda(rows);
-  discrete_step(model, data, r.q0, r.v0, u, kDt, c.integrator, r.actuated, q_next, v_next,
-                r.contacts, c.baumgarte, {lambda.data(), static_cast<std::size_t>(rows)});
-  Eigen::VectorXd q_expected(model.nq), v_expected(nv);
-  RowMajorMatrix fx(2 * nv, 2 * nv), fu(2 * nv, nu);
-  const DiscreteStepOutput out{q_expected, v_expected, fx, fu};
-  if (c.integrator == Integrator::kRungeKutta4) {
-    runge_kutta_step_derivatives(model, data, r.q0, r.v0, u, kDt, r.actuated, out, r.contacts,
-                                 c.baumgarte);
-  } else {
-    euler_step_derivatives(model, data, r.q0, r.v0, u, kDt,
-                           c.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
-                                                                      : EulerStep::kSemiImplicit,
-                           r.actuated, out, r.contacts, c.baumgarte);
+  step(model, data, r.q0, r.v0, u, settings(r, c),
+       {.q_next = q_next,
+        .v_next = v_next,
+        .multipliers = {lambda.data(), static_cast<std::size_t>(rows)}});
+  Eigen::VectorXd q_expected(model.nq), v_expected(nv), lambda_knot(rows);
+  RowMajorMatrix fx(2 * nv, 2 * nv), fu(2 * nv, nu), da_dq(nv, nv), da_dv(nv, nv), da_dtau(nv, nv),
+      dlambda_dq(rows, nv), dlambda_dv(rows, nv), dlambda_dtau(rows, nv);
+  const auto values = [](RowMajorMatrix& m) {
+    return std::span<double>(m.data(), static_cast<std::size_t>(m.size()));
+  };
+  const KnotDerivatives knot{values(da_dq),      values(da_dv),      values(da_dtau),
+                             values(dlambda_dq), values(dlambda_dv), values(dlambda_dtau)};
+  step(model, data, r.q0, r.v0, u, settings(r, c),
+       {.q_next = q_expected,
+        .v_next = v_expected,
+        .fx = fx,
+        .fu = fu,
+        .multipliers = {lambda_knot.data(), static_cast<std::size_t>(rows)},
+        .knot_derivatives = &knot});
+  // The continuous dynamics' derivatives at the knot, whatever the integrator's last stage.
+  Eigen::VectorXd tau = Eigen::VectorXd::Zero(nv);
+  for (int k = 0; k < nu; ++k) tau[r.actuated[k]] = u[k];
+  const AbaDerivativesWorkspace& d =
+      forward_dynamics_derivatives(model, data, r.q0, r.v0, tau, r.contacts, c.baumgarte);
+  EXPECT_EQ((da_dq - d.ddq_dq).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_EQ((da_dv - d.ddq_dv).cwiseAbs().maxCoeff(), 0.0);
+  EXPECT_EQ((da_dtau - d.ddq_dtau).cwiseAbs().maxCoeff(), 0.0);
+  if (rows > 0) {
+    const ConstrainedDerivativesWorkspace& cd = data.workspace<ConstrainedDerivativesWorkspace>();
+    EXPECT_EQ((lambda_knot - cd.lambda.head(rows)).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ((dlambda_dq - cd.dlambda_dq.topRows(rows)).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ((dlambda_dv - cd.dlambda_dv.topRows(rows)).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_EQ((dlambda_dtau - cd.dlambda_dtau.topRows(rows)).cwiseAbs().maxCoeff(), 0.0);
   }
   // ABA or the constrained dynamics against the derivatives' own q̈: rounding, times κ(M).
   EXPECT_LT((q_next - q_expected).cwiseAbs().maxCoeff(), 1e-10);
   EXPECT_LT((v_next - v_expected).cwiseAbs().maxCoeff(), 1e-10 * std::max(1.0, v_expected.norm()));
   if (rows > 0) {
-    Eigen::VectorXd tau = Eigen::VectorXd::Zero(nv), ddq(nv), lambda_expected(rows);
-    for (int k = 0; k < nu; ++k) tau[r.actuated[k]] = u[k];
+    Eigen::VectorXd ddq(nv), lambda_expected(rows);
     constrained_dynamics(model, data, r.q0, r.v0, tau, r.contacts, c.baumgarte, ddq,
                          lambda_expected);
     EXPECT_EQ((lambda - lambda_expected).cwiseAbs().maxCoeff(), 0.0) << "λ at the knot";
@@ -147,8 +175,7 @@ TEST_P(RolloutTest, FollowsItsDefinitionWithAndWithoutJacobians) {
   Trajectory nominal(model, nu, rows, false);
   const Eigen::VectorXd moved_start =
       integrate(model, r.q0, test_support::uniform_vector(rng, nv, -0.05, 0.05));
-  rollout(model, data, moved_start, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated,
-          r.contacts, c.baumgarte, {}, nominal.output());
+  rollout(model, data, moved_start, r.v0, kKnots, r.controls, settings(r, c), {}, nominal.output());
   const std::span<const double> q_nominal(nominal.q.data(), kKnots * model.nq);
   const std::span<const double> v_nominal(nominal.v.data(), kKnots * nv);
   const Eigen::VectorXd gain_values = test_support::uniform_vector(rng, kKnots * nu * nx, -1, 1);
@@ -156,10 +183,9 @@ TEST_P(RolloutTest, FollowsItsDefinitionWithAndWithoutJacobians) {
   const RolloutFeedback feedback{q_nominal, v_nominal, gains};
 
   Trajectory values(model, nu, rows, false), linearized(model, nu, rows, true);
-  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
-          c.baumgarte, feedback, values.output());
-  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
-          c.baumgarte, feedback, linearized.output());
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, settings(r, c), feedback, values.output());
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, settings(r, c), feedback,
+          linearized.output());
 
   // The definition, step by step, at the values rollout's own states.
   Data scratch(model);
@@ -175,8 +201,10 @@ TEST_P(RolloutTest, FollowsItsDefinitionWithAndWithoutJacobians) {
     const Eigen::Map<const Eigen::VectorXd> applied(values.u.data() + k * nu, nu);
     EXPECT_LT((applied - u).cwiseAbs().maxCoeff(), 1e-12 * std::max(1.0, u.norm())) << "knot " << k;
     Eigen::VectorXd q_next(model.nq), v_next(nv), lambda(rows);
-    discrete_step(model, scratch, q, v, applied, kDt, c.integrator, r.actuated, q_next, v_next,
-                  r.contacts, c.baumgarte, {lambda.data(), static_cast<std::size_t>(rows)});
+    step(model, scratch, q, v, applied, settings(r, c),
+         {.q_next = q_next,
+          .v_next = v_next,
+          .multipliers = {lambda.data(), static_cast<std::size_t>(rows)}});
     EXPECT_EQ((q_next - values.q_at(model, k + 1)).cwiseAbs().maxCoeff(), 0.0) << "knot " << k;
     EXPECT_EQ((v_next - values.v_at(model, k + 1)).cwiseAbs().maxCoeff(), 0.0) << "knot " << k;
     if (rows > 0) {
@@ -190,16 +218,8 @@ TEST_P(RolloutTest, FollowsItsDefinitionWithAndWithoutJacobians) {
     const Eigen::Map<const Eigen::VectorXd> lu(linearized.u.data() + k * nu, nu);
     Eigen::VectorXd q_step(model.nq), v_step(nv);
     RowMajorMatrix fx(nx, nx), fu(nx, nu);
-    const DiscreteStepOutput out{q_step, v_step, fx, fu};
-    if (c.integrator == Integrator::kRungeKutta4) {
-      runge_kutta_step_derivatives(model, scratch, lq, lv, lu, kDt, r.actuated, out, r.contacts,
-                                   c.baumgarte);
-    } else {
-      euler_step_derivatives(model, scratch, lq, lv, lu, kDt,
-                             c.integrator == Integrator::kExplicitEuler ? EulerStep::kExplicit
-                                                                        : EulerStep::kSemiImplicit,
-                             r.actuated, out, r.contacts, c.baumgarte);
-    }
+    step(model, scratch, lq, lv, lu, settings(r, c),
+         {.q_next = q_step, .v_next = v_step, .fx = fx, .fu = fu});
     EXPECT_EQ((fx - Eigen::Map<const RowMajorMatrix>(linearized.fx.data() + k * nx * nx, nx, nx))
                   .cwiseAbs()
                   .maxCoeff(),
@@ -229,7 +249,7 @@ TEST_P(RolloutTest, FollowsItsDefinitionWithAndWithoutJacobians) {
 
 // With velocity_rows the Euler steps' Fx and Fu come as their v⁺ rows, bitwise those of the full
 // Jacobians, and the multi-DOF joints' blocks of J_q and J_w, from which the q⁺ rows follow
-// (euler_step_derivatives.hpp): assembled here, they are the full Jacobians' to rounding.
+// (discrete_step.hpp): assembled here, they are the full Jacobians' to rounding.
 TEST_P(RolloutTest, VelocityRowsAndBlocksGiveTheFullJacobians) {
   const Case c = GetParam();
   if (c.integrator == Integrator::kRungeKutta4) GTEST_SKIP() << "an RK4 step has no velocity rows";
@@ -243,14 +263,12 @@ TEST_P(RolloutTest, VelocityRowsAndBlocksGiveTheFullJacobians) {
   by_rows.fx.resize(kKnots * nv * nx);
   by_rows.fu.resize(kKnots * nv * nu);
   std::vector<double> integrate_dq(kKnots * block_values), integrate_dw(kKnots * block_values);
-  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
-          c.baumgarte, {}, full.output());
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, settings(r, c), {}, full.output());
   RolloutOutput velocity_rows = by_rows.output();
   velocity_rows.velocity_rows = true;
   velocity_rows.integrate_dq = integrate_dq;
   velocity_rows.integrate_dw = integrate_dw;
-  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
-          c.baumgarte, {}, velocity_rows);
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, settings(r, c), {}, velocity_rows);
   EXPECT_EQ(max_abs(by_rows.q, full.q), 0.0);
   EXPECT_EQ(max_abs(by_rows.v, full.v), 0.0);
 
@@ -300,8 +318,7 @@ TEST_P(RolloutTest, ClosedLoopPerturbationsPropagateByFxPlusFuK) {
   // The nominal is the open-loop trajectory itself, with its Jacobians: x_k ⊖ x̄_k then has
   // the identity as its derivative at x̄_k.
   Trajectory nominal(model, nu, rows, true);
-  rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
-          c.baumgarte, {}, nominal.output());
+  rollout(model, data, r.q0, r.v0, kKnots, r.controls, settings(r, c), {}, nominal.output());
   const Eigen::VectorXd gain_values = test_support::uniform_vector(rng, kKnots * nu * nx, -1, 1);
   const std::vector<double> gains(gain_values.data(), gain_values.data() + gain_values.size());
   const RolloutFeedback feedback{std::span<const double>(nominal.q.data(), kKnots * model.nq),
@@ -320,8 +337,7 @@ TEST_P(RolloutTest, ClosedLoopPerturbationsPropagateByFxPlusFuK) {
     Trajectory moved(model, nu, rows, false);
     const Eigen::VectorXd q0 = integrate(model, r.q0, h * delta.head(nv));
     const Eigen::VectorXd v0 = r.v0 + h * delta.tail(nv);
-    rollout(model, data, q0, v0, kKnots, r.controls, kDt, c.integrator, r.actuated, r.contacts,
-            c.baumgarte, feedback, moved.output());
+    rollout(model, data, q0, v0, kKnots, r.controls, settings(r, c), feedback, moved.output());
     Eigen::VectorXd out(nx);
     out << difference(model, Eigen::VectorXd(nominal.q_at(model, kKnots)),
                       Eigen::VectorXd(moved.q_at(model, kKnots))),
@@ -349,8 +365,8 @@ TEST(RolloutTest, StopsBetweenKnotsWhenInterrupted) {
                        &polls};
   Trajectory out(model, nu, 0, false);
   std::fill(out.q.begin(), out.q.end(), -7.0);
-  EXPECT_THROW(rollout(model, data, r.q0, r.v0, kKnots, r.controls, kDt,
-                       Integrator::kSemiImplicitEuler, r.actuated, {}, {}, {}, out.output()),
+  EXPECT_THROW(rollout(model, data, r.q0, r.v0, kKnots, r.controls,
+                       {.dt = kDt, .actuated_dofs = r.actuated}, {}, out.output()),
                Interrupted);
   // Two steps taken: x₀, x₁, x₂ written, x₃ on as they were.
   EXPECT_NE(out.q[2 * model.nq], -7.0);
