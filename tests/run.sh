@@ -29,6 +29,8 @@ jobs=$(nproc)
 stages=${TORQUED_TEST_STAGES:-release asan tsan fuzz containers}
 passed=0
 skipped=$(mktemp)
+stage_output=$(mktemp)
+running=""
 
 heading() {
   echo
@@ -44,8 +46,11 @@ configure() {  # BUILD_DIR, CMake options...
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@"
 }
 
-# Prints the skipped tests of the stages that ran, at the end of the command however it ends.
-print_skipped() {
+# Prints the skipped tests of the stages that ran, at the end of the command however it ends, then,
+# when a stage failed, its name and the last lines it printed: the end of the output is what a CI
+# log shows first.
+print_summary() {
+  local status=$?
   echo
   if [[ -s $skipped ]]; then
     echo "=================== Skipped tests: $(wc -l <"$skipped") ==================="
@@ -53,9 +58,14 @@ print_skipped() {
   else
     echo "Skipped tests: none"
   fi
-  rm -f "$skipped"
+  if ((status != 0)) && [[ -n $running ]]; then
+    echo
+    echo "=================== $running FAILED (exit $status); its last 40 lines ==================="
+    tail -n 40 "$stage_output"
+  fi
+  rm -f "$skipped" "$stage_output"
 }
-trap print_skipped EXIT
+trap print_summary EXIT
 
 # Runs ctest in BUILD_DIR, then adds the tests it skipped to the list printed at the end. Fails
 # when ctest fails, or when a skip hides a check of ../shared that must run here. CTest keeps the
@@ -173,7 +183,9 @@ for stage in $stages; do
   esac
   heading "$title"
   start=$SECONDS
-  "run_$stage" "$@"
+  running=$stage
+  "run_$stage" "$@" 2>&1 | tee "$stage_output"
+  running=""
   echo "--- $stage passed in $((SECONDS - start)) s"
   passed=$((passed + 1))
 done

@@ -24,6 +24,9 @@ export TORQUED_CACHE_DIR=$cache_dir
 
 stage() { echo "deploy: $1 ($((SECONDS - start)) s)"; }
 start=$SECONDS
+# A failing step names itself, with the disk space left (podman's exit 125, its own errors, includes
+# a full disk).
+trap 'status=$?; echo "deploy: \"$BASH_COMMAND\" failed (exit $status) after $((SECONDS - start)) s" >&2; df -h / /var/lib/containers /var/tmp >&2' ERR
 bash deploy/install-deps.sh --test --containers
 stage "container engine ready"
 bash tests/deploy/base-image.sh
