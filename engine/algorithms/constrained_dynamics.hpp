@@ -35,4 +35,21 @@ ConstraintResidual constrained_dynamics(const Model& model, Data& data, const Co
                                         Eigen::Ref<Eigen::VectorXd> ddq,
                                         Eigen::Ref<Eigen::VectorXd> lambda);
 
+// The prologue the constrained solves share: binds kConstrainedDynamicsWorkspaces, writes K and k
+// (constraint_jacobian(), for `gains`) of the model's loop closures followed by `constraints` at
+// (q, v) into the leading rows of ConstraintWorkspace::jacobian and bias, with the constraint
+// kinematics (the bias forces rnea(q, v, 0) in data.tau); returns their rows.
+int bind_constraint_system(const Model& model, Data& data, const ConstVectorRef& q,
+                           const ConstVectorRef& v,
+                           std::span<const BilateralConstraint> constraints,
+                           const BaumgarteGains& gains);
+
+// The range-space correction the constrained solves share, on `rows` constraint rows: with K in
+// the leading rows of ConstraintWorkspace::jacobian, M's LᵀDL factors in data (ltdl_factorize()),
+// a free solution x₀ in x and the right-hand side b in `lambda`, solves (K M⁻¹ Kᵀ) λ = b for the
+// minimum-norm λ (into `lambda`) and adds M⁻¹ Kᵀ λ to x. Constrained dynamics solves it at the
+// acceleration level (x₀ = q̈₀, b = k − K q̈₀), impulse dynamics at the velocity level.
+void range_space_correction(const Model& model, Data& data, int rows, Eigen::Ref<Eigen::VectorXd> x,
+                            Eigen::Ref<Eigen::VectorXd> lambda);
+
 }  // namespace torqued

@@ -5,6 +5,7 @@
 
 #include <cassert>
 
+#include "engine/algorithms/impulse_dynamics.hpp"
 #include "engine/model/configuration.hpp"
 
 namespace torqued {
@@ -50,9 +51,30 @@ const AbaDerivativesWorkspace* knot_dynamics(const Model& model, Data& data,
   const AbaDerivativesWorkspace* d = stage_dynamics(
       model, data, q, v, tau, settings, jacobians,
       returns_multipliers ? Eigen::Ref<Eigen::VectorXd>(multipliers) : unreturned_multipliers);
-  if (!jacobians) return d;
+  const bool cones = !out.friction_cones.empty();
+  if (!jacobians) {
+    if (cones) {
+      contact_friction_cones(model, data, q, settings.constraints, settings.friction_cone,
+                             returns_multipliers ? ConstVectorRef(multipliers)
+                                                 : ConstVectorRef(unreturned_multipliers),
+                             nullptr, settings.actuated_dofs, out.friction_cones, {}, {});
+    }
+    return d;
+  }
   const ConstrainedDerivativesWorkspace& c = data.workspace<ConstrainedDerivativesWorkspace>();
   if (returns_multipliers) multipliers = c.lambda.head(rows);
+  if (cones) {
+    // At a touchdown λ's rates at v⁺ chain through the impact's ∂v⁺/∂(q, v⁻).
+    const ImpulseDerivativesWorkspace& impact = data.workspace<ImpulseDerivativesWorkspace>();
+    const MultiplierRates rates{c.dlambda_dq.topRows(rows), c.dlambda_dv.topRows(rows),
+                                c.dlambda_dtau.topRows(rows),
+                                settings.touchdown ? &impact.dvelocity_dq : nullptr,
+                                settings.touchdown ? &impact.dvelocity_dv : nullptr};
+    contact_friction_cones(model, data, q, settings.constraints, settings.friction_cone,
+                           c.lambda.head(rows), out.dfriction_cones_dx.empty() ? nullptr : &rates,
+                           settings.actuated_dofs, out.friction_cones, out.dfriction_cones_dx,
+                           out.dfriction_cones_du);
+  }
   if (const KnotDerivatives* knot = out.knot_derivatives; knot != nullptr) {
     const int nv = model.nv;
     RowMajorMap(knot->da_dq.data(), nv, nv) = d->ddq_dq;
@@ -235,7 +257,7 @@ void runge_kutta_step(const Model& model, Data& data, const ConstVectorRef& q,
 
 void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
           const ConstVectorRef& u, const StepSettings& settings, StepOutput out) {
-  [[maybe_unused]] const int nv = model.nv;
+  const int nv = model.nv;
   const int rows = constraint_rows(model, settings.constraints);
   const bool jacobians = out.fx.rows() > 0;
   assert(u.size() == static_cast<Eigen::Index>(settings.actuated_dofs.size()));
@@ -245,18 +267,50 @@ void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVe
            (out.fx.rows() == nv && settings.integrator != Integrator::kRungeKutta4)) &&
           out.fx.cols() == 2 * nv && out.fu.rows() == out.fx.rows() && out.fu.cols() == u.size()));
   assert(out.multipliers.empty() || out.multipliers.size() == static_cast<std::size_t>(rows));
+  assert(out.impulses.empty() ||
+         (settings.touchdown && out.impulses.size() == static_cast<std::size_t>(rows)));
   assert(out.knot_derivatives == nullptr || jacobians);
+  assert(out.dfriction_cones_dx.empty() || (jacobians && !out.friction_cones.empty()));
+  // The q⁺ rows of an explicit Euler step through an impact read ∂v⁺/∂x, which the v⁺ rows alone
+  // do not carry.
+  assert(!(settings.touchdown && out.fx.rows() == nv &&
+           settings.integrator == Integrator::kExplicitEuler));
   data.bind(model, kStepWorkspaces);
   // λ not returned (the later RK4 stages', or the knot's when not wanted) goes to a buffer of the
   // constraint rows that constrained_dynamics() leaves alone.
   ConstraintWorkspace& cw = data.workspace<ConstraintWorkspace>();
   cw.reserve_rows(model, rows);
   actuate(settings.actuated_dofs, u, data.workspace<DiscreteStepWorkspace>().tau);
-  if (settings.integrator == Integrator::kRungeKutta4) {
-    runge_kutta_step(model, data, q, v, settings, out, jacobians, rows, cw.rhs.head(rows));
-  } else {
-    euler_step(model, data, q, v, settings, out, jacobians, rows, cw.rhs.head(rows));
+  // A touchdown's impact: the step starts from v⁺.
+  const ImpulseDerivativesWorkspace* impact = nullptr;
+  if (settings.touchdown) {
+    if (jacobians) {
+      impact = &impulse_dynamics_derivatives(model, data, q, v, settings.constraints,
+                                             settings.restitution, settings.gains.tolerance);
+    } else {
+      ImpulseDerivativesWorkspace& w = data.workspace<ImpulseDerivativesWorkspace>();
+      w.reserve_rows(model, rows);
+      impulse_dynamics(model, data, q, v, settings.constraints, settings.restitution,
+                       settings.gains.tolerance, w.velocity, w.impulses.head(rows));
+      impact = &w;
+    }
+    if (!out.impulses.empty()) {
+      Eigen::Map<Eigen::VectorXd>(out.impulses.data(), rows) = impact->impulses.head(rows);
+    }
   }
+  const ConstVectorRef v_start = impact != nullptr ? ConstVectorRef(impact->velocity) : v;
+  if (settings.integrator == Integrator::kRungeKutta4) {
+    runge_kutta_step(model, data, q, v_start, settings, out, jacobians, rows, cw.rhs.head(rows));
+  } else {
+    euler_step(model, data, q, v_start, settings, out, jacobians, rows, cw.rhs.head(rows));
+  }
+  if (impact == nullptr || !jacobians) return;
+  // ∂x⁺/∂q = F_q + F_q̇ ∂v⁺/∂q and ∂x⁺/∂q̇ = F_q̇ ∂v⁺/∂v⁻, F_q̇ copied out first.
+  auto velocity_columns =
+      data.workspace<ImpulseDerivativesWorkspace>().step_columns.topRows(out.fx.rows());
+  velocity_columns = out.fx.rightCols(nv);
+  out.fx.leftCols(nv).noalias() += velocity_columns * impact->dvelocity_dq;
+  out.fx.rightCols(nv).noalias() = velocity_columns * impact->dvelocity_dv;
 }
 
 std::size_t integration_block_values(const Model& model) {

@@ -20,6 +20,11 @@
 //     ∂y_i/∂x = J_x + h_i J_w ∂k_{i−1}/∂x        ∂y_i/∂u = h_i J_w ∂k_{i−1}/∂u
 //     ∂k_i/∂x = [0 I; ∂q̈/∂q ∂q̈/∂q̇] ∂y_i/∂x     ∂k_i/∂u = [0 I; ∂q̈/∂q ∂q̈/∂q̇] ∂y_i/∂u + [0; ∂q̈/∂τ B]
 //     ∂x⁺/∂x = J_x + dt J_w Σ b_i ∂k_i/∂x        ∂x⁺/∂u = dt J_w Σ b_i ∂k_i/∂u
+// At a touchdown the step first applies the impact of impulse_dynamics.hpp under the contacts of
+// the phase it begins (`constraints`), and takes the step above from (q, v⁺): Crocoddyl's impulse
+// model and the action model after it, in one knot. Its Jacobians chain the impact's:
+//   ∂x⁺/∂q = F_q + F_q̇ ∂v⁺/∂q,    ∂x⁺/∂q̇ = F_q̇ ∂v⁺/∂v⁻,    ∂x⁺/∂u = F_u,
+// F the step's Jacobians at (q, v⁺) (impulse_dynamics_derivatives.hpp).
 // J_q and J_w being block diagonal, the q⁺ rows cost a 6 x 6 or 3 x 3 product per multi-DOF joint
 // and a copy per 1-DOF joint; an Euler step costs little beyond its dynamics derivatives, an RK4
 // step four of them and four products of nv x nv by nv x (2 nv + nu) matrices. The step without
@@ -32,6 +37,8 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/constrained_dynamics_derivatives.hpp"
+#include "engine/algorithms/friction_cone.hpp"
+#include "engine/algorithms/impulse_dynamics_derivatives.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/model/data.hpp"
 
@@ -42,18 +49,24 @@ enum class Integrator { kSemiImplicitEuler, kExplicitEuler, kRungeKutta4 };
 // What step() binds in Data, with or without the Jacobians.
 inline constexpr WorkspaceSet kStepWorkspaces =
     kAbaWorkspaces | kConstrainedDynamicsWorkspaces | kConstrainedDynamicsDerivativesWorkspaces |
+    kImpulseDynamicsDerivativesWorkspaces |
     WorkspaceSet::of<DiscreteStepWorkspace, RungeKuttaWorkspace>();
 
 // How a step is taken: over dt by `integrator`, control c driving the DOF actuated_dofs[c] (B's
 // columns are those of the identity; the other DOFs get no torque), the robot held by the model's
 // loop closures and then `constraints` (rigid contacts, with Baumgarte's `gains`; none by default,
-// as Crocoddyl's contact dynamics holds them).
+// as Crocoddyl's contact dynamics holds them). With `touchdown`, the knot begins a phase whose
+// contacts are `constraints`: the impact with `restitution` (0: plastic) comes first.
 struct StepSettings {
   double dt = 0.0;
   Integrator integrator = Integrator::kSemiImplicitEuler;
   std::span<const int> actuated_dofs = {};
   std::span<const BilateralConstraint> constraints = {};
   BaumgarteGains gains = {};
+  bool touchdown = false;
+  double restitution = 0.0;
+  // The cone of each of `constraints` (points or welds), when StepOutput::friction_cones asks.
+  FrictionCone friction_cone = {};
 };
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -72,23 +85,35 @@ struct StepOutput {
   Eigen::Ref<Eigen::VectorXd> q_next;  // nq
   Eigen::Ref<Eigen::VectorXd> v_next;  // nv
   // ∂x⁺/∂x (2 nv x 2 nv) and ∂x⁺/∂u (2 nv x nu). Or only their v⁺ rows (nv x 2 nv, nv x nu;
-  // Euler steps), which leaves the q⁺ rows to the caller, who has what they follow from in the
-  // blocks of J_q and J_w (integrate_dq and integrate_dw). No rows: the step without Jacobians.
+  // Euler steps, semi-implicit at a touchdown), which leaves the q⁺ rows to the caller, who has
+  // what they follow from in the blocks of J_q and J_w (integrate_dq and integrate_dw). No rows:
+  // the step without Jacobians.
   RowMajorMatrixRef fx = Eigen::Map<RowMajorMatrix>(nullptr, 0, 0);
   RowMajorMatrixRef fu = Eigen::Map<RowMajorMatrix>(nullptr, 0, 0);
   // λ at the knot (RK4: its first stage, the knot itself), constraint_rows() values.
   std::span<double> multipliers = {};
+  // At a touchdown, the impact's impulses Λ, constraint_rows() values.
+  std::span<double> impulses = {};
+  // The friction-cone residuals of λ at the knot (friction_cone.hpp), constraints x
+  // friction_cone_values() values; with the Jacobians, on request, their derivatives along x and u
+  // (constraints friction_cone_values() x 2 nv and x nu, row-major), a touchdown's impact chained.
+  std::span<double> friction_cones = {};
+  std::span<double> dfriction_cones_dx = {};
+  std::span<double> dfriction_cones_du = {};
   // With the v⁺ rows alone: the blocks of J_q and J_w that are not 1, those of the joints with
   // several DOFs in joint order, each row-major (integration_block_values() each).
   std::span<double> integrate_dq = {};
   std::span<double> integrate_dw = {};
-  // With the Jacobians: the continuous dynamics' derivatives at the knot.
+  // With the Jacobians: the continuous dynamics' derivatives at the knot (after a touchdown's
+  // impact, at (q, v⁺)).
   const KnotDerivatives* knot_derivatives = nullptr;
 };
 
 // One step from (q, q̇) under controls u (actuated_dofs.size() values), as `settings` say, into
 // `out`. Leaves the last stage's dynamics in data (q̈ in data.ddq; with the Jacobians,
-// forward_dynamics_derivatives()'s workspaces). Throws SingularSystemError as aba() does.
+// forward_dynamics_derivatives()'s workspaces) and a touchdown's impact in the
+// ImpulseDerivativesWorkspace (v⁺, Λ; with the Jacobians, their derivatives). Throws
+// SingularSystemError as aba() does.
 void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
           const ConstVectorRef& u, const StepSettings& settings, StepOutput out);
 

@@ -83,6 +83,14 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
                                                  const ConstVectorRef& q, const ConstVectorRef& v,
                                                  const ConstVectorRef& a,
                                                  std::span<const Force> external_forces) {
+  return rnea_derivatives(model, data, q, v, a, external_forces, model.gravity);
+}
+
+const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
+                                                 const ConstVectorRef& q, const ConstVectorRef& v,
+                                                 const ConstVectorRef& a,
+                                                 std::span<const Force> external_forces,
+                                                 const Vec3& gravity) {
   assert(fits(model, data, q, v, a));
   data.bind(model, kRneaDerivativesWorkspaces);
   RneaDerivativesWorkspace& w = data.workspace<RneaDerivativesWorkspace>();
@@ -97,7 +105,7 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
   double* chi = w.da_dv.data();
 
   data.ov[0] = Motion::Zero();
-  data.oa_gf[0] = {-model.gravity, Vec3::Zero()};
+  data.oa_gf[0] = {-gravity, Vec3::Zero()};
   for (int i = 1; i < n; ++i) {
     const Joint& joint = model.joints[i];
     const int parent = model.parent[i];

@@ -23,4 +23,12 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
                                                  const ConstVectorRef& a,
                                                  std::span<const Force> external_forces = {});
 
+// The same under `gravity` (world frame) instead of model.gravity: impulse dynamics differentiates
+// M(q) Δv − Kᵀ Λ, the inverse dynamics of an instant, where gravity does no work.
+const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
+                                                 const ConstVectorRef& q, const ConstVectorRef& v,
+                                                 const ConstVectorRef& a,
+                                                 std::span<const Force> external_forces,
+                                                 const Vec3& gravity);
+
 }  // namespace torqued

@@ -188,16 +188,7 @@ struct HomogeneousWorkspace : Workspace<HomogeneousWorkspace> {
 // Bilateral constraints (constraint_jacobian.hpp, constrained_dynamics.hpp,
 // closed_chain_inverse_dynamics.hpp), with room for n.constraint_rows rows (initially the model's
 // loop closures'); a call on m rows uses the leading m rows and columns.
-struct ConstraintWorkspace : Workspace<ConstraintWorkspace> {
-  using Workspace::bytes;
-  // Its bytes once reserve_rows(model, rows) has run.
-  static std::size_t bytes(const Model& model, int rows) { return bytes(Extents(model, rows)); }
-  // Room for `rows` constraint rows (no-op when there is): only a call with more rows than any
-  // before allocates.
-  void reserve_rows(const Model& model, int rows) {
-    if (rows > jacobian.rows()) bind(Extents(model, rows));
-  }
-
+struct ConstraintWorkspace : RowsWorkspace<ConstraintWorkspace> {
   Eigen::MatrixXd jacobian;  // K, rows x nv
   Eigen::VectorXd bias;      // k, with K q̈ = k
   Eigen::MatrixXd gain;      // D^-1/2 L⁻ᵀ Kᵀ (nv x rows), M = Lᵀ D L
@@ -232,15 +223,7 @@ struct ConstraintWorkspace : Workspace<ConstraintWorkspace> {
 // Constrained-dynamics derivatives (constrained_dynamics_derivatives.hpp), with room for
 // n.constraint_rows rows as ConstraintWorkspace has; a call on m rows uses the leading m. The
 // derivatives of q̈ go to AbaDerivativesWorkspace.
-struct ConstrainedDerivativesWorkspace : Workspace<ConstrainedDerivativesWorkspace> {
-  using Workspace::bytes;
-  // Its bytes once reserve_rows(model, rows) has run.
-  static std::size_t bytes(const Model& model, int rows) { return bytes(Extents(model, rows)); }
-  // Room for `rows` constraint rows: only a call with more rows than any before allocates.
-  void reserve_rows(const Model& model, int rows) {
-    if (rows > lambda.size()) bind(Extents(model, rows));
-  }
-
+struct ConstrainedDerivativesWorkspace : RowsWorkspace<ConstrainedDerivativesWorkspace> {
   Eigen::VectorXd lambda;        // λ, rows
   Eigen::MatrixXd dlambda_dq;    // ∂λ/∂q in the tangent space, rows x nv
   Eigen::MatrixXd dlambda_dv;    // ∂λ/∂q̇
@@ -267,6 +250,40 @@ struct ConstrainedDerivativesWorkspace : Workspace<ConstrainedDerivativesWorkspa
     buffer(self.system_inverse, rows, rows);
     buffer(self.loop_forces_dq, n.dofs, n.dofs);
     buffer(self.body_forces, n.bodies);
+  }
+};
+
+// Impulse-dynamics derivatives (impulse_dynamics_derivatives.hpp): the impact's results and their
+// derivatives, apart from the forward dynamics' so that a step can differentiate the dynamics
+// after a touchdown at v⁺; rows as ConstraintWorkspace has.
+struct ImpulseDerivativesWorkspace : RowsWorkspace<ImpulseDerivativesWorkspace> {
+  Eigen::VectorXd impulses;      // Λ, rows
+  Eigen::MatrixXd dimpulses_dq;  // ∂Λ/∂q in the tangent space, rows x nv
+  Eigen::MatrixXd dimpulses_dv;  // ∂Λ/∂v⁻
+  Eigen::VectorXd velocity;      // v⁺, nv
+  Eigen::MatrixXd dvelocity_dq;  // ∂v⁺/∂q in the tangent space, nv x nv
+  Eigen::MatrixXd dvelocity_dv;  // ∂v⁺/∂v⁻
+  Eigen::VectorXd jump;          // Δv = v⁺ − v⁻
+  Eigen::VectorXd held;          // v⁺ + e v⁻, which K(q) holds at zero
+  Eigen::VectorXd rest;          // zeros: the instant's q̇
+  Eigen::MatrixXd impact_dq;     // ∂(M Δv − Kᵀ Λ)/∂q, nv x nv
+  Eigen::MatrixXd projected_dq;  // Gᵀ ∂(M Δv − Kᵀ Λ)/∂q − c_q, rows x nv
+  Eigen::MatrixXd step_columns;  // a step's ∂x⁺/∂q̇ at v⁺ while the impact is chained, 2 nv x nv
+
+  static void buffers(auto& self, const Extents& n, auto&& buffer) {
+    const int rows = n.constraint_rows;
+    buffer(self.impulses, rows);
+    buffer(self.dimpulses_dq, rows, n.dofs);
+    buffer(self.dimpulses_dv, rows, n.dofs);
+    buffer(self.velocity, n.dofs);
+    buffer(self.dvelocity_dq, n.dofs, n.dofs);
+    buffer(self.dvelocity_dv, n.dofs, n.dofs);
+    buffer(self.jump, n.dofs);
+    buffer(self.held, n.dofs);
+    buffer(self.rest, n.dofs);
+    buffer(self.impact_dq, n.dofs, n.dofs);
+    buffer(self.projected_dq, rows, n.dofs);
+    buffer(self.step_columns, 2 * n.dofs, n.dofs);
   }
 };
 
@@ -339,8 +356,8 @@ using Workspaces =
     WorkspaceList<MassMatrixWorkspace, ArticulatedBodyWorkspace, MassInverseWorkspace,
                   MassFactorWorkspace, RneaDerivativesWorkspace, AbaDerivativesWorkspace,
                   CoriolisWorkspace, CentroidalWorkspace, HomogeneousWorkspace, ConstraintWorkspace,
-                  ConstrainedDerivativesWorkspace, ClosedChainWorkspace, DiscreteStepWorkspace,
-                  RungeKuttaWorkspace>;
+                  ConstrainedDerivativesWorkspace, ImpulseDerivativesWorkspace,
+                  ClosedChainWorkspace, DiscreteStepWorkspace, RungeKuttaWorkspace>;
 
 // A set of workspaces; each algorithm's header names those it binds (e.g. kAbaWorkspaces in
 // aba.hpp).

@@ -134,4 +134,26 @@ struct Workspace {
   }
 };
 
+// The base of a workspace whose buffers grow with the constraint rows (Extents::constraint_rows,
+// initially the model's loop closures'): a call on m rows reserves them and uses the leading m.
+template <class W>
+struct RowsWorkspace : Workspace<W> {
+  void bind(const Model& model) { bind(Extents(model)); }
+  void bind(const Extents& n) {
+    Workspace<W>::bind(n);
+    reserved_rows = n.constraint_rows;
+  }
+
+  using Workspace<W>::bytes;
+  // Its bytes once reserve_rows(model, rows) has run.
+  static std::size_t bytes(const Model& model, int rows) { return bytes(Extents(model, rows)); }
+  // Room for `rows` constraint rows (no-op when there is): only a call with more rows than any
+  // before allocates.
+  void reserve_rows(const Model& model, int rows) {
+    if (rows > reserved_rows) bind(Extents(model, rows));
+  }
+
+  int reserved_rows = 0;
+};
+
 }  // namespace torqued

@@ -17,6 +17,7 @@
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
+#include "tests/engine/support/central_differences.hpp"
 #include "tests/engine/support/closed_chains.hpp"
 #include "tests/engine/support/random_tree.hpp"
 #include "tests/engine/support/shared_models.hpp"
@@ -48,15 +49,11 @@ struct Derivatives {
 
 // Central differences of (q̈, λ) along the nv tangent directions of `moved(k, h)`.
 template <typename Moved>
-std::pair<Eigen::MatrixXd, Eigen::MatrixXd> finite_difference(int nv, int rows, Moved&& moved) {
-  Eigen::MatrixXd ddq(nv, nv), lambda(rows, nv);
-  for (int k = 0; k < nv; ++k) {
-    const Solution p1 = moved(k, kStep), m1 = moved(k, -kStep);
-    const Solution p2 = moved(k, 2 * kStep), m2 = moved(k, -2 * kStep);
-    ddq.col(k) = (8.0 * (p1.ddq - m1.ddq) - (p2.ddq - m2.ddq)) / (12.0 * kStep);
-    lambda.col(k) = (8.0 * (p1.lambda - m1.lambda) - (p2.lambda - m2.lambda)) / (12.0 * kStep);
-  }
-  return {ddq, lambda};
+std::pair<Eigen::MatrixXd, Eigen::MatrixXd> finite_difference(int nv, Moved&& moved) {
+  return test_support::central_differences_of_pair(nv, kStep, [&](int k, double h) {
+    const Solution s = moved(k, h);
+    return std::pair(s.ddq, s.lambda);
+  });
 }
 
 Derivatives numeric(const Model& model, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
@@ -64,16 +61,15 @@ Derivatives numeric(const Model& model, const Eigen::VectorXd& q, const Eigen::V
                     const BaumgarteGains& gains) {
   Data data(model);
   const int nv = model.nv;
-  const int rows = constraint_rows(model, constraints);
   const Eigen::MatrixXd unit = Eigen::MatrixXd::Identity(nv, nv);
   Derivatives d;
-  std::tie(d.ddq_dq, d.dlambda_dq) = finite_difference(nv, rows, [&](int k, double h) {
+  std::tie(d.ddq_dq, d.dlambda_dq) = finite_difference(nv, [&](int k, double h) {
     return solve(model, data, integrate(model, q, unit.col(k) * h), v, tau, constraints, gains);
   });
-  std::tie(d.ddq_dv, d.dlambda_dv) = finite_difference(nv, rows, [&](int k, double h) {
+  std::tie(d.ddq_dv, d.dlambda_dv) = finite_difference(nv, [&](int k, double h) {
     return solve(model, data, q, v + unit.col(k) * h, tau, constraints, gains);
   });
-  std::tie(d.ddq_dtau, d.dlambda_dtau) = finite_difference(nv, rows, [&](int k, double h) {
+  std::tie(d.ddq_dtau, d.dlambda_dtau) = finite_difference(nv, [&](int k, double h) {
     return solve(model, data, q, v, tau + unit.col(k) * h, constraints, gains);
   });
   return d;

@@ -2,8 +2,10 @@
 // explicit Euler and RK4: each step against its definition (ABA at the
 // stages, then integrate()); Fx, Fu against fourth-order central differences of the engine's own
 // step taken in the tangent space, on random trees with every joint kind, fully actuated and with
-// an unactuated free-flyer root, free and in rigid contact with the world; the semi-implicit step
-// against Pinocchio's, free and with legged robots' feet in 3D and 6D contact.
+// an unactuated free-flyer root, free, in rigid contact with the world, and at a touchdown (the
+// impact of impulse_dynamics.hpp first), and the contacts' friction-cone residuals
+// (friction_cone.hpp) and their derivatives in the same way; the semi-implicit step against
+// Pinocchio's, free and with legged robots' feet in 3D and 6D contact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/discrete_step.hpp"
+#include "engine/algorithms/impulse_dynamics.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -36,40 +39,67 @@ constexpr double kStep = 1e-4;
 constexpr double kTolerance = 1e-6;
 constexpr double kDt = 0.01;
 
+// The contacts' friction cones, a surface tilted from the horizontal so that every axis counts.
+const FrictionCone kCone{.friction = 0.7, .faces = 4, .normal = Vec3(0.2, -0.1, 1.0).normalized()};
+
 struct Step {
   Eigen::VectorXd q_next, v_next;
   RowMajorMatrix fx, fu;
+  // In contact: the friction-cone residuals at the knot, and their derivatives along x and u.
+  Eigen::VectorXd cones;
+  RowMajorMatrix dcones_dx, dcones_du;
 };
 
 struct Case {
   std::uint64_t seed;
   bool unactuated_root;
   Integrator scheme;
-  bool in_contact;  // a 6D and a 3D contact with the world on the tree's last bodies
+  bool in_contact;   // a 6D and a 3D contact with the world on the tree's last bodies
+  double touchdown;  // < 0: none; else the contacts begin at the knot, with this restitution
 };
 
 Step taken_step(const Model& model, Data& data, const Case& c, const Eigen::VectorXd& q,
                 const Eigen::VectorXd& v, const Eigen::VectorXd& u,
                 const std::vector<int>& actuated, std::span<const BilateralConstraint> contacts) {
-  Step s{Eigen::VectorXd(model.nq), Eigen::VectorXd(model.nv),
-         RowMajorMatrix(2 * model.nv, 2 * model.nv), RowMajorMatrix(2 * model.nv, u.size())};
+  const int cones = static_cast<int>(contacts.size()) * friction_cone_values(kCone);
+  Step s{Eigen::VectorXd(model.nq),
+         Eigen::VectorXd(model.nv),
+         RowMajorMatrix(2 * model.nv, 2 * model.nv),
+         RowMajorMatrix(2 * model.nv, u.size()),
+         Eigen::VectorXd(cones),
+         RowMajorMatrix(cones, 2 * model.nv),
+         RowMajorMatrix(cones, u.size())};
   torqued::step(
       model, data, q, v, u,
-      {.dt = kDt, .integrator = c.scheme, .actuated_dofs = actuated, .constraints = contacts},
-      {.q_next = s.q_next, .v_next = s.v_next, .fx = s.fx, .fu = s.fu});
+      {.dt = kDt,
+       .integrator = c.scheme,
+       .actuated_dofs = actuated,
+       .constraints = contacts,
+       .touchdown = c.touchdown >= 0.0,
+       .restitution = std::max(c.touchdown, 0.0),
+       .friction_cone = kCone},
+      {.q_next = s.q_next,
+       .v_next = s.v_next,
+       .fx = s.fx,
+       .fu = s.fu,
+       .friction_cones = {s.cones.data(), static_cast<std::size_t>(cones)},
+       .dfriction_cones_dx = {s.dcones_dx.data(), static_cast<std::size_t>(s.dcones_dx.size())},
+       .dfriction_cones_du = {s.dcones_du.data(), static_cast<std::size_t>(s.dcones_du.size())}});
   return s;
 }
 
-// (q⁺, v⁺) of a perturbed step relative to the unperturbed one, in the tangent space.
+// (q⁺, v⁺) of a perturbed step relative to the unperturbed one, in the tangent space, and the
+// change of the cones.
 Eigen::VectorXd tangent(const Model& model, const Step& at, const Step& moved) {
-  Eigen::VectorXd out(2 * model.nv);
-  out << difference(model, at.q_next, moved.q_next), moved.v_next - at.v_next;
+  Eigen::VectorXd out(2 * model.nv + at.cones.size());
+  out << difference(model, at.q_next, moved.q_next), moved.v_next - at.v_next,
+      moved.cones - at.cones;
   return out;
 }
 
 template <typename Moved>
 Eigen::MatrixXd finite_difference(const Model& model, const Step& at, int columns, Moved&& moved) {
-  Eigen::MatrixXd out(2 * model.nv, columns);
+  Eigen::MatrixXd out(2 * model.nv + at.cones.size(), columns);
   for (int k = 0; k < columns; ++k) {
     auto f = [&](double h) { return tangent(model, at, moved(k, h)); };
     out.col(k) = (8.0 * (f(kStep) - f(-kStep)) - (f(2 * kStep) - f(-2 * kStep))) / (12.0 * kStep);
@@ -81,12 +111,18 @@ double relative_error(const Eigen::MatrixXd& got, const Eigen::MatrixXd& expecte
   return (got - expected).cwiseAbs().maxCoeff() / std::max(1.0, expected.cwiseAbs().maxCoeff());
 }
 
-// The step by its definition, from ABA (or constrained_dynamics() in contact) and integrate()
-// alone: (q⁺, v⁺).
+// The step by its definition, from ABA (or constrained_dynamics() in contact, after
+// impulse_dynamics() at a touchdown) and integrate() alone: (q⁺, v⁺).
 std::pair<Eigen::VectorXd, Eigen::VectorXd> defined_step(
-    const Model& model, Integrator scheme, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+    const Model& model, const Case& c, const Eigen::VectorXd& q, const Eigen::VectorXd& v_minus,
     const Eigen::VectorXd& tau, std::span<const BilateralConstraint> contacts) {
   Data data(model);
+  const Integrator scheme = c.scheme;
+  Eigen::VectorXd v = v_minus;
+  if (c.touchdown >= 0.0) {
+    Eigen::VectorXd impulses(constraint_rows(model, contacts));
+    impulse_dynamics(model, data, q, v_minus, contacts, c.touchdown, {}, v, impulses);
+  }
   const auto forward_dynamics = [&](const Eigen::VectorXd& at_q, const Eigen::VectorXd& at_v) {
     if (contacts.empty()) return Eigen::VectorXd(aba(model, data, at_q, at_v, tau));
     Eigen::VectorXd ddq(model.nv), lambda(constraint_rows(model, contacts));
@@ -145,7 +181,7 @@ TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteD
 
   Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
   for (std::size_t k = 0; k < actuated.size(); ++k) tau[actuated[k]] = u[k];
-  const auto [q_next, v_next] = defined_step(model, c.scheme, state.q, state.v, tau, contacts);
+  const auto [q_next, v_next] = defined_step(model, c, state.q, state.v, tau, contacts);
   EXPECT_LT((at.v_next - v_next).cwiseAbs().maxCoeff(), 1e-12);
   EXPECT_LT((at.q_next - q_next).cwiseAbs().maxCoeff(), 1e-12);
 
@@ -164,9 +200,17 @@ TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteD
     return taken_step(model, scratch, c, state.q, state.v,
                       u + Eigen::VectorXd::Unit(u.size(), k) * h, actuated, contacts);
   });
-  EXPECT_LT(relative_error(at.fx.leftCols(nv), fx_q), kTolerance) << "Fx, q columns";
-  EXPECT_LT(relative_error(at.fx.rightCols(nv), fx_v), kTolerance) << "Fx, v columns";
-  EXPECT_LT(relative_error(at.fu, fu), kTolerance) << "Fu";
+  const int nx = 2 * nv;
+  EXPECT_LT(relative_error(at.fx.leftCols(nv), fx_q.topRows(nx)), kTolerance) << "Fx, q columns";
+  EXPECT_LT(relative_error(at.fx.rightCols(nv), fx_v.topRows(nx)), kTolerance) << "Fx, v columns";
+  EXPECT_LT(relative_error(at.fu, fu.topRows(nx)), kTolerance) << "Fu";
+  if (!c.in_contact) return;
+  const auto cones = static_cast<Eigen::Index>(at.cones.size());
+  EXPECT_LT(relative_error(at.dcones_dx.leftCols(nv), fx_q.bottomRows(cones)), kTolerance)
+      << "cones, q columns";
+  EXPECT_LT(relative_error(at.dcones_dx.rightCols(nv), fx_v.bottomRows(cones)), kTolerance)
+      << "cones, v columns";
+  EXPECT_LT(relative_error(at.dcones_du, fu.bottomRows(cones)), kTolerance) << "cones, u";
 }
 
 std::vector<Case> cases() {
@@ -176,7 +220,7 @@ std::vector<Case> cases() {
                    seed <= 6   ? Integrator::kSemiImplicitEuler
                    : seed <= 8 ? Integrator::kExplicitEuler
                                : Integrator::kRungeKutta4,
-                   false});
+                   false, -1.0});
   }
   // In contact: the constrained dynamics' derivatives through each scheme.
   for (std::uint64_t seed = 13; seed <= 16; ++seed) {
@@ -184,7 +228,15 @@ std::vector<Case> cases() {
                    seed <= 14   ? Integrator::kSemiImplicitEuler
                    : seed == 15 ? Integrator::kExplicitEuler
                                 : Integrator::kRungeKutta4,
-                   true});
+                   true, -1.0});
+  }
+  // At a touchdown: the impact's derivatives chained into each scheme's, plastic and not.
+  for (std::uint64_t seed = 17; seed <= 20; ++seed) {
+    out.push_back({seed, seed % 2 == 0,
+                   seed <= 18   ? Integrator::kSemiImplicitEuler
+                   : seed == 19 ? Integrator::kExplicitEuler
+                                : Integrator::kRungeKutta4,
+                   true, seed == 18 ? 0.5 : 0.0});
   }
   return out;
 }
@@ -195,7 +247,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return "seed" + std::to_string(info.param.seed) +
          (info.param.unactuated_root ? "_unactuated_root" : "_actuated") +
          kSchemes[static_cast<int>(info.param.scheme)] +
-         (info.param.in_contact ? "_in_contact" : "");
+         (info.param.in_contact ? "_in_contact" : "") +
+         (info.param.touchdown >= 0.0 ? "_touchdown" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomTrees, DiscreteStepDerivativesTest, ::testing::ValuesIn(cases()),

@@ -41,6 +41,8 @@
 #include "engine/algorithms/forward_dynamics.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
 #include "engine/algorithms/impact.hpp"
+#include "engine/algorithms/impulse_dynamics.hpp"
+#include "engine/algorithms/impulse_dynamics_derivatives.hpp"
 #include "engine/algorithms/jacobian.hpp"
 #include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/lagrange_homogeneous.hpp"
@@ -244,6 +246,17 @@ class NoAllocationTest : public ::testing::Test {
                           .constraints = constraints,
                           .gains = gains};
     };
+    const auto touchdown_step = [&](Integrator integrator) {
+      StepSettings settings = contact_step(integrator);
+      settings.touchdown = true;
+      settings.restitution = 0.2;
+      settings.friction_cone = {.friction = 0.7, .faces = 8};
+      return settings;
+    };
+    // The two contacts' friction cones, 1 + 8 residuals each, and their derivatives.
+    constexpr std::size_t kCones = 2 * 9;
+    std::vector<double> cones(kCones), dcones_dx(kCones * 2 * model.nv),
+        dcones_du(kCones * model.nv);
     std::vector<double> knot_values(3 * static_cast<std::size_t>(model.nv) * (model.nv + rows));
     const std::span<double> knot_span(knot_values);
     const auto nv2 = static_cast<std::size_t>(model.nv) * model.nv;
@@ -427,6 +440,34 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) {
            constrained_dynamics_derivatives(model, data, s.q, s.v, s.tau, constraints, gains);
          }},
+        {"impulse_dynamics", kImpulseDynamicsWorkspaces,
+         [&](Data& data) {
+           impulse_dynamics(model, data, s.q, s.v, constraints, 0.3, {}, ddq_out, lambda);
+         }},
+        {"impulse_dynamics_derivatives", kImpulseDynamicsDerivativesWorkspaces,
+         [&](Data& data) {
+           impulse_dynamics_derivatives(model, data, s.q, s.v, constraints, 0.3);
+         }},
+        {"step at a touchdown, with and without Jacobians, impulses and friction cones "
+         "(semi-implicit and RK4)",
+         kStepWorkspaces,
+         [&](Data& data) {
+           for (Integrator integrator :
+                {Integrator::kSemiImplicitEuler, Integrator::kRungeKutta4}) {
+             step(model, data, s.q, s.v, s.tau, touchdown_step(integrator),
+                  {.q_next = q_next,
+                   .v_next = v_next,
+                   .fx = fx,
+                   .fu = fu,
+                   .multipliers = {lambda.data(), lambda_size},
+                   .impulses = {constraint_b.data(), lambda_size},
+                   .friction_cones = cones,
+                   .dfriction_cones_dx = dcones_dx,
+                   .dfriction_cones_du = dcones_du});
+             step(model, data, s.q, s.v, s.tau, touchdown_step(integrator),
+                  {.q_next = q_next, .v_next = v_next, .friction_cones = cones});
+           }
+         }},
         {"step in contact with Jacobians, λ and the knot's derivatives (semi-implicit and RK4)",
          kStepWorkspaces,
          [&](Data& data) {
@@ -477,6 +518,9 @@ class NoAllocationTest : public ::testing::Test {
       }
       if (bound.bound().contains<ConstrainedDerivativesWorkspace>()) {
         bound.workspace<ConstrainedDerivativesWorkspace>().reserve_rows(model, rows);
+      }
+      if (bound.bound().contains<ImpulseDerivativesWorkspace>()) {
+        bound.workspace<ImpulseDerivativesWorkspace>().reserve_rows(model, rows);
       }
       for (Data* d : {&bound, &data}) {
         const Counts c = allocations_during([&] { step.run(*d); });

@@ -7,7 +7,10 @@
 // - its Fx, Fu against the steps' at its states, given in full and as their v⁺ rows with the
 //   blocks of J_q and J_w, and the first-order closed-loop propagation
 //   δx_{k+1} = (Fx_k + Fu_k K_k) δx_k against central differences of whole rollouts, which holds
-//   ⊖ to Fx's tangent coordinates.
+//   ⊖ to Fx's tangent coordinates;
+// - a contact schedule (a touchdown, a lift-off) against the chain of steps under each knot's
+//   contacts, λ and the impulses at their offsets, contacts anchored where the phase begins, and a
+//   one-phase schedule against the same rollout without one, bitwise.
 #include "engine/algorithms/rollout.hpp"
 
 #include <gtest/gtest.h>
@@ -61,15 +64,7 @@ Robot robot(const Case& c) {
   const Eigen::VectorXd controls =
       test_support::uniform_vector(rng, kKnots * static_cast<int>(r.actuated.size()), -5.0, 5.0);
   r.controls.assign(controls.data(), controls.data() + controls.size());
-  if (c.in_contact) {
-    std::vector<BilateralConstraint> candidates = test_support::random_constraints(model, rng, 2);
-    for (int k = 0; k < 2; ++k) {
-      candidates[k].type = k == 0 ? ConstraintType::kWeld : ConstraintType::kPoint;
-      candidates[k].body1 = std::max(1, model.nbodies() - 1 - k);
-      candidates[k].body2 = 0;
-    }
-    r.contacts = test_support::independent_constraints(model, r.q0, candidates);
-  }
+  if (c.in_contact) r.contacts = test_support::random_feet(model, rng, r.q0);
   return r;
 }
 
@@ -371,6 +366,130 @@ TEST(RolloutTest, StopsBetweenKnotsWhenInterrupted) {
   // Two steps taken: x₀, x₁, x₂ written, x₃ on as they were.
   EXPECT_NE(out.q[2 * model.nq], -7.0);
   EXPECT_EQ(out.q[3 * model.nq], -7.0);
+}
+
+// Six knots in three phases on the robot's two contacts A and B: A alone, then B touches down (with
+// restitution), then A lifts off. B is anchored where it touches down and stays there in the last
+// phase, and Baumgarte's position gain reads the anchor.
+TEST(PhasedRolloutTest, FollowsTheStepsOfEachKnotsPhase) {
+  constexpr int kPhasedKnots = 6;
+  for (const Integrator integrator :
+       {Integrator::kSemiImplicitEuler, Integrator::kExplicitEuler, Integrator::kRungeKutta4}) {
+    SCOPED_TRACE(static_cast<int>(integrator));
+    // The first seed whose two contacts are independent.
+    Case c{4, integrator, true, {100.0, 20.0}};
+    Robot r = robot(c);
+    while (r.contacts.size() < 2 && c.seed < 40) {
+      ++c.seed;
+      r = robot(c);
+    }
+    const Model& model = *r.model;
+    ASSERT_EQ(r.contacts.size(), 2u);
+    const int nq = model.nq, nv = model.nv, nx = 2 * nv;
+    const int nu = static_cast<int>(r.actuated.size());
+    std::vector<double> controls;
+    for (int k = 0; k < kPhasedKnots; ++k) {
+      controls.insert(controls.end(), r.controls.begin(), r.controls.begin() + nu);
+    }
+    std::vector<BilateralConstraint> first{r.contacts[0]}, both = r.contacts, last{r.contacts[1]};
+    const std::vector<int> anchored{1}, stays{0};
+    const ContactPhase phases[] = {
+        {.first_knot = 0, .contacts = first},
+        {.first_knot = 2, .contacts = both, .anchored_at_start = anchored, .restitution = 0.3},
+        {.first_knot = 4, .contacts = last, .anchored_at_start = stays}};
+    StepSettings base = settings(r, c);
+    base.constraints = {};
+    base.friction_cone = {.friction = 0.8, .faces = 4};
+    const ScheduleRows rows = schedule_rows(model, kPhasedKnots, {}, phases);
+    EXPECT_EQ(rows.contacts, 8u);
+    const std::size_t cone_values = rows.contacts * 5;
+    const int rows_a = constraint_dimension(r.contacts[0].type);
+    const int rows_b = constraint_dimension(r.contacts[1].type);
+    EXPECT_EQ(rows.multipliers,
+              static_cast<std::size_t>(2 * rows_a + 2 * (rows_a + rows_b) + 2 * rows_b));
+    EXPECT_EQ(rows.impulses, static_cast<std::size_t>(rows_a + rows_b));
+    const auto sizes = [&](std::size_t per_knot) { return kPhasedKnots * per_knot; };
+    std::vector<double> q(sizes(nq) + nq), v(sizes(nv) + nv), u(sizes(nu)), fx(sizes(nx * nx)),
+        fu(sizes(nx * nu)), lambda(rows.multipliers), impulses(rows.impulses), cones(cone_values),
+        dcones_dx(cone_values * nx), dcones_du(cone_values * nu);
+    Data data(model);
+    rollout(model, data, r.q0, r.v0, kPhasedKnots, controls, base, {},
+            {q, v, u, fx, fu, lambda, false, {}, {}, impulses, cones, dcones_dx, dcones_du},
+            phases);
+
+    // The chain of steps, each under its knot's phase.
+    Eigen::VectorXd q_k = r.q0, v_k = r.v0;
+    std::size_t lambda_at = 0, cones_at = 0;
+    Data scratch(model);
+    for (int k = 0; k < kPhasedKnots; ++k) {
+      SCOPED_TRACE("knot " + std::to_string(k));
+      const std::vector<BilateralConstraint>& held = k < 2 ? first : k < 4 ? both : last;
+      if (k == 2) {
+        forward_kinematics(model, scratch, q_k);
+        const Transform foot = scratch.oMi[r.contacts[1].body1] * r.contacts[1].placement1;
+        EXPECT_EQ(both[1].placement2.translation, foot.translation) << "B anchored at touchdown";
+      }
+      if (k == 4) {
+        EXPECT_EQ(last[0].placement2.translation, both[1].placement2.translation)
+            << "B stays where it touched down";
+      }
+      StepSettings knot = base;
+      knot.constraints = held;
+      knot.touchdown = k == 2;
+      knot.restitution = k == 2 ? 0.3 : 0.0;
+      const int m = constraint_rows(model, held);
+      const auto knot_cones = static_cast<Eigen::Index>(held.size() * 5);
+      Eigen::VectorXd q_next(nq), v_next(nv), knot_lambda(m), knot_impulses(m), cone(knot_cones);
+      RowMajorMatrix knot_fx(nx, nx), knot_fu(nx, nu), dcone_dx(knot_cones, nx),
+          dcone_du(knot_cones, nu);
+      const Eigen::Map<const Eigen::VectorXd> u_k(controls.data() + k * nu, nu);
+      step(model, scratch, q_k, v_k, u_k, knot,
+           {.q_next = q_next,
+            .v_next = v_next,
+            .fx = knot_fx,
+            .fu = knot_fu,
+            .multipliers = {knot_lambda.data(), static_cast<std::size_t>(m)},
+            .impulses = k == 2 ? std::span<double>(knot_impulses.data(), m) : std::span<double>(),
+            .friction_cones = {cone.data(), static_cast<std::size_t>(knot_cones)},
+            .dfriction_cones_dx = {dcone_dx.data(), static_cast<std::size_t>(dcone_dx.size())},
+            .dfriction_cones_du = {dcone_du.data(), static_cast<std::size_t>(dcone_du.size())}});
+      EXPECT_EQ(q_next, Eigen::Map<const Eigen::VectorXd>(q.data() + (k + 1) * nq, nq));
+      EXPECT_EQ(v_next, Eigen::Map<const Eigen::VectorXd>(v.data() + (k + 1) * nv, nv));
+      EXPECT_EQ(knot_fx, Eigen::Map<const RowMajorMatrix>(fx.data() + k * nx * nx, nx, nx));
+      EXPECT_EQ(knot_fu, Eigen::Map<const RowMajorMatrix>(fu.data() + k * nx * nu, nx, nu));
+      EXPECT_EQ(knot_lambda, Eigen::Map<const Eigen::VectorXd>(lambda.data() + lambda_at, m));
+      if (k == 2) {
+        EXPECT_EQ(knot_impulses, Eigen::Map<const Eigen::VectorXd>(impulses.data(), m));
+        EXPECT_GT(knot_impulses.cwiseAbs().maxCoeff(), 0.0) << "the touchdown has an impulse";
+      }
+      EXPECT_EQ(cone, Eigen::Map<const Eigen::VectorXd>(cones.data() + cones_at, knot_cones));
+      EXPECT_EQ(dcone_dx,
+                Eigen::Map<const RowMajorMatrix>(dcones_dx.data() + cones_at * nx, knot_cones, nx));
+      EXPECT_EQ(dcone_du,
+                Eigen::Map<const RowMajorMatrix>(dcones_du.data() + cones_at * nu, knot_cones, nu));
+      cones_at += static_cast<std::size_t>(knot_cones);
+      lambda_at += static_cast<std::size_t>(m);
+      q_k = q_next;
+      v_k = v_next;
+    }
+
+    // One phase of A: the rollout without a schedule, bitwise.
+    const ContactPhase one[] = {{.first_knot = 0, .contacts = first}};
+    std::vector<double> q1(q.size()), v1(v.size()), u1(u.size()), fx1(fx.size()), fu1(fu.size()),
+        lambda1(sizes(rows_a)), q2(q.size()), v2(v.size()), u2(u.size()), fx2(fx.size()),
+        fu2(fu.size()), lambda2(sizes(rows_a));
+    rollout(model, data, r.q0, r.v0, kPhasedKnots, controls, base, {},
+            {q1, v1, u1, fx1, fu1, lambda1}, one);
+    StepSettings held_a = base;
+    held_a.constraints = first;
+    rollout(model, data, r.q0, r.v0, kPhasedKnots, controls, held_a, {},
+            {q2, v2, u2, fx2, fu2, lambda2});
+    EXPECT_EQ(q1, q2);
+    EXPECT_EQ(v1, v2);
+    EXPECT_EQ(fx1, fx2);
+    EXPECT_EQ(fu1, fu2);
+    EXPECT_EQ(lambda1, lambda2);
+  }
 }
 
 std::vector<Case> cases() {

@@ -277,6 +277,17 @@ std::vector<BilateralConstraint> independent_constraints(
   return kept;
 }
 
+std::vector<BilateralConstraint> random_feet(const Model& model, std::mt19937_64& rng,
+                                             const Eigen::VectorXd& q) {
+  std::vector<BilateralConstraint> candidates = random_constraints(model, rng, 2);
+  for (int k = 0; k < 2; ++k) {
+    candidates[k].type = k == 0 ? ConstraintType::kWeld : ConstraintType::kPoint;
+    candidates[k].body1 = std::max(1, model.nbodies() - 1 - k);
+    candidates[k].body2 = 0;
+  }
+  return independent_constraints(model, q, candidates);
+}
+
 std::string tree_case_name(const TreeCase& tree) {
   return "seed" + std::to_string(tree.seed) + (tree.floating_base ? "_floating_" : "_fixed_") +
          std::to_string(tree.min_links) + "to" + std::to_string(tree.max_links) + "links";

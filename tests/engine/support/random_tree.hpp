@@ -75,6 +75,12 @@ std::vector<BilateralConstraint> independent_constraints(
     const Model& model, const Eigen::VectorXd& q,
     const std::vector<BilateralConstraint>& candidates);
 
+// The feet of a floating robot, contacts with the world at random placements: a weld on its last
+// body and a point contact on the one before, those of them that are independent at q
+// (independent_constraints()).
+std::vector<BilateralConstraint> random_feet(const Model& model, std::mt19937_64& rng,
+                                             const Eigen::VectorXd& q);
+
 // One random tree of a value-parameterized test, and its name in the test list
 // ("seed7_floating_10to60links").
 struct TreeCase {
