@@ -67,12 +67,16 @@ struct Config {
   std::int64_t workspace_cache_bytes = 256LL << 20;
   int max_constraint_rows = 512;
   // The largest residual of bilateral constraints a constrained solve may leave, relative to the
-  // constraint accelerations' scale (ConstraintResidual, engine/algorithms/constraint_jacobian.hpp):
-  // consistent sets, redundant ones included, leave rounding, inconsistent ones (three welds on a
-  // moving 6-DOF arm) a good part of the scale (docs/operating.md, Closed chains).
+  // constraint accelerations' scale (ConstraintResidual,
+  // engine/algorithms/constraint_jacobian.hpp): consistent sets, redundant ones included, leave
+  // rounding, inconsistent ones (three welds on a moving 6-DOF arm) a good part of the scale
+  // (docs/operating.md, Closed chains).
   double max_constraint_residual = 1e-6;
   int max_contacts = 256;
   int max_kinematics_frames = 4096;
+  // Contact phases of one Linearize or Rollout: each costs its contacts' validation and, per
+  // chunk of knots, a copy of them.
+  int max_phases = 1024;
   int max_solver_iterations = 10000;
   int max_simulation_steps = 100000;
   // Session answers waiting to be written before the stream stops reading (back-pressure).

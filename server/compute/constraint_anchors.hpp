@@ -23,6 +23,26 @@ struct CallConstraints {
 // The constraints at one anchoring state after another: the call's own when none is held in
 // place, else a copy (made on the first state) whose held constraints are placed by forward
 // kinematics at each state given. One per chunk of work: its copy is the chunk's.
+class AnchoredConstraints;
+
+// One phase of a call's contact schedule, as planned: from knot first_knot on, the robot held by
+// the loop closures and `contacts`; a touchdown, with `restitution`, when it adds a contact to
+// the phase before.
+struct CallPhase {
+  int first_knot = 0;
+  CallConstraints contacts;
+  double restitution = 0.0;
+  bool touchdown = false;
+  int rows = 0;  // the loop closures' and its contacts'
+};
+
+// The contacts of every phase, anchored as Linearize holds them: a contact held in place where
+// frame 1 is at its phase's first knot (configurations K × nq in `q`), or, when the phase before
+// held the same contact, where that phase held it (data's kinematics are overwritten).
+std::vector<std::vector<BilateralConstraint>> anchored_schedule(const Model& model, Data& data,
+                                                                std::span<const CallPhase> phases,
+                                                                const double* q);
+
 class AnchoredConstraints {
  public:
   explicit AnchoredConstraints(const CallConstraints& call) : call_(call) {}

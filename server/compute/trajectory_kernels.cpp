@@ -15,8 +15,15 @@ namespace {
 using RowMajorMap = Eigen::Map<RowMajorMatrix>;
 
 // `count` values at `at` of `values`, or none when `values` is null.
-std::span<double> values_at(double* values, std::ptrdiff_t at, std::size_t count) {
+std::span<double> values_at(double* values, std::size_t at, std::size_t count) {
   return values == nullptr ? std::span<double>() : std::span<double>(values + at, count);
+}
+
+// The phase of a schedule that knot k falls in.
+std::size_t phase_of(std::span<const CallPhase> phases, int k) {
+  std::size_t p = 0;
+  while (p + 1 < phases.size() && phases[p + 1].first_knot <= k) ++p;
+  return p;
 }
 
 }  // namespace
@@ -26,33 +33,57 @@ void linearize(const Model& model, ModelWorkspace& ws, const v1::LinearizeReques
                const LinearizeOutput& out) {
   Data& data = ws.data;
   const int nq = model.nq, nv = model.nv, nx = 2 * nv;
-  const int nu = static_cast<int>(step.actuated.size()), rows = step.rows;
-  // Anchored once, at the call's first knot.
+  const int nu = static_cast<int>(step.actuated.size());
+  const auto nv_size = static_cast<std::size_t>(nv), nu_size = static_cast<std::size_t>(nu);
+  // Anchored once, at the call's first knot, or each phase at its own.
   AnchoredConstraints anchored(step.constraints);
-  const StepSettings settings = step.settings(anchored.at(model, data, row(request.q(), 0, nq)));
+  const std::span<const CallPhase> phases = step.phases;
+  std::vector<std::vector<BilateralConstraint>> schedule;
+  StepSettings settings;
+  if (phases.empty()) {
+    settings = step.settings(anchored.at(model, data, row(request.q(), 0, nq)));
+  } else {
+    schedule = anchored_schedule(model, data, phases, request.q().data());
+  }
+  std::size_t phase = phases.empty() ? 0 : phase_of(phases, begin);
   // With velocity rows the step writes only the v⁺ rows of Fx and Fu.
   const int jacobian_rows = velocity_rows ? nv : nx;
   const std::size_t blocks = velocity_rows ? integration_block_values(model) : 0;
-  const auto nv2 = static_cast<std::size_t>(nv) * static_cast<std::size_t>(nv);
-  const std::size_t rows_by_dofs = static_cast<std::size_t>(rows) * static_cast<std::size_t>(nv);
+  const auto nv2 = nv_size * nv_size;
   for (int k = begin; k < end; ++k) {
-    const std::ptrdiff_t at = k;
-    const KnotDerivatives knot{values_at(out.da_dq, at * nv * nv, nv2),
-                               values_at(out.da_dv, at * nv * nv, nv2),
-                               values_at(out.da_dtau, at * nv * nv, nv2),
-                               values_at(out.dmultipliers_dq, at * rows * nv, rows_by_dofs),
-                               values_at(out.dmultipliers_dv, at * rows * nv, rows_by_dofs),
-                               values_at(out.dmultipliers_dtau, at * rows * nv, rows_by_dofs)};
+    const auto at = static_cast<std::size_t>(k);
+    if (!phases.empty()) {
+      while (phase + 1 < phases.size() && phases[phase + 1].first_knot <= k) ++phase;
+      settings = step.settings(schedule[phase]);
+      settings.touchdown = phases[phase].touchdown && phases[phase].first_knot == k;
+      settings.restitution = phases[phase].restitution;
+    }
+    const std::size_t lambda_at = step.multipliers_at[at];
+    const std::size_t rows = step.multipliers_at[at + 1] - lambda_at;
+    const std::size_t cone_at = step.cones_at[at];
+    const std::size_t cones = step.cones ? step.cones_at[at + 1] - cone_at : 0;
+    const KnotDerivatives knot{
+        values_at(out.da_dq, at * nv2, nv2),
+        values_at(out.da_dv, at * nv2, nv2),
+        values_at(out.da_dtau, at * nv2, nv2),
+        values_at(out.dmultipliers_dq, lambda_at * nv_size, rows * nv_size),
+        values_at(out.dmultipliers_dv, lambda_at * nv_size, rows * nv_size),
+        values_at(out.dmultipliers_dtau, lambda_at * nv_size, rows * nv_size)};
+    const std::ptrdiff_t knot_at = k;
     const StepOutput result{
-        .q_next = Eigen::Map<Eigen::VectorXd>(out.q_next + at * nq, nq),
-        .v_next = Eigen::Map<Eigen::VectorXd>(out.v_next + at * nv, nv),
-        .fx = RowMajorMap(out.fx + at * jacobian_rows * nx, jacobian_rows, nx),
-        .fu = RowMajorMap(out.fu + at * jacobian_rows * nu, jacobian_rows, nu),
-        .multipliers = values_at(out.multipliers, at * rows, static_cast<std::size_t>(rows)),
-        .integrate_dq =
-            values_at(out.integrate_dq, at * static_cast<std::ptrdiff_t>(blocks), blocks),
-        .integrate_dw =
-            values_at(out.integrate_dw, at * static_cast<std::ptrdiff_t>(blocks), blocks),
+        .q_next = Eigen::Map<Eigen::VectorXd>(out.q_next + knot_at * nq, nq),
+        .v_next = Eigen::Map<Eigen::VectorXd>(out.v_next + knot_at * nv, nv),
+        .fx = RowMajorMap(out.fx + knot_at * jacobian_rows * nx, jacobian_rows, nx),
+        .fu = RowMajorMap(out.fu + knot_at * jacobian_rows * nu, jacobian_rows, nu),
+        .multipliers = values_at(out.multipliers, lambda_at, rows),
+        .impulses = settings.touchdown ? values_at(out.impulses, step.impulses_at[at], rows)
+                                       : std::span<double>(),
+        .friction_cones = values_at(out.friction_cones, cone_at, cones),
+        .dfriction_cones_dx =
+            values_at(out.dfriction_cones_dx, cone_at * 2 * nv_size, cones * 2 * nv_size),
+        .dfriction_cones_du = values_at(out.dfriction_cones_du, cone_at * nu_size, cones * nu_size),
+        .integrate_dq = values_at(out.integrate_dq, at * blocks, blocks),
+        .integrate_dw = values_at(out.integrate_dw, at * blocks, blocks),
         .knot_derivatives = out.da_dq == nullptr ? nullptr : &knot};
     naming_state(
         k,
@@ -77,7 +108,10 @@ void rollout(const Model& model, ModelWorkspace& ws, const v1::RolloutRequest& r
   const std::size_t jacobian_rows = extras.velocity_rows ? nv : 2 * nv;
   const std::size_t fx_values = jacobian_rows * 2 * nv, fu_values = jacobian_rows * nu;
   const std::size_t blocks = extras.velocity_rows ? integration_block_values(model) : 0;
-  const auto rows = static_cast<std::size_t>(step.rows);
+  // A rollout's values of λ, impulses and cone residuals.
+  const std::size_t rows = step.multipliers_at[knots];
+  const std::size_t impulses = step.impulses_at[knots];
+  const std::size_t cones = step.cones ? step.cones_at[knots] : 0;
   // Rollout r's part of an array of `per_rollout` values per rollout.
   const auto part = [](std::span<double> all, std::size_t r, std::size_t per_rollout) {
     return all.empty() ? all : all.subspan(r * per_rollout, per_rollout);
@@ -91,6 +125,17 @@ void rollout(const Model& model, ModelWorkspace& ws, const v1::RolloutRequest& r
                          : RolloutFeedback{};
   InterruptionPoll poll(data.interruption);
   AnchoredConstraints anchored(step.constraints);
+  // The schedule's contacts, this chunk's copy: rollout() anchors them at each rollout's
+  // touchdowns.
+  std::vector<std::vector<BilateralConstraint>> contacts;
+  std::vector<ContactPhase> phases;
+  contacts.reserve(step.phases.size());
+  for (const CallPhase& phase : step.phases) {
+    phases.push_back({.first_knot = phase.first_knot,
+                      .contacts = contacts.emplace_back(phase.contacts.constraints),
+                      .anchored_at_start = phase.contacts.held_in_place,
+                      .restitution = phase.restitution});
+  }
   for (int rollout_index = begin; rollout_index < end; ++rollout_index) {
     const auto r = static_cast<std::size_t>(rollout_index);
     const RolloutOutput parts{part(out.q, r, (knots + 1) * nq),
@@ -98,16 +143,22 @@ void rollout(const Model& model, ModelWorkspace& ws, const v1::RolloutRequest& r
                               part(out.u, r, knots * nu),
                               part(out.fx, r, knots * fx_values),
                               part(out.fu, r, knots * fu_values),
-                              part(out.multipliers, r, knots * rows),
+                              part(out.multipliers, r, rows),
                               extras.velocity_rows,
                               part(out.integrate_dq, r, knots * blocks),
-                              part(out.integrate_dw, r, knots * blocks)};
+                              part(out.integrate_dw, r, knots * blocks),
+                              part(out.impulses, r, impulses),
+                              part(out.friction_cones, r, cones),
+                              part(out.dfriction_cones_dx, r, cones * 2 * nv),
+                              part(out.dfriction_cones_du, r, cones * nu)};
     std::size_t steps = knots;
     try {
       const ConstMap q0 = row(request.q(), rollout_index, model.nq);
       torqued::rollout(model, data, q0, row(request.v(), rollout_index, model.nv), request.knots(),
                        values(request.u()).subspan(r * knots * nu, knots * nu),
-                       step.settings(anchored.at(model, data, q0)), feedback, parts);
+                       step.settings(phases.empty() ? anchored.at(model, data, q0)
+                                                    : std::span<const BilateralConstraint>()),
+                       feedback, parts, phases);
     } catch (const RolloutDiverged& diverged) {
       // Zeros past the last finite state, and the reason in the rollout's status.
       steps = static_cast<std::size_t>(diverged.steps());
@@ -125,7 +176,11 @@ void rollout(const Model& model, ModelWorkspace& ws, const v1::RolloutRequest& r
       zero_from(parts.fu, steps * fu_values);
       zero_from(parts.integrate_dq, steps * blocks);
       zero_from(parts.integrate_dw, steps * blocks);
-      zero_from(parts.multipliers, steps * rows);
+      zero_from(parts.multipliers, step.multipliers_at[steps]);
+      zero_from(parts.impulses, step.impulses_at[steps]);
+      zero_from(parts.friction_cones, step.cones_at[steps]);
+      zero_from(parts.dfriction_cones_dx, step.cones_at[steps] * 2 * nv);
+      zero_from(parts.dfriction_cones_du, step.cones_at[steps] * nu);
       zero_from(part(out.positions, r, (knots + 1) * nf * 3), (steps + 1) * nf * 3);
       zero_from(part(out.rotations, r, (knots + 1) * nf * 9), (steps + 1) * nf * 9);
       zero_from(part(out.frame_jacobians, r, (knots + 1) * nf * 6 * nv), (steps + 1) * nf * 6 * nv);

@@ -14,8 +14,17 @@
 
 namespace torqued::server {
 
+// Where each knot's values of one kind are in a call's array (one rollout's, for Rollout):
+// knot k's at [at[k], at[k + 1]), or, when `at` is empty (every knot alike), at k × per_knot.
+struct KnotOffsets {
+  std::vector<std::size_t> at;
+  std::size_t per_knot = 0;
+
+  std::size_t operator[](std::size_t k) const { return at.empty() ? k * per_knot : at[k]; }
+};
+
 // What Linearize and Rollout read alike: the step, its integrator, the controls' DOFs, and the
-// constraints with their gains.
+// constraints with their gains, or a contact schedule.
 struct PlannedStep {
   double dt = 0.0;
   Integrator integrator = Integrator::kSemiImplicitEuler;
@@ -24,6 +33,13 @@ struct PlannedStep {
   CallConstraints constraints;
   BaumgarteGains gains;
   int rows = 0;  // the constraint rows, the loop closures' included
+  // A contact schedule instead of `constraints` (then empty), in order from knot 0.
+  std::vector<CallPhase> phases;
+  // The contacts' friction cone, when the call asks for their residuals.
+  bool cones = false;
+  FrictionCone cone;
+  // Where each knot's λ, cone residuals and touchdown impulses are (K + 1 offsets each).
+  KnotOffsets multipliers_at, cones_at, impulses_at;
 
   // The engine's settings, under the constraints as anchored.
   StepSettings settings(std::span<const BilateralConstraint> anchored) const {
@@ -31,7 +47,8 @@ struct PlannedStep {
             .integrator = integrator,
             .actuated_dofs = actuated,
             .constraints = anchored,
-            .gains = gains};
+            .gains = gains,
+            .friction_cone = cone};
   }
 };
 
@@ -49,15 +66,23 @@ struct LinearizeOutput {
   double* da_dq;
   double* da_dv;
   double* da_dtau;
-  // λ (K × rows) and its derivatives (K × rows × nv): with continuous derivatives and rows.
+  // λ (K × rows) and its derivatives (K × rows × nv): with continuous derivatives and rows; at
+  // the offsets of PlannedStep::multipliers_at.
   double* multipliers;
   double* dmultipliers_dq;
   double* dmultipliers_dv;
   double* dmultipliers_dtau;
+  // With phases, the touchdowns' impulses; with a cone, the residuals and their derivatives (× 2nv
+  // and × nu), at the offsets of PlannedStep::impulses_at and cones_at.
+  double* impulses;
+  double* friction_cones;
+  double* dfriction_cones_dx;
+  double* dfriction_cones_du;
 };
 
 // The knots [begin, end): each its step and Jacobians, the constraints anchored at the call's
-// first knot. `velocity_rows`: only the v⁺ rows of Fx and Fu, and the integration blocks.
+// first knot, or each under its phase's contacts (anchored_schedule()). `velocity_rows`: only the
+// v⁺ rows of Fx and Fu, and the integration blocks.
 void linearize(const Model& model, ModelWorkspace& ws, const v1::LinearizeRequest& request,
                const PlannedStep& step, bool velocity_rows, int begin, int end,
                const LinearizeOutput& out);
@@ -65,6 +90,8 @@ void linearize(const Model& model, ModelWorkspace& ws, const v1::LinearizeReques
 // Where Rollout's kernel writes: the response's arrays, all rollouts; empty when not asked for.
 struct RolloutArrays {
   std::span<double> q, v, u, fx, fu, integrate_dq, integrate_dw, multipliers;
+  // The touchdowns' impulses and the cones' residuals and derivatives (PlannedStep's offsets).
+  std::span<double> impulses, friction_cones, dfriction_cones_dx, dfriction_cones_du;
   // The frames at each state, and their Jacobians.
   std::span<double> positions, rotations, frame_jacobians;
 };
@@ -77,7 +104,8 @@ struct RolloutExtras {
   ReferenceFrame reference = ReferenceFrame::kLocal;
 };
 
-// The rollouts [begin, end), each from its x₀ with its constraints anchored there. A rollout that
+// The rollouts [begin, end), each from its x₀ with its constraints anchored there, or through the
+// phases of the schedule. A rollout that
 // diverges sets its steps and status in `response`, and zeros in its arrays past its last finite
 // state.
 void rollout(const Model& model, ModelWorkspace& ws, const v1::RolloutRequest& request,

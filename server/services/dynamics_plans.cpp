@@ -19,10 +19,17 @@
 namespace torqued::server {
 
 RequestLimits request_limits(const Config& config) {
-  return {config.max_batch_states,      config.max_message_bytes,       config.max_workspace_bytes,
-          config.max_constraint_rows,   config.max_constraint_residual, config.max_contacts,
-          config.max_kinematics_frames, config.max_solver_iterations,   config.max_simulation_steps,
-          config.max_session_queued};
+  return {config.max_batch_states,
+          config.max_message_bytes,
+          config.max_workspace_bytes,
+          config.max_constraint_rows,
+          config.max_constraint_residual,
+          config.max_contacts,
+          config.max_kinematics_frames,
+          config.max_solver_iterations,
+          config.max_simulation_steps,
+          config.max_session_queued,
+          config.max_phases};
 }
 
 grpc::Status Planning::reserve_response(std::int64_t values, Reservation& memory) const {
@@ -136,16 +143,17 @@ bool held_in_place(const Model& m, const v1::Constraint& c) {
          (frame2.empty() || frame2 == "world");
 }
 
-// The request's constraints in engine form, each named (by default "constraints[i]") uniquely
-// among them and the model's loop closures, and which of them are held in place.
+// The request's constraints (the field `list`) in engine form, each named (by default
+// "constraints[i]") uniquely among them and the model's loop closures, and which of them are held
+// in place.
 grpc::Status to_constraints(const Model& m,
                             const google::protobuf::RepeatedPtrField<v1::Constraint>& in,
-                            CallConstraints& out) {
+                            CallConstraints& out, const std::string& list = "constraints") {
   std::set<std::string> names;
   for (const BilateralConstraint& loop : m.loop_closures) names.insert(loop.name);
   for (int i = 0; i < in.size(); ++i) {
     const v1::Constraint& c = in[i];
-    const std::string field = "constraints[" + std::to_string(i) + "]";
+    const std::string field = list + "[" + std::to_string(i) + "]";
     BilateralConstraint constraint;
     constraint.name = c.name().empty() ? field : c.name();
     const std::string what = field + " (" + quote_input(constraint.name) + ")";
@@ -212,6 +220,46 @@ std::size_t constraint_rows_growth(const Model& m, WorkspaceSet set, int rows) {
 // The request's constraints in engine form (to_constraints()) with `rows`, the loop closures' and
 // theirs, and where each one's rows are in λ; RESOURCE_EXHAUSTED when the rows, or the workspace
 // of `algorithm` grown to them, pass their limits.
+// RESOURCE_EXHAUSTED when `rows` constraint rows (of the field `list`), or the workspace of
+// `algorithm` grown to them, pass their limits.
+grpc::Status check_constraint_rows(const Planning& planning, const Model& m,
+                                   const Algorithm& algorithm, int rows, const std::string& list) {
+  // Each row costs the worker's workspace O(rows · (rows + nv)) memory and the solve O(rows³)
+  // time. A weld per body is the most that can be independent, with room to spare for redundant
+  // ones, and the server's limit bounds the rest.
+  const int max_rows = 12 * m.nbodies();
+  if (rows > max_rows) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            list + ": " + std::to_string(rows) + " constraint rows exceed the limit of " +
+                std::to_string(max_rows) + " (12 per body) for model " + quote_input(m.name)};
+  }
+  if (rows > planning.limits.max_constraint_rows) {
+    return over_limit(list + ": constraint rows", rows, planning.limits.max_constraint_rows,
+                      "--max-constraint-rows");
+  }
+  const std::size_t workspace = workspace_bytes(m, algorithm.workspaces) +
+                                constraint_rows_growth(m, algorithm.workspaces, rows);
+  if (static_cast<std::int64_t>(workspace) > planning.limits.max_workspace_bytes) {
+    return over_limit(
+        list + ": the workspace bytes for " + std::to_string(rows) + " constraint rows",
+        static_cast<std::int64_t>(workspace), planning.limits.max_workspace_bytes,
+        "--max-workspace-bytes");
+  }
+  return grpc::Status::OK;
+}
+
+// Where the rows of the loop closures and then of `constraints` are in λ.
+void list_constraint_rows(const RegisteredModelPtr& entry,
+                          std::span<const BilateralConstraint> constraints,
+                          google::protobuf::RepeatedPtrField<v1::ConstraintRows>& layout) {
+  layout = entry->layout.loop_closures();
+  int offset = constraint_rows(*entry->model, {});
+  for (const BilateralConstraint& c : constraints) {
+    *layout.Add() = constraint_rows(c, offset);
+    offset += constraint_dimension(c.type);
+  }
+}
+
 grpc::Status plan_constraints(const Planning& planning, const RegisteredModelPtr& entry,
                               const google::protobuf::RepeatedPtrField<v1::Constraint>& in,
                               const Algorithm& algorithm, CallConstraints& out, int& rows,
@@ -219,33 +267,11 @@ grpc::Status plan_constraints(const Planning& planning, const RegisteredModelPtr
   const Model& m = *entry->model;
   if (grpc::Status s = to_constraints(m, in, out); !s.ok()) return s;
   rows = constraint_rows(m, out.constraints);
-  // Each row costs the worker's workspace O(rows · (rows + nv)) memory and the solve O(rows³)
-  // time. A weld per body is the most that can be independent, with room to spare for redundant
-  // ones, and the server's limit bounds the rest.
-  const int max_rows = 12 * m.nbodies();
-  if (rows > max_rows) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "constraints: " + std::to_string(rows) + " constraint rows exceed the limit of " +
-                std::to_string(max_rows) + " (12 per body) for model " + quote_input(m.name)};
+  if (grpc::Status s = check_constraint_rows(planning, m, algorithm, rows, "constraints");
+      !s.ok()) {
+    return s;
   }
-  if (rows > planning.limits.max_constraint_rows) {
-    return over_limit("constraints: constraint rows", rows, planning.limits.max_constraint_rows,
-                      "--max-constraint-rows");
-  }
-  const std::size_t workspace = workspace_bytes(m, algorithm.workspaces) +
-                                constraint_rows_growth(m, algorithm.workspaces, rows);
-  if (static_cast<std::int64_t>(workspace) > planning.limits.max_workspace_bytes) {
-    return over_limit(
-        "constraints: the workspace bytes for " + std::to_string(rows) + " constraint rows",
-        static_cast<std::int64_t>(workspace), planning.limits.max_workspace_bytes,
-        "--max-workspace-bytes");
-  }
-  layout = entry->layout.loop_closures();
-  int offset = constraint_rows(m, {});
-  for (const BilateralConstraint& c : out.constraints) {
-    *layout.Add() = constraint_rows(c, offset);
-    offset += constraint_dimension(c.type);
-  }
+  list_constraint_rows(entry, out.constraints, layout);
   return grpc::Status::OK;
 }
 
@@ -758,6 +784,160 @@ grpc::Status plan_jacobian_layout(const char* field, int layout, bool rk4, bool&
   return grpc::Status::OK;
 }
 
+// A contact of a schedule or under a friction cone: a point or a weld (3D or 6D contact).
+bool is_contact(const BilateralConstraint& c) {
+  return c.type == ConstraintType::kPoint || c.type == ConstraintType::kWeld;
+}
+
+// One phase of a request's schedule (`field`: "phases[i]"), after `previous` (null for the first)
+// and before knot `horizon`.
+grpc::Status plan_phase(const Planning& planning, const RegisteredModelPtr& entry,
+                        const v1::ContactPhase& in, const std::string& field,
+                        const CallPhase* previous, int horizon, const Algorithm& algorithm,
+                        CallPhase& out) {
+  const Model& m = *entry->model;
+  const std::int64_t first_knot = in.first_knot();
+  if (previous == nullptr && first_knot != 0) {
+    return invalid(field + ".first_knot: the first phase begins at knot 0, got " +
+                   std::to_string(first_knot));
+  }
+  if (previous != nullptr && first_knot <= previous->first_knot) {
+    return invalid(field + ".first_knot: " + std::to_string(first_knot) +
+                   " is not after the phase before's (" + std::to_string(previous->first_knot) +
+                   "); phases are in order of their first knots");
+  }
+  if (first_knot >= horizon) {
+    return invalid(field + ".first_knot: " + std::to_string(first_knot) +
+                   " is past the horizon's last knot (" + std::to_string(horizon - 1) + ")");
+  }
+  out.first_knot = static_cast<int>(first_knot);
+  if (grpc::Status s = check_range(field + ".restitution", in.restitution(), 0.0, 1.0, "in [0, 1]");
+      !s.ok()) {
+    return s;
+  }
+  out.restitution = in.restitution();
+  const std::string list = field + ".contacts";
+  if (grpc::Status s = to_constraints(m, in.contacts(), out.contacts, list); !s.ok()) return s;
+  const std::vector<BilateralConstraint>& contacts = out.contacts.constraints;
+  for (std::size_t i = 0; i < contacts.size(); ++i) {
+    const std::string what =
+        list + "[" + std::to_string(i) + "] (" + quote_input(contacts[i].name) + ")";
+    if (!is_contact(contacts[i])) {
+      return invalid(what +
+                     ": a contact is CONSTRAINT_TYPE_POINT (3D) or CONSTRAINT_TYPE_WELD (6D)");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (contacts[j].body1 == contacts[i].body1 &&
+          contacts[j].placement1.translation == contacts[i].placement1.translation) {
+        return invalid(what + ": its frame1 is already in contact in this phase, by " + list + "[" +
+                       std::to_string(j) + "] (" + quote_input(contacts[j].name) + ")");
+      }
+    }
+  }
+  out.rows = constraint_rows(m, contacts);
+  if (grpc::Status s = check_constraint_rows(planning, m, algorithm, out.rows, list); !s.ok()) {
+    return s;
+  }
+  out.touchdown = previous != nullptr && adds_contact(previous->contacts.constraints, contacts);
+  return grpc::Status::OK;
+}
+
+// The request's contact schedule and friction cone (Linearize, Rollout) over `horizon` knots:
+// the phases into step.phases, and where each knot's values are, into step's offsets and the
+// answer's `layout`, which stays unset without phases or a cone. With phases the answer's
+// one-set `rows` is cleared.
+template <class Request>
+grpc::Status plan_schedule(const Planning& planning, const RegisteredModelPtr& entry,
+                           const Request& request, const Algorithm& algorithm, int horizon,
+                           PlannedStep& step, v1::KnotLayout& layout,
+                           google::protobuf::RepeatedPtrField<v1::ConstraintRows>& rows) {
+  const auto& phases = request.phases();
+  if (!phases.empty() && !request.constraints().empty()) {
+    return invalid("phases: a call holds the robot by constraints or by phases, not both (" +
+                   std::to_string(request.constraints().size()) + " constraints given)");
+  }
+  if (phases.size() > planning.limits.max_phases) {
+    return over_limit("phases", phases.size(), planning.limits.max_phases, "--max-phases");
+  }
+  step.phases.resize(static_cast<std::size_t>(phases.size()));
+  for (int p = 0; p < phases.size(); ++p) {
+    const auto at = static_cast<std::size_t>(p);
+    if (grpc::Status s = plan_phase(planning, entry, phases[p], "phases[" + std::to_string(p) + "]",
+                                    p == 0 ? nullptr : &step.phases[at - 1], horizon, algorithm,
+                                    step.phases[at]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (request.has_friction_cone()) {
+    const v1::FrictionCone& cone = request.friction_cone();
+    if (grpc::Status s =
+            check_range("friction_cone.friction", cone.friction(), 0.0, INFINITY, ">= 0");
+        !s.ok()) {
+      return s;
+    }
+    const std::uint32_t faces = cone.faces() == 0 ? 4 : cone.faces();
+    if (faces < 3 || faces > 64) {
+      return invalid("friction_cone.faces: " + std::to_string(cone.faces()) +
+                     " is out of range; it must be 3 to 64 (0: 4)");
+    }
+    Vec3 normal = Vec3::UnitZ();
+    if (cone.has_normal()) {
+      normal = Vec3(cone.normal().x(), cone.normal().y(), cone.normal().z());
+      if (!normal.allFinite() || normal.norm() < 1e-9) {
+        return invalid("friction_cone.normal must be finite and not zero");
+      }
+      normal.normalize();
+    }
+    const auto refuse = [](const std::string& what, const BilateralConstraint& c) {
+      return invalid("friction_cone: " + what + " (" + quote_input(c.name) +
+                     ") is not a point or weld contact; a cone holds a contact's force");
+    };
+    for (std::size_t i = 0; i < step.constraints.constraints.size(); ++i) {
+      const BilateralConstraint& c = step.constraints.constraints[i];
+      if (!is_contact(c)) return refuse("constraints[" + std::to_string(i) + "]", c);
+    }
+    step.cones = true;
+    step.cone = {.friction = cone.friction(), .faces = static_cast<int>(faces), .normal = normal};
+  }
+  const auto knots = static_cast<std::size_t>(horizon);
+  const auto values = static_cast<std::size_t>(friction_cone_values(step.cone));
+  if (step.phases.empty()) {
+    step.multipliers_at.per_knot = static_cast<std::size_t>(step.rows);
+    step.cones_at.per_knot = step.cones ? step.constraints.constraints.size() * values : 0;
+    if (!step.cones) return grpc::Status::OK;
+  } else {
+    rows.Clear();
+    // Every knot's offsets, phase by phase.
+    step.multipliers_at.at.assign(knots + 1, 0);
+    step.cones_at.at.assign(knots + 1, 0);
+    step.impulses_at.at.assign(knots + 1, 0);
+    std::size_t p = 0;
+    for (std::size_t k = 0; k < knots; ++k) {
+      while (p + 1 < step.phases.size() &&
+             static_cast<std::size_t>(step.phases[p + 1].first_knot) <= k) {
+        ++p;
+      }
+      const CallPhase& phase = step.phases[p];
+      const auto phase_rows = static_cast<std::size_t>(phase.rows);
+      const bool touchdown = phase.touchdown && static_cast<std::size_t>(phase.first_knot) == k;
+      step.multipliers_at.at[k + 1] = step.multipliers_at.at[k] + phase_rows;
+      step.cones_at.at[k + 1] =
+          step.cones_at.at[k] + (step.cones ? phase.contacts.constraints.size() * values : 0);
+      step.impulses_at.at[k + 1] = step.impulses_at.at[k] + (touchdown ? phase_rows : 0);
+      if (touchdown) layout.add_touchdown_knots(static_cast<std::uint32_t>(k));
+    }
+    for (const CallPhase& phase : step.phases) {
+      list_constraint_rows(entry, phase.contacts.constraints, *layout.add_phases()->mutable_rows());
+    }
+  }
+  for (std::size_t k = 0; k <= knots; ++k) {
+    layout.add_multipliers_at(step.multipliers_at[k]);
+    if (step.cones) layout.add_cones_at(step.cones_at[k]);
+  }
+  return grpc::Status::OK;
+}
+
 template <class Request>
 grpc::Status plan_step(const Planning& planning, const RegisteredModelPtr& entry,
                        const Request& request, const Algorithm& algorithm, PlannedStep& out,
@@ -804,14 +984,26 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   }
   const int nu = static_cast<int>(step.actuated.size());
   if (s = check_array("u", request->u(), n, nu); !s.ok()) return s;
-  const int rows = step.rows;
+  if (s = plan_schedule(planning, entry, *request, algorithm, n, step, *response->mutable_layout(),
+                        *response->mutable_rows());
+      !s.ok()) {
+    return s;
+  }
+  const auto knots = static_cast<std::size_t>(n);
+  // The values of λ, of the touchdowns' impulses and of the cones over the knots.
+  const auto all_rows = static_cast<std::int64_t>(step.multipliers_at[knots]);
+  const auto impulses = static_cast<std::int64_t>(step.impulses_at[knots]);
+  const auto cones = static_cast<std::int64_t>(step.cones ? step.cones_at[knots] : 0);
+  const auto layout_values = static_cast<std::int64_t>(response->layout().multipliers_at_size() +
+                                                       response->layout().cones_at_size() +
+                                                       response->layout().touchdown_knots_size());
 
   const std::int64_t states = n;
   const std::int64_t nx = 2 * m.nv;
   const std::int64_t nv2 = static_cast<std::int64_t>(m.nv) * m.nv;
   const bool continuous = request->continuous_derivatives();
-  const bool multipliers = continuous && rows > 0;
-  const std::int64_t rows_by_dofs = states * rows * m.nv;
+  const bool multipliers = continuous && all_rows > 0;
+  const std::int64_t rows_by_dofs = all_rows * m.nv;
   bool velocity_rows = false;
   if (s = plan_jacobian_layout("jacobians", request->jacobians(), rk4, velocity_rows); !s.ok()) {
     return s;
@@ -827,7 +1019,8 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
   if (s = planning.reserve_response(
           states * (m.nq + m.nv + jacobian_rows * (nx + nu) + 2 * block_values) +
               (continuous ? 3 * states * nv2 : 0) +
-              (multipliers ? states * rows + 3 * rows_by_dofs : 0),
+              (multipliers ? all_rows + 3 * rows_by_dofs : 0) + impulses + cones * (1 + nx + nu) +
+              layout_values,
           memory);
       !s.ok()) {
     return s;
@@ -848,11 +1041,15 @@ grpc::Status LinearizeRpc::plan(const Planning& planning, const RegisteredModelP
       continuous ? sized_for_writing(response->mutable_da_dq(), states * nv2) : nullptr,
       continuous ? sized_for_writing(response->mutable_da_dv(), states * nv2) : nullptr,
       continuous ? sized_for_writing(response->mutable_da_dtau(), states * nv2) : nullptr,
-      multipliers ? sized_for_writing(response->mutable_multipliers(), states * rows) : nullptr,
+      multipliers ? sized_for_writing(response->mutable_multipliers(), all_rows) : nullptr,
       multipliers ? sized_for_writing(response->mutable_dmultipliers_dq(), rows_by_dofs) : nullptr,
       multipliers ? sized_for_writing(response->mutable_dmultipliers_dv(), rows_by_dofs) : nullptr,
       multipliers ? sized_for_writing(response->mutable_dmultipliers_dtau(), rows_by_dofs)
-                  : nullptr};
+                  : nullptr,
+      impulses > 0 ? sized_for_writing(response->mutable_impulses(), impulses) : nullptr,
+      cones > 0 ? sized_for_writing(response->mutable_friction_cones(), cones) : nullptr,
+      cones > 0 ? sized_for_writing(response->mutable_dfriction_cones_dx(), cones * nx) : nullptr,
+      cones > 0 ? sized_for_writing(response->mutable_dfriction_cones_du(), cones * nu) : nullptr};
   job = {
       algorithm,
       [entry, request, step = std::move(step), out, velocity_rows](WorkerContext& w, int b, int e) {
@@ -884,6 +1081,11 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
     return s;
   }
   const int k = static_cast<int>(knots);
+  if (s = plan_schedule(planning, entry, *request, kRollout, k, step, *response->mutable_layout(),
+                        *response->mutable_rows());
+      !s.ok()) {
+    return s;
+  }
   const int nu = static_cast<int>(step.actuated.size());
   const int nx = 2 * m.nv;
   if (s = check_array("u", request->u(), n, k * nu, false, {"batch_size", "rollout"}); !s.ok()) {
@@ -936,10 +1138,19 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
   // The rows of Fx and Fu the answer carries.
   const std::int64_t jacobian_rows = velocity_rows ? m.nv : nx;
   const std::int64_t frame_values = slots * (12 + (request->frame_jacobians() ? 6 * m.nv : 0));
+  // Each rollout's values of λ, of the touchdowns' impulses and of the cones.
+  const auto rollout_rows = static_cast<std::int64_t>(step.multipliers_at[knots]);
+  const auto rollout_impulses = static_cast<std::int64_t>(step.impulses_at[knots]);
+  const auto rollout_cones = static_cast<std::int64_t>(step.cones ? step.cones_at[knots] : 0);
+  const auto layout_values = static_cast<std::int64_t>(response->layout().multipliers_at_size() +
+                                                       response->layout().cones_at_size() +
+                                                       response->layout().touchdown_knots_size());
   if (s = planning.reserve_response(
-          states * (m.nq + m.nv) + steps * (nu + step.rows) +
+          states * (m.nq + m.nv) + steps * nu +
+              rollouts * (rollout_rows + rollout_impulses +
+                          rollout_cones * (1 + (jacobians ? nx + nu : 0))) +
               (jacobians ? steps * (jacobian_rows * (nx + nu) + 2 * block_values) : 0) +
-              frame_values,
+              frame_values + layout_values,
           memory);
       !s.ok()) {
     return {s.error_code(), s.error_message() + " or fewer knots"};
@@ -969,7 +1180,15 @@ grpc::Status RolloutRpc::plan(const Planning& planning, const RegisteredModelPtr
                                     : std::span<double>(),
       .integrate_dw = velocity_rows ? array(response->mutable_integrate_dw(), steps * block_values)
                                     : std::span<double>(),
-      .multipliers = array(response->mutable_multipliers(), steps * step.rows),
+      .multipliers = array(response->mutable_multipliers(), rollouts * rollout_rows),
+      .impulses = array(response->mutable_impulses(), rollouts * rollout_impulses),
+      .friction_cones = array(response->mutable_friction_cones(), rollouts * rollout_cones),
+      .dfriction_cones_dx =
+          jacobians ? array(response->mutable_dfriction_cones_dx(), rollouts * rollout_cones * nx)
+                    : std::span<double>(),
+      .dfriction_cones_du =
+          jacobians ? array(response->mutable_dfriction_cones_du(), rollouts * rollout_cones * nu)
+                    : std::span<double>(),
       .positions = array(response->mutable_frame_positions(), slots * 3),
       .rotations = array(response->mutable_frame_rotations(), slots * 9),
       .frame_jacobians = request->frame_jacobians()

@@ -30,6 +30,7 @@ struct RequestLimits {
   int max_solver_iterations;
   int max_simulation_steps;
   int max_session_queued;
+  int max_phases;
 };
 
 RequestLimits request_limits(const Config& config);

@@ -53,6 +53,7 @@ const std::vector<std::string> kServerFlags = {
     "--max-dof=40",
     "--max-models=12",
     "--max-kinematics-frames=64",
+    "--max-phases=8",
     "--max-contacts=64",
     "--max-constraint-rows=24",
     "--max-solver-iterations=5000",
@@ -515,6 +516,14 @@ v1::RolloutRequest closed_loop_rollout(int knots = 2) {
   }
   fill(r.mutable_feedback(), knots * nv("quadruped") * 2 * nv("quadruped"));
   return r;
+}
+
+// A phase of a schedule from `first_knot` with point contacts on `feet`.
+v1::ContactPhase phase(int first_knot, const std::vector<std::string>& feet) {
+  v1::ContactPhase p;
+  p.set_first_knot(first_knot);
+  for (const std::string& foot : feet) *p.add_contacts() = point_constraint(foot);
+  return p;
 }
 
 v1::SimulateRequest simulate(int steps = 10) {
@@ -2290,6 +2299,128 @@ std::vector<Row> dynamics_rows() {
            weld.set_name("again_" + foot);
            *r.add_constraints() = weld;
          }
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizePhasesAndConstraints",
+       C::INVALID_ARGUMENT,
+       {"phases", "not both"},
+       [] {
+         auto r = linearize(4);
+         *r.add_constraints() = point_constraint("FL_foot");
+         *r.add_phases() = phase(0, {"FL_foot"});
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeFirstPhaseAfterKnotZero",
+       C::INVALID_ARGUMENT,
+       {"phases[0].first_knot", "knot 0"},
+       [] {
+         auto r = linearize(4);
+         *r.add_phases() = phase(1, {"FL_foot"});
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizePhasesOutOfOrder",
+       C::INVALID_ARGUMENT,
+       {"phases[2].first_knot", "not after"},
+       [] {
+         auto r = linearize(4);
+         *r.add_phases() = phase(0, {"FL_foot"});
+         *r.add_phases() = phase(2, {"FR_foot"});
+         *r.add_phases() = phase(1, {"FL_foot"});
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"RolloutPhasePastTheHorizon",
+       C::INVALID_ARGUMENT,
+       {"phases[1].first_knot", "past the horizon"},
+       [] {
+         auto r = rollout(1, 3);
+         *r.add_phases() = phase(0, {"FL_foot"});
+         *r.add_phases() = phase(3, {"FR_foot"});
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"LinearizeTouchdownOnAFrameInContact",
+       C::INVALID_ARGUMENT,
+       {"phases[1].contacts[1]", "already in contact", "phases[1].contacts[0]"},
+       [] {
+         auto r = linearize(4);
+         *r.add_phases() = phase(0, {"FL_foot"});
+         *r.add_phases() = phase(2, {"FL_foot", "FL_foot"});
+         r.mutable_phases(1)->mutable_contacts(1)->set_type(v1::CONSTRAINT_TYPE_WELD);
+         r.mutable_phases(1)->mutable_contacts(1)->set_name("second");
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"RolloutPhaseUnknownFrame",
+       C::INVALID_ARGUMENT,
+       {"phases[1].contacts[0].frame1.frame", "FL_toe"},
+       [] {
+         auto r = rollout(1, 3);
+         *r.add_phases() = phase(0, {"FL_foot"});
+         *r.add_phases() = phase(1, {"FL_toe"});
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"LinearizePhaseOfARevoluteConstraint",
+       C::INVALID_ARGUMENT,
+       {"phases[0].contacts[0]", "CONSTRAINT_TYPE_POINT"},
+       [] {
+         auto r = linearize(2);
+         *r.add_phases() = phase(0, {"FL_foot"});
+         r.mutable_phases(0)->mutable_contacts(0)->set_type(v1::CONSTRAINT_TYPE_REVOLUTE);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeRestitutionOverOne",
+       C::INVALID_ARGUMENT,
+       {"phases[1].restitution", "[0, 1]"},
+       [] {
+         auto r = linearize(4);
+         *r.add_phases() = phase(0, {"FL_foot"});
+         *r.add_phases() = phase(2, {"FL_foot", "FR_foot"});
+         r.mutable_phases(1)->set_restitution(1.5);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"RolloutOverMaxPhases",
+       C::RESOURCE_EXHAUSTED,
+       {"phases", "--max-phases"},
+       [] {
+         auto r = rollout(1, 12);
+         for (int k = 0; k < 9; ++k)
+           *r.add_phases() = phase(k, {k % 2 == 0 ? "FL_foot" : "FR_foot"});
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"LinearizeNegativeFriction",
+       C::INVALID_ARGUMENT,
+       {"friction_cone.friction", ">= 0"},
+       [] {
+         auto r = linearize();
+         *r.add_constraints() = point_constraint("FL_foot");
+         r.mutable_friction_cone()->set_friction(-0.5);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"RolloutNanFriction",
+       C::INVALID_ARGUMENT,
+       {"friction_cone.friction", "NaN"},
+       [] {
+         auto r = rollout();
+         *r.add_phases() = phase(0, {"FL_foot"});
+         r.mutable_friction_cone()->set_friction(kNaN);
+         return call(&Dynamics::Rollout, r);
+       }},
+      {"LinearizeConeOfTooFewFaces",
+       C::INVALID_ARGUMENT,
+       {"friction_cone.faces", "3 to 64"},
+       [] {
+         auto r = linearize();
+         *r.add_constraints() = point_constraint("FL_foot");
+         r.mutable_friction_cone()->set_friction(0.5);
+         r.mutable_friction_cone()->set_faces(2);
+         return call(&Dynamics::Linearize, r);
+       }},
+      {"LinearizeConeOfARevoluteConstraint",
+       C::INVALID_ARGUMENT,
+       {"friction_cone", "constraints[0]", "not a point or weld"},
+       [] {
+         auto r = linearize();
+         *r.add_constraints() = point_constraint("FL_foot");
+         r.mutable_constraints(0)->set_type(v1::CONSTRAINT_TYPE_REVOLUTE);
+         r.mutable_friction_cone()->set_friction(0.5);
          return call(&Dynamics::Linearize, r);
        }},
       {"LinearizeOverMaxBatchStates",

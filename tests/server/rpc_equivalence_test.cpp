@@ -760,6 +760,238 @@ TEST_F(RpcEquivalenceTest, RolloutWithFeedbackInContact) {
   expect_bitwise_equal(response.frame_jacobians(), want_jacobians, "frame Jacobians");
 }
 
+// A trot's schedule on the quadruped's feet over 6 knots: the four feet, then the FL-HR diagonal
+// alone from knot 2 (FR and HL lift off), then the four again from knot 4 (FR and HL touch down,
+// restitution 0.2). No foot has an anchor.
+struct TrotSchedule {
+  std::vector<v1::ContactPhase> request;
+  // The engine's contacts of each phase, and those held where they stand.
+  std::vector<std::vector<BilateralConstraint>> contacts;
+  std::vector<std::vector<int>> held;
+};
+
+TrotSchedule trot_schedule(const Model& m) {
+  const auto [feet, contacts] = quadruped_feet(m);
+  TrotSchedule t;
+  const std::vector<std::vector<int>> phase_feet = {{0, 1, 2, 3}, {0, 3}, {0, 1, 2, 3}};
+  const int first_knots[] = {0, 2, 4};
+  for (std::size_t p = 0; p < phase_feet.size(); ++p) {
+    v1::ContactPhase& phase = t.request.emplace_back();
+    phase.set_first_knot(first_knots[p]);
+    if (p == 2) phase.set_restitution(0.2);
+    std::vector<BilateralConstraint>& engine = t.contacts.emplace_back();
+    std::vector<int>& held = t.held.emplace_back();
+    for (const int f : phase_feet[p]) {
+      *phase.add_contacts() = feet[f];
+      held.push_back(static_cast<int>(engine.size()));
+      engine.push_back(contacts[f]);
+      engine.back().name =
+          "phases[" + std::to_string(p) + "].contacts[" + std::to_string(held.back()) + "]";
+    }
+  }
+  return t;
+}
+
+// Phased Rollout and Linearize against the engine's schedule, bitwise: 3 rollouts of the trot,
+// RK4, with Fx, Fu, λ, the touchdown's impulses and the friction cones; Linearize at the first
+// rollout's states and controls, semi-implicit, each knot under its phase, the feet anchored where
+// they touch down and kept there while they stand; and a one-phase schedule as the same contacts
+// given as constraints.
+TEST_F(RpcEquivalenceTest, PhasedRolloutAndLinearizeFollowTheSchedule) {
+  const LocalModel& local = models_->at("quadruped");
+  const Model& m = *local.model;
+  constexpr int kRollouts = 3, kKnots = 6;
+  const int nx = 2 * m.nv, nu = m.nv - 6;
+  const auto q = random_configurations(local.layout, kRollouts, 74);
+  const auto v = random_values(kRollouts * m.nv, 75);
+  const auto u = random_values(kRollouts * kKnots * nu, 76);
+  TrotSchedule trot = trot_schedule(m);
+  const FrictionCone cone{.friction = 0.6, .faces = 4, .normal = Vec3::UnitZ()};
+  std::vector<int> actuated(nu);
+  for (int c = 0; c < nu; ++c) actuated[c] = 6 + c;
+
+  v1::RolloutRequest request = rollout_request(local, q, v, u, kRollouts, kKnots);
+  request.set_integrator(v1::INTEGRATOR_RK4);
+  request.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  request.mutable_phases()->Add(trot.request.begin(), trot.request.end());
+  request.mutable_gains()->set_position(100.0);
+  request.mutable_gains()->set_velocity(20.0);
+  request.mutable_friction_cone()->set_friction(0.6);
+  request.set_jacobians(true);
+  v1::RolloutResponse response;
+  grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+    return server_->dynamics()->Rollout(c, request, &response);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.rows_size(), 0);
+  const v1::KnotLayout& layout = response.layout();
+  ASSERT_EQ(layout.phases_size(), 3);
+  EXPECT_EQ(layout.phases(1).rows_size(), 2);
+  const std::vector<std::uint64_t> multipliers_at = {0, 12, 24, 30, 36, 48, 60};
+  const std::vector<std::uint64_t> cones_at = {0, 20, 40, 50, 60, 80, 100};
+  EXPECT_EQ(
+      std::vector<std::uint64_t>(layout.multipliers_at().begin(), layout.multipliers_at().end()),
+      multipliers_at);
+  EXPECT_EQ(std::vector<std::uint64_t>(layout.cones_at().begin(), layout.cones_at().end()),
+            cones_at);
+  ASSERT_EQ(layout.touchdown_knots_size(), 1);
+  EXPECT_EQ(layout.touchdown_knots(0), 4u);
+
+  Data data(m);
+  const int states = kKnots + 1;
+  std::vector<double> want_q(kRollouts * states * m.nq), want_v(kRollouts * states * m.nv),
+      want_u(kRollouts * kKnots * nu), want_fx(kRollouts * kKnots * nx * nx),
+      want_fu(kRollouts * kKnots * nx * nu), want_lambda(kRollouts * 60),
+      want_impulses(kRollouts * 12), want_cones(kRollouts * 100),
+      want_dcones_dx(kRollouts * 100 * nx), want_dcones_du(kRollouts * 100 * nu);
+  for (int r = 0; r < kRollouts; ++r) {
+    const auto slice = [r](std::vector<double>& all, std::size_t per_rollout) {
+      return std::span<double>(all).subspan(r * per_rollout, per_rollout);
+    };
+    std::vector<std::vector<BilateralConstraint>> contacts = trot.contacts;
+    std::vector<ContactPhase> phases;
+    for (std::size_t p = 0; p < contacts.size(); ++p) {
+      phases.push_back({.first_knot = static_cast<int>(trot.request[p].first_knot()),
+                        .contacts = contacts[p],
+                        .anchored_at_start = trot.held[p],
+                        .restitution = trot.request[p].restitution()});
+    }
+    rollout(
+        m, data, row(q, r, m.nq), row(v, r, m.nv), kKnots,
+        std::span<const double>(u).subspan(static_cast<std::size_t>(r) * kKnots * nu, kKnots * nu),
+        {.dt = 0.01,
+         .integrator = Integrator::kRungeKutta4,
+         .actuated_dofs = actuated,
+         .gains = {100.0, 20.0},
+         .friction_cone = cone},
+        {},
+        {slice(want_q, states * m.nq),
+         slice(want_v, states * m.nv),
+         slice(want_u, kKnots * nu),
+         slice(want_fx, kKnots * nx * nx),
+         slice(want_fu, kKnots * nx * nu),
+         slice(want_lambda, 60),
+         false,
+         {},
+         {},
+         slice(want_impulses, 12),
+         slice(want_cones, 100),
+         slice(want_dcones_dx, 100 * nx),
+         slice(want_dcones_du, 100 * nu)},
+        phases);
+  }
+  expect_bitwise_equal(response.q(), want_q, "q");
+  expect_bitwise_equal(response.v(), want_v, "v");
+  expect_bitwise_equal(response.fx(), want_fx, "fx");
+  expect_bitwise_equal(response.fu(), want_fu, "fu");
+  expect_bitwise_equal(response.multipliers(), want_lambda, "λ");
+  expect_bitwise_equal(response.impulses(), want_impulses, "impulses");
+  expect_bitwise_equal(response.friction_cones(), want_cones, "friction cones");
+  expect_bitwise_equal(response.dfriction_cones_dx(), want_dcones_dx, "friction cones' dx");
+  expect_bitwise_equal(response.dfriction_cones_du(), want_dcones_du, "friction cones' du");
+
+  // Linearize at rollout 0's knots.
+  const std::vector<double> knots_q(want_q.begin(), want_q.begin() + kKnots * m.nq);
+  const std::vector<double> knots_v(want_v.begin(), want_v.begin() + kKnots * m.nv);
+  const std::vector<double> knots_u(want_u.begin(), want_u.begin() + kKnots * nu);
+  v1::LinearizeRequest linearize;
+  fill_batch(linearize, local, knots_q, knots_v);
+  linearize.set_batch_size(kKnots);
+  linearize.mutable_u()->Add(knots_u.begin(), knots_u.end());
+  linearize.set_dt(0.01);
+  linearize.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  linearize.set_continuous_derivatives(true);
+  linearize.mutable_phases()->Add(trot.request.begin(), trot.request.end());
+  linearize.mutable_gains()->set_position(100.0);
+  linearize.mutable_gains()->set_velocity(20.0);
+  linearize.mutable_friction_cone()->set_friction(0.6);
+  v1::LinearizeResponse linearized;
+  status = with_deadline(60, [&](grpc::ClientContext* c) {
+    return server_->dynamics()->Linearize(c, linearize, &linearized);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // The feet anchored where they touch down: all four at knot 0, FR and HL again at knot 4.
+  std::vector<std::vector<BilateralConstraint>> anchored = trot.contacts;
+  forward_kinematics(m, data, row(knots_q, 0, m.nq));
+  for (BilateralConstraint& c : anchored[0]) c.placement2 = data.oMi[c.body1] * c.placement1;
+  anchored[1][0].placement2 = anchored[0][0].placement2;
+  anchored[1][1].placement2 = anchored[0][3].placement2;
+  forward_kinematics(m, data, row(knots_q, 4, m.nq));
+  for (BilateralConstraint& c : anchored[2]) c.placement2 = data.oMi[c.body1] * c.placement1;
+  anchored[2][0].placement2 = anchored[1][0].placement2;
+  anchored[2][3].placement2 = anchored[1][1].placement2;
+  std::vector<double> fx_all, lambda_all, dlambda_all, impulses_all, cones_all, dcones_all;
+  for (int k = 0; k < kKnots; ++k) {
+    const int p = k < 2 ? 0 : k < 4 ? 1 : 2;
+    const int rows = constraint_rows(m, anchored[p]);
+    const auto cones = static_cast<Eigen::Index>(anchored[p].size() * 5);
+    Vector q_next(m.nq), v_next(m.nv), lambda(rows), impulses(rows), residuals(cones);
+    RowMajor fx(nx, nx), fu(nx, nu), dcones_dx(cones, nx), dcones_du(cones, nu);
+    std::vector<double> knot_values(3 * m.nv * m.nv + 3 * rows * m.nv);
+    const std::span<double> values(knot_values);
+    const std::size_t nv2 = m.nv * m.nv, rows_nv = rows * m.nv;
+    const KnotDerivatives knot{values.subspan(0, nv2),
+                               values.subspan(nv2, nv2),
+                               values.subspan(2 * nv2, nv2),
+                               values.subspan(3 * nv2, rows_nv),
+                               values.subspan(3 * nv2 + rows_nv, rows_nv),
+                               values.subspan(3 * nv2 + 2 * rows_nv, rows_nv)};
+    step(m, data, row(knots_q, k, m.nq), row(knots_v, k, m.nv), row(knots_u, k, nu),
+         {.dt = 0.01,
+          .actuated_dofs = actuated,
+          .constraints = anchored[p],
+          .gains = {100.0, 20.0},
+          .touchdown = k == 4,
+          .restitution = k == 4 ? 0.2 : 0.0,
+          .friction_cone = cone},
+         {.q_next = q_next,
+          .v_next = v_next,
+          .fx = fx,
+          .fu = fu,
+          .multipliers = {lambda.data(), static_cast<std::size_t>(rows)},
+          .impulses = k == 4 ? std::span<double>(impulses.data(), rows) : std::span<double>(),
+          .friction_cones = {residuals.data(), static_cast<std::size_t>(cones)},
+          .dfriction_cones_dx = {dcones_dx.data(), static_cast<std::size_t>(dcones_dx.size())},
+          .dfriction_cones_du = {dcones_du.data(), static_cast<std::size_t>(dcones_du.size())},
+          .knot_derivatives = &knot});
+    append_matrix(fx_all, fx);
+    append(lambda_all, lambda);
+    dlambda_all.insert(dlambda_all.end(), knot.dlambda_dq.begin(), knot.dlambda_dq.end());
+    if (k == 4) append(impulses_all, impulses);
+    append(cones_all, residuals);
+    append_matrix(dcones_all, dcones_dx);
+  }
+  expect_bitwise_equal(linearized.fx(), fx_all, "Linearize fx");
+  expect_bitwise_equal(linearized.multipliers(), lambda_all, "Linearize λ");
+  expect_bitwise_equal(linearized.dmultipliers_dq(), dlambda_all, "Linearize dλ/dq");
+  expect_bitwise_equal(linearized.impulses(), impulses_all, "Linearize impulses");
+  expect_bitwise_equal(linearized.friction_cones(), cones_all, "Linearize friction cones");
+  expect_bitwise_equal(linearized.dfriction_cones_dx(), dcones_all, "Linearize cones' dx");
+
+  // One phase of the four feet is the four feet as constraints.
+  const auto [feet, contacts] = quadruped_feet(m);
+  v1::LinearizeRequest one_phase = linearize;
+  one_phase.clear_friction_cone();
+  one_phase.clear_phases();
+  *one_phase.add_phases() = trot.request[0];
+  v1::LinearizeRequest constrained = one_phase;
+  constrained.clear_phases();
+  constrained.mutable_constraints()->Add(feet.begin(), feet.end());
+  v1::LinearizeResponse by_phase, by_constraints;
+  for (const auto& [call, answer] :
+       {std::pair{&one_phase, &by_phase}, {&constrained, &by_constraints}}) {
+    status = with_deadline(60, [&, call = call, answer = answer](grpc::ClientContext* c) {
+      return server_->dynamics()->Linearize(c, *call, answer);
+    });
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  expect_bitwise_equal(by_phase.fx(), {by_constraints.fx().begin(), by_constraints.fx().end()},
+                       "one phase: fx");
+  expect_bitwise_equal(by_phase.multipliers(),
+                       {by_constraints.multipliers().begin(), by_constraints.multipliers().end()},
+                       "one phase: λ");
+}
+
 // Rollout's STEP_JACOBIANS_VELOCITY_ROWS answer: the same states as in full, Fx's and Fu's v⁺ rows
 // as they are there, and the free-flyer's blocks of J_q and J_w as Linearize gives them at the
 // rollout's states and controls. The feet in contact, semi-implicit and explicit Euler.
