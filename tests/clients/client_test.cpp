@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <thread>
@@ -279,6 +280,88 @@ TEST_F(ClientTest, LinearizeAndRolloutAssembleTheEnginesFxAndFu) {
       }
     }
   }
+}
+
+// A trot's schedule through the client: the feet of the quadruped, then its FL-HR diagonal from
+// knot 2, then the four again from knot 4 (a touchdown). Rollout's values per step come per knot as
+// the layout places them, and Linearize at the rollout's own states gives them again: λ, the
+// touchdown's impulses and the friction cones.
+TEST_F(ClientTest, PhasesAndConesComePerKnot) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::Model layout = client.register_model(quadruped_request());
+  constexpr int kKnots = 6, kNv = 18, kNu = 12;
+  const Matrix q0 = as_batch(random_configurations(layout, 1, 41), 1);
+  const Matrix v0 = as_batch(random_values(kNv, 42), 1);
+  const Matrix u = as_batch(random_values(kKnots * kNu, 43), kKnots);
+  const auto foot = [](const std::string& frame) {
+    v1::Constraint c;
+    c.set_type(v1::CONSTRAINT_TYPE_POINT);
+    c.mutable_frame1()->set_frame(frame);
+    return c;
+  };
+  std::vector<v1::ContactPhase> phases(3);
+  for (const char* frame : {"FL_foot", "FR_foot", "HL_foot", "HR_foot"}) {
+    *phases[0].add_contacts() = foot(frame);
+    *phases[2].add_contacts() = foot(frame);
+  }
+  *phases[1].add_contacts() = foot("FL_foot");
+  *phases[1].add_contacts() = foot("HR_foot");
+  phases[1].set_first_knot(2);
+  phases[2].set_first_knot(4);
+  v1::FrictionCone cone;
+  cone.set_friction(0.8);
+
+  client::RolloutOptions rollout_options;
+  rollout_options.dt = 0.01;
+  rollout_options.actuation = v1::ACTUATION_KIND_UNACTUATED_ROOT;
+  rollout_options.phases = phases;
+  rollout_options.friction_cone = cone;
+  rollout_options.gains.set_position(1e4);
+  rollout_options.gains.set_velocity(100.0);
+  const client::RolloutResult rolled = client.rollout(layout.id(), q0, v0, {u}, rollout_options);
+  ASSERT_EQ(rolled.rollouts.size(), 1u);
+  const client::RolloutTrajectory& trot = rolled.rollouts[0];
+  ASSERT_EQ(trot.steps, kKnots) << trot.error;
+  EXPECT_EQ(trot.multipliers.size(), 0) << "with phases λ comes per knot";
+  ASSERT_TRUE(trot.knots.has_value());
+  const client::KnotValues& rolled_knots = *trot.knots;
+  ASSERT_EQ(rolled_knots.multipliers.size(), static_cast<std::size_t>(kKnots));
+  const std::vector<Eigen::Index> rows = {12, 12, 6, 6, 12, 12};
+  for (int k = 0; k < kKnots; ++k) {
+    EXPECT_EQ(rolled_knots.multipliers[k].size(), rows[k]) << "knot " << k;
+    EXPECT_EQ(rolled_knots.friction_cones[k].rows(), rows[k] / 3) << "knot " << k;
+    EXPECT_EQ(rolled_knots.friction_cones[k].cols(), 5) << "knot " << k;
+  }
+  ASSERT_EQ(rolled_knots.impulses.size(), 1u);
+  EXPECT_EQ(rolled_knots.impulses.begin()->first, 4);
+  ASSERT_EQ(rolled_knots.phase_rows.size(), 3u);
+  EXPECT_EQ(rolled_knots.phase_rows[1].size(), 2u);
+
+  client::LinearizeOptions options;
+  options.dt = 0.01;
+  options.actuation = v1::ACTUATION_KIND_UNACTUATED_ROOT;
+  options.phases = phases;
+  options.friction_cone = cone;
+  options.gains = rollout_options.gains;
+  options.continuous_derivatives = true;
+  const client::LinearizeResult linearized =
+      client.linearize(layout.id(), trot.q.topRows(kKnots), trot.v.topRows(kKnots), u, options);
+  ASSERT_TRUE(linearized.knots.has_value());
+  const client::KnotValues& knots = *linearized.knots;
+  // The step with Jacobians solves for λ through the derivatives' factors, the one without through
+  // the dynamics': the same to rounding.
+  const auto near = [](const auto& got, const auto& want) {
+    return (got - want).cwiseAbs().maxCoeff() <= 1e-9 * std::max(1.0, want.cwiseAbs().maxCoeff());
+  };
+  for (int k = 0; k < kKnots; ++k) {
+    EXPECT_TRUE(near(knots.multipliers[k], rolled_knots.multipliers[k])) << "knot " << k;
+    EXPECT_TRUE(near(knots.friction_cones[k], rolled_knots.friction_cones[k])) << "knot " << k;
+    EXPECT_EQ(knots.dmultipliers_dq[k].rows(), rows[k]) << "knot " << k;
+    EXPECT_EQ(knots.dfriction_cones_dx[k].rows(), 5 * rows[k] / 3) << "knot " << k;
+    EXPECT_EQ(knots.dfriction_cones_du[k].cols(), kNu) << "knot " << k;
+  }
+  EXPECT_TRUE(near(knots.impulses.at(4), rolled_knots.impulses.at(4)));
 }
 
 TEST_F(ClientTest, ModelDeletedOnTheServerIsReRegistered) {

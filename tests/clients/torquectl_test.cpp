@@ -318,6 +318,56 @@ TEST_F(TorquectlTest, RolloutReadsJsonAndTakesLinearizesSteps) {
   EXPECT_EQ(shared.exit_code, 0) << shared.err;
 }
 
+// A contact schedule from the command line: the quadruped on four feet, on its FL-HR diagonal from
+// knot 1, on four again from knot 2 (a touchdown of FR and HL, restitution 0.2), in process and
+// on the server alike. λ, the impulses and the cones have a column per foot: 0 (null for the
+// cones) where a knot's phase does not hold the foot.
+TEST_F(TorquectlTest, LinearizeAndRolloutTakeAContactSchedule) {
+  const Outcome registered = torquectl("register " + kUrdf + " --floating-base");
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+  // Three knots standing at rest, no torque.
+  const std::string stand = "[0,0,0.33,0,0,0,1,0,0.6,-1.2,0,0.6,-1.2,0,0.6,-1.2,0,0.6,-1.2]";
+  const auto zeros = [](int n) {
+    std::string row = "[0";
+    for (int i = 1; i < n; ++i) row += ",0";
+    return row + "]";
+  };
+  const auto three = [](const std::string& row) { return "[" + row + "," + row + "," + row + "]"; };
+  const std::string knots = "{\"q\": " + three(stand) + ", \"v\": " + three(zeros(18)) +
+                            ", \"u\": " + three(zeros(12)) + "}";
+  const std::string four = "point:FL_foot,point:FR_foot,point:HL_foot,point:HR_foot";
+  const std::string options =
+      " --dt 0.01 --actuation unactuated-root --gains 100,20 --phases \"0=" + four +
+      ";1=point:FL_foot,point:HR_foot;2/0.2=" + four +
+      "\" --friction-cone 0.7 --continuous-derivatives";
+  const Outcome remote = torquectl("linearize " + id + options, knots);
+  const Outcome local =
+      torquectl("linearize " + kUrdf + " --local --floating-base" + options, knots);
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  EXPECT_EQ(remote.out, local.out);
+  const nlohmann::json result = nlohmann::json::parse(remote.out);
+  ASSERT_EQ(result["multipliers"].size(), 3u);
+  ASSERT_EQ(result["multipliers"][1].size(), 12u);
+  EXPECT_EQ(result["multipliers"][1][3], 0.0) << "FR_foot is not held at knot 1";
+  EXPECT_NE(result["multipliers"][1][0], 0.0) << "FL_foot is";
+  ASSERT_EQ(result["friction_cones"][1].size(), 20u);
+  EXPECT_TRUE(result["friction_cones"][1][5].is_null()) << "FR_foot's cone at knot 1";
+  EXPECT_TRUE(result["friction_cones"][1][0].is_number());
+  EXPECT_EQ(result["impulses"][0][0], 0.0);
+
+  const Outcome bad =
+      torquectl("linearize " + id + " --dt 0.01 --phases \"x=point:FL_foot\"", knots);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("FIRST_KNOT[/RESTITUTION]"), std::string::npos) << bad.err;
+  const Outcome refused = torquectl(
+      "linearize " + id + " --dt 0.01 --actuation unactuated-root --phases \"1=" + four + "\"",
+      knots);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("phases[0].first_knot"), std::string::npos) << refused.err;
+}
+
 TEST_F(TorquectlTest, ExitCodesSayWhatWentWrong) {
   // Usage errors: 2.
   EXPECT_EQ(torquectl("").exit_code, 2);

@@ -104,6 +104,17 @@ const std::map<std::string, OptionSpec>& option_specs() {
         "frame 2 in FRAME2 or in the world (metres, radians). A world constraint without @ holds "
         "FRAME where it stands (at each state, or the first knot); @0/0/0 is the world origin"}},
       {"--gains", {"KP,KD", "Baumgarte position and velocity gains (default 0,0)"}},
+      {"--phases",
+       {"P;P;...",
+        "a contact schedule instead of --constraints, each phase FIRST_KNOT[/RESTITUTION]=C,C,... "
+        "with C as --constraints writes it (nothing after = is a flight phase): each knot is held "
+        "by its phase's contacts, a phase that adds one begins with its touchdown's impact; "
+        "multipliers, impulses and friction_cones then have a column per contact of any phase "
+        "(0, or null for the cones, where a knot's phase does not hold it)"}},
+      {"--friction-cone",
+       {"MU[,FACES]",
+        "also each contact's friction-cone residuals (mu f_n - |f_t|, then FACES faces, 4 by "
+        "default), each >= 0 inside the cone"}},
       {"--payload", {"TEXT", "bytes to send"}},
       {"--contacts",
        {"SPEC",
@@ -506,14 +517,17 @@ std::vector<v1::DofInput> dof_inputs(const Args& args, const v1::Model& m) {
 // --constraints: TYPE:FRAME[:FRAME2][@x/y/z[/roll/pitch/yaw]],...: frame 1 is FRAME itself, frame 2
 // FRAME2 (the world when left out) placed by the numbers after @, or where frame 1 stands without
 // them.
-std::vector<v1::Constraint> constraints(const Args& args) {
+// `text` in the syntax of --constraints, for `flag`; each constraint named by its own text when
+// `named`.
+std::vector<v1::Constraint> constraint_list(const std::string& text, const std::string& flag,
+                                            bool named) {
   const std::map<std::string, v1::ConstraintType> types = {
       {"weld", v1::CONSTRAINT_TYPE_WELD},
       {"point", v1::CONSTRAINT_TYPE_POINT},
       {"revolute", v1::CONSTRAINT_TYPE_REVOLUTE},
       {"prismatic", v1::CONSTRAINT_TYPE_PRISMATIC}};
   std::vector<v1::Constraint> out;
-  std::stringstream list(args.value("--constraints", ""));
+  std::stringstream list(text);
   for (std::string item; std::getline(list, item, ',');) {
     const std::size_t at = item.find('@');
     const std::vector<std::string> parts = split(item.substr(0, at), ':');
@@ -529,11 +543,12 @@ std::vector<v1::Constraint> constraints(const Args& args) {
     }
     if (!ok) {
       throw UsageError(
-          "--constraints: \"" + item +
+          flag + ": \"" + item +
           "\" is not TYPE:FRAME[:FRAME2][@x/y/z[/roll/pitch/yaw]] with TYPE weld, point, "
           "revolute or prismatic");
     }
     v1::Constraint& c = out.emplace_back();
+    if (named) c.set_name(item);
     c.set_type(types.at(parts[0]));
     c.mutable_frame1()->set_frame(parts[1]);
     if (parts.size() == 3) c.mutable_frame2()->set_frame(parts[2]);
@@ -548,6 +563,151 @@ std::vector<v1::Constraint> constraints(const Args& args) {
         p.mutable_rpy()->set_z(placement[5]);
       }
     }
+  }
+  return out;
+}
+
+std::vector<v1::Constraint> constraints(const Args& args) {
+  return constraint_list(args.value("--constraints", ""), "--constraints", false);
+}
+
+// --phases FIRST_KNOT[/RESTITUTION]=C,C,...;...: each contact named by its text, so that one
+// contact has one name in every phase.
+std::vector<v1::ContactPhase> phases(const Args& args) {
+  std::vector<v1::ContactPhase> out;
+  if (args.values.count("--phases") == 0) return out;
+  for (const std::string& item : split(args.value("--phases", ""), ';')) {
+    const std::size_t equals = item.find('=');
+    const std::vector<std::string> head = split(item.substr(0, equals), '/');
+    double values[2] = {0.0, 0.0};
+    bool ok = equals != std::string::npos && !head.empty() && head.size() <= 2;
+    for (std::size_t i = 0; ok && i < head.size(); ++i) {
+      char* end = nullptr;
+      values[i] = std::strtod(head[i].c_str(), &end);
+      ok = !head[i].empty() && *end == '\0';
+    }
+    if (!ok || values[0] < 0 || values[0] != std::floor(values[0]) || values[0] > 4e9) {
+      throw UsageError("--phases: \"" + item +
+                       "\" is not FIRST_KNOT[/RESTITUTION]=C,C,... with FIRST_KNOT a whole number");
+    }
+    v1::ContactPhase& phase = out.emplace_back();
+    phase.set_first_knot(static_cast<std::uint32_t>(values[0]));
+    phase.set_restitution(values[1]);
+    for (v1::Constraint& c : constraint_list(item.substr(equals + 1), "--phases", true)) {
+      *phase.add_contacts() = std::move(c);
+    }
+  }
+  return out;
+}
+
+// --friction-cone MU[,FACES].
+std::optional<v1::FrictionCone> friction_cone(const Args& args) {
+  if (args.values.count("--friction-cone") == 0) return std::nullopt;
+  const std::string text = args.value("--friction-cone", "");
+  const std::vector<std::string> parts = split(text, ',');
+  double values[2] = {0.0, 0.0};
+  bool ok = !parts.empty() && parts.size() <= 2;
+  for (std::size_t i = 0; ok && i < parts.size(); ++i) {
+    char* end = nullptr;
+    values[i] = std::strtod(parts[i].c_str(), &end);
+    ok = !parts[i].empty() && *end == '\0';
+  }
+  if (!ok) throw UsageError("--friction-cone: expected MU[,FACES], got \"" + text + "\"");
+  v1::FrictionCone cone;
+  cone.set_friction(values[0]);
+  cone.set_faces(static_cast<std::uint32_t>(std::max(0.0, values[1])));
+  return cone;
+}
+
+// A scheduled call's values per knot in one column layout: a column per row of every constraint
+// any phase holds (by name, in the order first met), knot k's values where its phase has them and
+// `missing` elsewhere. `width` values per constraint when given (the cones), else its rows.
+Matrix scheduled_columns(const client::KnotValues& knots,
+                         const std::vector<v1::ContactPhase>& phases,
+                         const std::vector<Eigen::VectorXd>& per_knot, int width, double missing,
+                         std::vector<std::string>& labels) {
+  // Each constraint's first column, and the suffixes of its columns.
+  std::map<std::string, Eigen::Index> first;
+  std::vector<std::pair<std::string, int>> order;
+  const bool cones = width > 0;
+  for (std::size_t p = 0; p < knots.phase_rows.size(); ++p) {
+    const std::size_t loops = knots.phase_rows[p].size() - phases[p].contacts_size();
+    for (std::size_t i = cones ? loops : 0; i < knots.phase_rows[p].size(); ++i) {
+      const v1::ConstraintRows& rows = knots.phase_rows[p][i];
+      if (first.count(rows.name())) continue;
+      first[rows.name()] = static_cast<Eigen::Index>(labels.size());
+      const int columns = cones ? width : rows.dimension();
+      for (int c = 0; c < columns; ++c) {
+        labels.push_back(rows.name() + ":" +
+                         (cones ? (c == 0 ? std::string("cone") : "face" + std::to_string(c - 1))
+                                : std::to_string(c)));
+      }
+    }
+  }
+  Matrix out = Matrix::Constant(static_cast<Eigen::Index>(per_knot.size()),
+                                static_cast<Eigen::Index>(labels.size()), missing);
+  std::size_t p = 0;
+  for (std::size_t k = 0; k < per_knot.size(); ++k) {
+    while (p + 1 < phases.size() && phases[p + 1].first_knot() <= k) ++p;
+    if (per_knot[k].size() == 0) continue;
+    const std::size_t loops = knots.phase_rows[p].size() - phases[p].contacts_size();
+    Eigen::Index at = 0;
+    for (std::size_t i = cones ? loops : 0; i < knots.phase_rows[p].size(); ++i) {
+      const v1::ConstraintRows& rows = knots.phase_rows[p][i];
+      const int columns = cones ? width : rows.dimension();
+      out.row(static_cast<Eigen::Index>(k)).segment(first.at(rows.name()), columns) =
+          per_knot[k].segment(at, columns).transpose();
+      at += columns;
+    }
+  }
+  return out;
+}
+
+// The fields of a call with phases or a cone: λ (with phases; when returned), the impulses and
+// the cones, one row per knot.
+std::vector<OutputField> knot_fields(const client::KnotValues& knots,
+                                     const std::vector<v1::ContactPhase>& phases,
+                                     const std::optional<v1::FrictionCone>& cone,
+                                     std::size_t knot_count) {
+  std::vector<OutputField> out;
+  if (!phases.empty()) {
+    if (!knots.multipliers.empty()) {
+      std::vector<std::string> labels;
+      Matrix values = scheduled_columns(knots, phases, knots.multipliers, 0, 0.0, labels);
+      out.push_back({"multipliers", {labels}, std::move(values)});
+    }
+    std::vector<Eigen::VectorXd> impulses(knot_count);
+    for (const auto& [k, values] : knots.impulses) impulses[static_cast<std::size_t>(k)] = values;
+    std::vector<std::string> labels;
+    Matrix values = scheduled_columns(knots, phases, impulses, 0, 0.0, labels);
+    out.push_back({"impulses", {labels}, std::move(values)});
+  }
+  if (cone) {
+    std::vector<Eigen::VectorXd> residuals;
+    for (const Matrix& r : knots.friction_cones) {
+      residuals.emplace_back(Eigen::Map<const Eigen::VectorXd>(r.data(), r.size()));
+    }
+    const int width = 1 + static_cast<int>(cone->faces() == 0 ? 4 : cone->faces());
+    std::vector<std::string> labels;
+    Matrix values;
+    if (phases.empty()) {
+      for (Eigen::Index c = 0; c < (residuals.empty() ? 0 : residuals.front().size()) / width;
+           ++c) {
+        for (int i = 0; i < width; ++i) {
+          labels.push_back("constraints[" + std::to_string(c) +
+                           "]:" + (i == 0 ? std::string("cone") : "face" + std::to_string(i - 1)));
+        }
+      }
+      values = Matrix(static_cast<Eigen::Index>(residuals.size()),
+                      static_cast<Eigen::Index>(labels.size()));
+      for (std::size_t k = 0; k < residuals.size(); ++k) {
+        values.row(static_cast<Eigen::Index>(k)) = residuals[k].transpose();
+      }
+    } else {
+      values = scheduled_columns(knots, phases, residuals, width,
+                                 std::numeric_limits<double>::quiet_NaN(), labels);
+    }
+    out.push_back({"friction_cones", {labels}, std::move(values)});
   }
   return out;
 }
@@ -629,6 +789,8 @@ client::LinearizeOptions linearize_options(const Args& args) {
   }
   options.continuous_derivatives = args.has("--continuous-derivatives");
   options.constraints = constraints(args);
+  options.phases = phases(args);
+  options.friction_cone = friction_cone(args);
   options.gains = gains(args);
   return options;
 }
@@ -642,6 +804,8 @@ client::RolloutOptions rollout_options(const Args& args) {
   options.actuation = step.actuation;
   options.actuated_joints = step.actuated_joints;
   options.constraints = step.constraints;
+  options.phases = step.phases;
+  options.friction_cone = step.friction_cone;
   options.gains = step.gains;
   options.jacobians = args.has("--fx-fu");
   std::stringstream frames(args.value("--frames", ""));
@@ -984,6 +1148,12 @@ std::map<std::string, Dynamics> dynamics_commands() {
           add_multiplier_fields(m, r.rows, r.multipliers, r.dmultipliers_dq, r.dmultipliers_dv,
                                 r.dmultipliers_dtau, out);
         }
+        if (r.knots) {
+          for (OutputField& f : knot_fields(*r.knots, options.phases, options.friction_cone,
+                                            static_cast<std::size_t>(r.q_next.rows()))) {
+            out.fields.push_back(std::move(f));
+          }
+        }
         return out;
       }};
   commands["rollout"] = {
@@ -1045,6 +1215,23 @@ std::map<std::string, Dynamics> dynamics_commands() {
           out.fields.push_back({"multipliers",
                                 {steps, multiplier_labels(result.rows)},
                                 rows([](const auto& t) { return t.multipliers; })});
+        }
+        if (!result.rollouts.empty() && result.rollouts.front().knots) {
+          // Each rollout's fields per step, one row per rollout.
+          std::vector<std::vector<OutputField>> per_rollout;
+          for (const client::RolloutTrajectory& t : result.rollouts) {
+            per_rollout.push_back(knot_fields(*t.knots, options.phases, options.friction_cone,
+                                              static_cast<std::size_t>(knots)));
+          }
+          for (std::size_t f = 0; f < per_rollout.front().size(); ++f) {
+            std::vector<Matrix> values;
+            for (const std::vector<OutputField>& fields : per_rollout) {
+              values.push_back(fields[f].values);
+            }
+            out.fields.push_back({per_rollout.front()[f].name,
+                                  {steps, per_rollout.front()[f].dims.front()},
+                                  flatten(values)});
+          }
         }
         if (!result.frames.empty()) {
           out.lists = {{"frames", result.frames}};
@@ -1359,16 +1546,17 @@ std::vector<Command> commands() {
       {"linearize",
        {"a trajectory optimizer's step at each knot (q, v, u): q_next, v_next and the Jacobians "
         "fx (2nv x 2nv) and fu (2nv x nu) in the tangent space, from --dt, held by the model's "
-        "loop closures and --constraints (rigid contacts)",
+        "loop closures and --constraints (rigid contacts) or the --phases of a contact schedule",
         {"--dt", "--integrator", "--actuation", "--continuous-derivatives", "--constraints",
-         "--gains"}}},
+         "--phases", "--friction-cone", "--gains"}}},
       {"rollout",
        {"a shooting solver's forward pass from each row's q, v: the states q, v after each of "
         "--knots steps of --dt under the row's controls u (--knots × nu values), open loop, held "
-        "by the model's loop closures and --constraints; with --fx-fu the steps' Jacobians, "
-        "with --frames the frames' placements at every state (call Rollout for feedback)",
-        {"--knots", "--dt", "--integrator", "--actuation", "--constraints", "--gains", "--fx-fu",
-         "--frames", "--jacobians", "--reference"}}},
+        "by the model's loop closures and --constraints or --phases; with --fx-fu the steps' "
+        "Jacobians, with --frames the frames' placements at every state (call Rollout for "
+        "feedback)",
+        {"--knots", "--dt", "--integrator", "--actuation", "--constraints", "--phases",
+         "--friction-cone", "--gains", "--fx-fu", "--frames", "--jacobians", "--reference"}}},
   };
   for (const auto& [name, spec] : dynamics_commands()) {
     std::vector<std::string> options = kModelOptions;

@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include "torqued/batch_split.hpp"
 #include "torqued/unary_on_this_thread.hpp"
@@ -74,7 +75,70 @@ void put_step(const Options& options, Request& request) {
     request.mutable_actuation()->add_joints(joint);
   }
   request.mutable_constraints()->Add(options.constraints.begin(), options.constraints.end());
-  if (!options.constraints.empty()) *request.mutable_gains() = options.gains;
+  request.mutable_phases()->Add(options.phases.begin(), options.phases.end());
+  if (!options.constraints.empty() || !options.phases.empty()) {
+    *request.mutable_gains() = options.gains;
+  }
+  if (options.friction_cone) *request.mutable_friction_cone() = *options.friction_cone;
+}
+
+// Rollout `rollout`'s (0 for Linearize) values per knot, as the answer's layout places them; none
+// when the call had neither phases nor a cone.
+template <typename Response>
+std::optional<KnotValues> knot_values(const Response& response, int knots, Eigen::Index nv,
+                                      const std::optional<v1::FrictionCone>& cone, int rollout) {
+  const v1::KnotLayout& layout = response.layout();
+  if (layout.multipliers_at().empty()) return std::nullopt;
+  const auto& lambda_at = layout.multipliers_at();
+  const auto& cones_at = layout.cones_at();
+  const Eigen::Index nu = response.nu();
+  const Eigen::Index cone_values = cone ? 1 + (cone->faces() == 0 ? 4 : cone->faces()) : 1;
+  KnotValues out;
+  // Knot k's rows of `values` (`width` values each), each rollout's after the ones before.
+  const auto rows_of = [&](const DoubleArray& values, const auto& offsets, Eigen::Index width,
+                           int k) {
+    const std::int64_t start = std::int64_t{rollout} * offsets[knots] * width;
+    const Eigen::Index rows = static_cast<Eigen::Index>(offsets[k + 1] - offsets[k]);
+    return Eigen::Map<const Matrix>(values.data() + start + offsets[k] * width, rows, width);
+  };
+  for (int k = 0; k < knots; ++k) {
+    if (!response.multipliers().empty()) {
+      out.multipliers.emplace_back(rows_of(response.multipliers(), lambda_at, 1, k).col(0));
+    }
+    if constexpr (std::is_same_v<Response, v1::LinearizeResponse>) {
+      if (!response.dmultipliers_dq().empty()) {
+        out.dmultipliers_dq.emplace_back(rows_of(response.dmultipliers_dq(), lambda_at, nv, k));
+        out.dmultipliers_dv.emplace_back(rows_of(response.dmultipliers_dv(), lambda_at, nv, k));
+        out.dmultipliers_dtau.emplace_back(rows_of(response.dmultipliers_dtau(), lambda_at, nv, k));
+      }
+    }
+    if (!response.friction_cones().empty()) {
+      const auto residuals = rows_of(response.friction_cones(), cones_at, 1, k);
+      out.friction_cones.emplace_back(
+          Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+              residuals.data(), residuals.rows() / cone_values, cone_values));
+    }
+    if (!response.dfriction_cones_dx().empty()) {
+      out.dfriction_cones_dx.emplace_back(
+          rows_of(response.dfriction_cones_dx(), cones_at, 2 * nv, k));
+      out.dfriction_cones_du.emplace_back(rows_of(response.dfriction_cones_du(), cones_at, nu, k));
+    }
+  }
+  std::int64_t at = 0;
+  for (const std::uint32_t k : layout.touchdown_knots()) {
+    at += static_cast<std::int64_t>(lambda_at[k + 1] - lambda_at[k]);
+  }
+  at *= rollout;
+  for (const std::uint32_t k : layout.touchdown_knots()) {
+    const auto rows = static_cast<Eigen::Index>(lambda_at[k + 1] - lambda_at[k]);
+    out.impulses[static_cast<int>(k)] =
+        Eigen::Map<const Eigen::VectorXd>(response.impulses().data() + at, rows);
+    at += rows;
+  }
+  for (const v1::PhaseRows& phase : layout.phases()) {
+    out.phase_rows.emplace_back(phase.rows().begin(), phase.rows().end());
+  }
+  return out;
 }
 
 // Fx and Fu of each knot's Euler step from a STEP_JACOBIANS_VELOCITY_ROWS answer: the v⁺ rows
@@ -789,7 +853,10 @@ LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& 
   call_batch(model_id, call, request, &response, &v1::DynamicsService::Stub::Linearize);
   const std::uint32_t knots = response.batch_size();
   const Eigen::Index nx = response.v_next_size() / std::max<std::uint32_t>(knots, 1) * 2;
-  const Eigen::Index rows = response.multipliers_size() / std::max<std::uint32_t>(knots, 1);
+  // With phases the rows change from knot to knot: λ is in `knots` only.
+  const bool scheduled = !options.phases.empty();
+  const Eigen::Index rows =
+      scheduled ? 0 : response.multipliers_size() / std::max<std::uint32_t>(knots, 1);
   Matrices fx, fu;
   if (velocity_rows) {
     assemble_euler_step_jacobians(response, knots, nx / 2, options.dt,
@@ -805,11 +872,12 @@ LinearizeResult Client::linearize(const std::string& model_id, const MatrixRef& 
           to_matrices(response.da_dq(), knots),
           to_matrices(response.da_dv(), knots),
           to_matrices(response.da_dtau(), knots),
-          to_matrix(response.multipliers(), knots),
-          to_matrices(response.dmultipliers_dq(), knots, rows),
-          to_matrices(response.dmultipliers_dv(), knots, rows),
-          to_matrices(response.dmultipliers_dtau(), knots, rows),
-          {response.rows().begin(), response.rows().end()}};
+          scheduled ? Matrix() : to_matrix(response.multipliers(), knots),
+          scheduled ? Matrices() : to_matrices(response.dmultipliers_dq(), knots, rows),
+          scheduled ? Matrices() : to_matrices(response.dmultipliers_dv(), knots, rows),
+          scheduled ? Matrices() : to_matrices(response.dmultipliers_dtau(), knots, rows),
+          {response.rows().begin(), response.rows().end()},
+          knot_values(response, static_cast<int>(knots), nx / 2, options.friction_cone, 0)};
 }
 
 RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, const MatrixRef& v0,
@@ -882,7 +950,8 @@ RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, 
       t.fx = to_matrices(part(response.fx(), r), knots, nx);
       t.fu = to_matrices(part(response.fu(), r), knots, nx);
     }
-    t.multipliers = to_matrix(part(response.multipliers(), r), knots);
+    if (options.phases.empty()) t.multipliers = to_matrix(part(response.multipliers(), r), knots);
+    t.knots = knot_values(response, knots, nx / 2, options.friction_cone, r);
     if (nf > 0) {
       t.frame_positions = to_matrices(part(response.frame_positions(), r), states, nf);
       const DoubleArray rotations = part(response.frame_rotations(), r);

@@ -295,6 +295,23 @@ struct LinearizeOptions {
   // ConstrainedDynamicsOptions takes them; the model's loop closures hold it in any case.
   std::vector<v1::Constraint> constraints;
   v1::BaumgarteGains gains;  // their stabilization; none by default
+  // A contact schedule instead of constraints: each knot held by its phase's contacts, a phase
+  // that adds a contact beginning with its touchdown (dynamics.proto, ContactPhase).
+  std::vector<v1::ContactPhase> phases;
+  // Set: each knot's friction-cone residuals and their derivatives (KnotValues).
+  std::optional<v1::FrictionCone> friction_cone;
+};
+
+// What a call with phases or a friction cone gives per knot, whose sizes change with the phase:
+// one entry per knot (per step of a rollout).
+struct KnotValues {
+  std::vector<Eigen::VectorXd> multipliers;  // λ, the knot's phase's rows (when returned)
+  Matrices dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau;  // rows × nv (Linearize)
+  std::map<int, Eigen::VectorXd> impulses;                       // at the touchdown knots
+  // Each contact's cone residuals (contacts × (1 + faces)), and their derivatives along x and u
+  // (contacts (1 + faces) × 2nv and × nu; Rollout's with jacobians).
+  Matrices friction_cones, dfriction_cones_dx, dfriction_cones_du;
+  std::vector<std::vector<v1::ConstraintRows>> phase_rows;  // each phase's λ layout
 };
 
 // One entry per knot; x = (q, v) has 2 nv tangent coordinates, δq then δv.
@@ -309,6 +326,8 @@ struct LinearizeResult {
   Matrix multipliers;
   Matrices dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau;
   std::vector<v1::ConstraintRows> rows;  // the model's loop closures, then the constraints
+  // With phases or a friction cone; with phases λ is here only (multipliers above empty).
+  std::optional<KnotValues> knots;
 };
 
 // Rollout: the step as Linearize takes it, the feedback, and what to return beside the states.
@@ -319,6 +338,8 @@ struct RolloutOptions {
   std::vector<std::string> actuated_joints;  // ACTUATION_KIND_JOINTS: the joints u drives
   std::vector<v1::Constraint> constraints;   // rigid contacts, as LinearizeOptions takes them
   v1::BaumgarteGains gains;
+  std::vector<v1::ContactPhase> phases;           // or a contact schedule, as LinearizeOptions
+  std::optional<v1::FrictionCone> friction_cone;  // and the cones, as LinearizeOptions
   // Feedback u_k = ū_k + K_k (x_k ⊖ x̄_k), shared by the rollouts: x̄ as (knots, nq) and
   // (knots, nv), and K_k (nu × 2 nv) per knot. All empty: open loop.
   Matrix q_nominal, v_nominal;
@@ -339,7 +360,8 @@ struct RolloutTrajectory {
   Matrix u;            // (knots, nu), the controls applied, feedback included
   Matrices fx, fu;     // 2nv × 2nv and 2nv × nu per step, with options.jacobians; else empty
   Matrix multipliers;  // (knots, rows): λ at each step's state; empty without constraint rows
-  Matrices frame_positions;                                   // F × 3 per state
+  std::optional<KnotValues> knots;  // with phases (λ then here only) or a friction cone
+  Matrices frame_positions;         // F × 3 per state
   std::vector<std::vector<Eigen::Matrix3d>> frame_rotations;  // [state][frame]
   std::vector<Matrices> frame_jacobians;  // [state][frame] 6 × nv; empty unless asked
 };

@@ -326,6 +326,51 @@ def test_rollout_chains_linearize_steps_with_feedback(
     assert away.fx[1, away.steps[1] - 1].any()
     assert not away.fx[1, away.steps[1] :].any() and not away.fu[1, away.steps[1] :].any()
 
+def test_phased_rollout_and_linearize_cross_a_touchdown(
+    client: torqued.Client, layouts: dict[str, model_pb2.Model]
+) -> None:
+    model = layouts["quadruped"]
+    nv, dt, knots = model.nv, 0.01, 6
+    q, v, _ = random_states(model, 2, seed=26)
+    u = np.random.default_rng(27).uniform(-2.0, 2.0, (2, knots, nv - 6))
+    foot = {
+        f: {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": f}}
+        for f in ("FL_foot", "FR_foot", "HL_foot", "HR_foot")
+    }
+    four = list(foot.values())
+    diagonal = [foot["FL_foot"], foot["HR_foot"]]
+    # A trot's phases: four feet, the FL-HR diagonal from knot 2, four again (a touchdown of FR
+    # and HL) from knot 4.
+    phases = [(0, four), (2, diagonal), (4, four, 0.1)]
+    step = {"dt": dt, "actuation": "unactuated_root", "phases": phases, "friction_cone": 0.7}
+    out = client.rollout(model.id, q, v, u, **step, jacobians=True)
+    assert out.multipliers is None and len(out.knots) == 2
+    knot_values = out.knots[1]
+    assert [m.shape for m in knot_values.multipliers] == [(12,), (12,), (6,), (6,), (12,), (12,)]
+    assert list(knot_values.impulses) == [4] and knot_values.impulses[4].shape == (12,)
+    assert knot_values.friction_cones[2].shape == (2, 5)
+    assert knot_values.dfriction_cones_dx[4].shape == (4, 5, 2 * nv)
+    assert knot_values.dfriction_cones_du[0].shape == (4, 5, nv - 6)
+    assert [len(rows) for rows in knot_values.phase_rows] == [4, 2, 4]
+    # Linearize at rollout 1's knots: the same steps, the same forces and impulses.
+    lin = client.linearize(
+        model.id, out.q[1, :knots], out.v[1, :knots], out.u[1], **step, continuous_derivatives=True
+    )
+    assert_close(lin.q_next, out.q[1, 1:])
+    assert_close(lin.fx, out.fx[1])
+    for k in range(knots):
+        assert_close(lin.knots.multipliers[k], knot_values.multipliers[k])
+        assert_close(lin.knots.friction_cones[k], knot_values.friction_cones[k])
+        assert lin.knots.dmultipliers_dq[k].shape == (knot_values.multipliers[k].size, nv)
+    assert_close(lin.knots.impulses[4], knot_values.impulses[4])
+    with pytest.raises(torqued.Error) as refused:
+        client.linearize(
+            model.id, q, v, u[:, 0], dt=dt, actuation="unactuated_root", phases=[(1, four)]
+        )
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "phases[0].first_knot" in refused.value.message
+
+
 @pytest.mark.parametrize("name", BUNDLED)
 def test_hybrid_dynamics_between_forward_and_inverse(
     client: torqued.Client, layouts: dict[str, model_pb2.Model], name: str

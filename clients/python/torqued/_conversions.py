@@ -101,6 +101,40 @@ def message(cls: Any, value: Message | Mapping[str, Any]) -> Any:
     return value
 
 
+# A phase of a contact schedule: (first_knot, contacts) or (first_knot, contacts, restitution),
+# or a dynamics_pb2.ContactPhase or its proto JSON dict.
+Phase = Union[dynamics_pb2.ContactPhase, Mapping[str, Any], Sequence[Any]]
+# A friction cone: its coefficient mu alone, or a dynamics_pb2.FrictionCone or its proto JSON dict
+# ({"friction": 0.7, "faces": 8, "normal": {"x": 0, "y": 0, "z": 1}}).
+Cone = Union[float, dynamics_pb2.FrictionCone, Mapping[str, Any]]
+
+
+def phase_message(phase: Phase) -> dynamics_pb2.ContactPhase:
+    """A ContactPhase from a (first_knot, contacts[, restitution]) tuple, a dict or itself."""
+    if isinstance(phase, (dynamics_pb2.ContactPhase, Mapping)):
+        return message(dynamics_pb2.ContactPhase, phase)
+    if len(phase) not in (2, 3):
+        raise ValueError(
+            f"phases: a phase is (first_knot, contacts) or (first_knot, contacts, restitution), "
+            f"got {len(phase)} items"
+        )
+    first_knot, contacts = phase[0], phase[1]
+    return dynamics_pb2.ContactPhase(
+        first_knot=int(first_knot),
+        contacts=[message(dynamics_pb2.Constraint, c) for c in contacts],
+        restitution=float(phase[2]) if len(phase) == 3 else 0.0,
+    )
+
+
+def cone_message(cone: Optional[Cone]) -> Optional[dynamics_pb2.FrictionCone]:
+    """A FrictionCone from mu alone, a dict or itself; None for none."""
+    if cone is None:
+        return None
+    if isinstance(cone, (int, float)):
+        return dynamics_pb2.FrictionCone(friction=float(cone))
+    return message(dynamics_pb2.FrictionCone, cone)
+
+
 def solver_options(
     tolerance: Optional[float], max_iterations: Optional[int], slip_velocity: Optional[float]
 ) -> dynamics_pb2.ContactSolverOptions:

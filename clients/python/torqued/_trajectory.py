@@ -11,16 +11,64 @@ from torqued._connection import Connection
 from torqued._conversions import (
     Actuation,
     Batch,
+    Cone,
     Constraint,
     Integrator,
+    Phase,
     ReferenceFrame,
     actuation_message,
+    cone_message,
     enum_value,
     message,
+    phase_message,
 )
 from torqued._euler_step_jacobians import euler_step_jacobians
-from torqued.results import Array, Linearization, Rollouts
+from torqued.results import Array, KnotValues, Linearization, Rollouts
 from torqued.v1 import dynamics_pb2
+
+
+def knot_values(
+    response: Any, knots: int, nv: int, cone: Optional[dynamics_pb2.FrictionCone], rollout: int
+) -> Optional[KnotValues]:
+    """Rollout `rollout`'s (0 for Linearize) values per knot, as the answer's layout places them,
+    or None when the call had neither phases nor a cone."""
+    layout = response.layout
+    if not layout.multipliers_at:
+        return None
+    nu = response.nu
+    lambda_at = list(layout.multipliers_at)
+    cones_at = list(layout.cones_at)
+    cone_values = 1 + (cone.faces or 4) if cone is not None else 1
+
+    def split(values: Any, offsets: list[int], width: int, *shape: int) -> list[Array]:
+        if not len(values) or not offsets:
+            return []
+        flat = np.asarray(values, dtype=np.float64)
+        start = rollout * offsets[-1] * width
+        return [
+            flat[start + offsets[k] * width : start + offsets[k + 1] * width].reshape(shape)
+            for k in range(knots)
+        ]
+
+    impulses: dict[int, Array] = {}
+    at = rollout * sum(lambda_at[k + 1] - lambda_at[k] for k in layout.touchdown_knots)
+    for k in layout.touchdown_knots:
+        rows = lambda_at[k + 1] - lambda_at[k]
+        impulses[int(k)] = np.asarray(response.impulses[at : at + rows], dtype=np.float64)
+        at += rows
+    return KnotValues(
+        multipliers=split(response.multipliers, lambda_at, 1, -1),
+        dmultipliers_dq=split(getattr(response, "dmultipliers_dq", []), lambda_at, nv, -1, nv),
+        dmultipliers_dv=split(getattr(response, "dmultipliers_dv", []), lambda_at, nv, -1, nv),
+        dmultipliers_dtau=split(getattr(response, "dmultipliers_dtau", []), lambda_at, nv, -1, nv),
+        impulses=impulses,
+        friction_cones=split(response.friction_cones, cones_at, 1, -1, cone_values),
+        dfriction_cones_dx=split(
+            response.dfriction_cones_dx, cones_at, 2 * nv, -1, cone_values, 2 * nv
+        ),
+        dfriction_cones_du=split(response.dfriction_cones_du, cones_at, nu, -1, cone_values, nu),
+        phase_rows=[list(p.rows) for p in layout.phases],
+    )
 
 
 class TrajectoryMethods(Connection):
@@ -39,6 +87,8 @@ class TrajectoryMethods(Connection):
         actuation: Actuation = "all",
         continuous_derivatives: bool = False,
         constraints: Sequence[Constraint] = (),
+        phases: Sequence[Phase] = (),
+        friction_cone: Optional[Cone] = None,
         position_gain: float = 0.0,
         velocity_gain: float = 0.0,
         timeout: Optional[float] = None,
@@ -58,10 +108,18 @@ class TrajectoryMethods(Connection):
                 takes them, e.g. {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": "FL_FOOT"}}
                 (a 3D contact; CONSTRAINT_TYPE_WELD for 6D). The model's loop closures hold it in
                 any case.
+            phases: a contact schedule instead of constraints, e.g.
+                [(0, four_feet), (10, diagonal), (14, four_feet, 0.0)]: each knot is held by
+                its phase's contacts, a phase that adds a contact begins with its touchdown
+                (the impact, plastic unless a restitution is given), and the answer's `knots`
+                gives lambda, the impulses and the cones per knot.
+            friction_cone: mu, or {"friction": mu, "faces": m, "normal": {...}}: also return each
+                contact's friction-cone residuals and their derivatives (in `knots`).
             position_gain, velocity_gain: Baumgarte's K_p (1/s^2) and K_d (1/s) on the
                 constraints; 0: held at the acceleration level, as Crocoddyl holds contacts.
         """
         batch = Batch(q)
+        cone = cone_message(friction_cone)
         # An Euler step's q+ rows follow from its v+ rows (StepJacobians in dynamics.proto): the
         # answer carries those and Fx and Fu are assembled here, half the bytes on the wire.
         velocity_rows = integrator != "rk4"
@@ -78,6 +136,8 @@ class TrajectoryMethods(Connection):
             actuation=actuation_message(actuation),
             continuous_derivatives=continuous_derivatives,
             constraints=[message(dynamics_pb2.Constraint, c) for c in constraints],
+            phases=[phase_message(p) for p in phases],
+            friction_cone=cone,
             gains=dynamics_pb2.BaumgarteGains(position=position_gain, velocity=velocity_gain),
             jacobians=dynamics_pb2.STEP_JACOBIANS_VELOCITY_ROWS
             if velocity_rows
@@ -85,7 +145,8 @@ class TrajectoryMethods(Connection):
         )
         nv = len(response.v_next) // batch.size
         nx = 2 * nv
-        rows = len(response.multipliers) // batch.size
+        # With phases the rows change from knot to knot: lambda is in `knots` only.
+        rows = 0 if phases else len(response.multipliers) // batch.size
         if velocity_rows:
             fx, fu = euler_step_jacobians(
                 response.dv_next_dx.reshape(batch.size, nv, nx),
@@ -119,6 +180,7 @@ class TrajectoryMethods(Connection):
             dmultipliers_dv=by_rows(response.dmultipliers_dv, rows, -1),
             dmultipliers_dtau=by_rows(response.dmultipliers_dtau, rows, -1),
             rows=list(response.rows),
+            knots=knot_values(response, batch.size, nv, cone, 0),
         )
 
     def rollout(
@@ -132,6 +194,8 @@ class TrajectoryMethods(Connection):
         integrator: Integrator = "semi_implicit_euler",
         actuation: Actuation = "all",
         constraints: Sequence[Constraint] = (),
+        phases: Sequence[Phase] = (),
+        friction_cone: Optional[Cone] = None,
         position_gain: float = 0.0,
         velocity_gain: float = 0.0,
         q_nominal: Optional[npt.ArrayLike] = None,
@@ -151,8 +215,9 @@ class TrajectoryMethods(Connection):
         Args:
             q0, v0: the start of each rollout, (R, nq) and (R, nv), or 1-D for one rollout.
             u: the feed-forward controls, (R, K, nu), or (K, nu) for one rollout.
-            dt, integrator, actuation, constraints, position_gain, velocity_gain: the step, as
-                linearize takes it.
+            dt, integrator, actuation, constraints, phases, friction_cone, position_gain,
+                velocity_gain: the step, as linearize takes it; every rollout crosses the same
+                phases.
             q_nominal, v_nominal, feedback: the nominal trajectory, (K, nq) and (K, nv), and the
                 gains K_k, (K, nu, 2 nv), shared by the rollouts; all three or none (open loop).
             jacobians: also return fx and fu of every step.
@@ -176,6 +241,7 @@ class TrajectoryMethods(Connection):
             return np.empty(0) if values is None else np.asarray(values, np.float64).ravel()
 
         velocity_rows = jacobians and integrator != "rk4"
+        cone = cone_message(friction_cone)
 
         response = self._compute(
             "Rollout",
@@ -190,6 +256,8 @@ class TrajectoryMethods(Connection):
             integrator=enum_value(dynamics_pb2.Integrator, "INTEGRATOR_", integrator),
             actuation=actuation_message(actuation),
             constraints=[message(dynamics_pb2.Constraint, c) for c in constraints],
+            phases=[phase_message(p) for p in phases],
+            friction_cone=cone,
             gains=dynamics_pb2.BaumgarteGains(position=position_gain, velocity=velocity_gain),
             q_nominal=flat(q_nominal),
             v_nominal=flat(v_nominal),
@@ -240,10 +308,15 @@ class TrajectoryMethods(Connection):
             u=batch.unpack(response.u, knots, response.nu),
             fx=fx,
             fu=fu,
-            multipliers=unpack(response.multipliers, knots, -1),
+            multipliers=None if phases else unpack(response.multipliers, knots, -1),
             frames=list(response.frames),
             frame_positions=unpack(response.frame_positions, states, count, 3),
             frame_rotations=unpack(response.frame_rotations, states, count, 3, 3),
             frame_jacobians=unpack(response.frame_jacobians, states, count, 6, nv),
             rows=list(response.rows),
+            knots=None
+            if not response.layout.multipliers_at
+            else knot_values(response, knots, nv, cone, 0)
+            if batch.single
+            else [knot_values(response, knots, nv, cone, r) for r in range(batch.size)],
         )

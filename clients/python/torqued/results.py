@@ -147,6 +147,35 @@ class Centroidal:
     momentum_matrix: Array
 
 
+class KnotValues(NamedTuple):
+    """What a scheduled call (phases), or one with a friction cone, gives at each knot, whose sizes
+    change with the knot's phase: lists of K arrays, one per knot (Rollout gives one KnotValues
+    per rollout in a list, or one for a 1-D x0).
+
+    Attributes:
+        multipliers: lambda at each knot, (rows_k,), laid out as phase_rows says; empty lists when
+            the call returns no lambda.
+        dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau: linearize with
+            continuous_derivatives: its derivatives, (rows_k, nv); else empty lists.
+        impulses: the touchdown knots' impulses, {knot: (rows_k,)}.
+        friction_cones: with a friction cone, each contact's residuals, (contacts_k, 1 + faces),
+            each >= 0 inside the cone: mu f_n - |f_t|, then the faces of the linearized cone.
+        dfriction_cones_dx, dfriction_cones_du: their derivatives along x and u,
+            (contacts_k, 1 + faces, 2 nv) and (contacts_k, 1 + faces, nu).
+        phase_rows: each phase's rows: the model's loop closures, then its contacts.
+    """
+
+    multipliers: Any
+    dmultipliers_dq: Any
+    dmultipliers_dv: Any
+    dmultipliers_dtau: Any
+    impulses: Any
+    friction_cones: Any
+    dfriction_cones_dx: Any
+    dfriction_cones_du: Any
+    phase_rows: list[list[model_pb2.ConstraintRows]]
+
+
 class Linearization(NamedTuple):
     """A horizon's linearization, one entry per knot (no knot axis for 1-D inputs).
 
@@ -164,6 +193,8 @@ class Linearization(NamedTuple):
         dmultipliers_dq, dmultipliers_dv, dmultipliers_dtau: likewise its derivatives,
             (K, rows, nv); else None.
         rows: the model's loop closures, then the call's constraints.
+        knots: with phases or a friction cone, the values per knot (KnotValues); the arrays of
+            lambda above are then None with phases.
     """
 
     q_next: Array
@@ -178,6 +209,7 @@ class Linearization(NamedTuple):
     dmultipliers_dv: Optional[Array]
     dmultipliers_dtau: Optional[Array]
     rows: list[model_pb2.ConstraintRows]
+    knots: Optional[KnotValues] = None
 
 
 class Rollouts(NamedTuple):
@@ -201,6 +233,8 @@ class Rollouts(NamedTuple):
             (R, K + 1, F, 3, 3) at every state; None without frames.
         frame_jacobians: with frame_jacobians, (R, K + 1, F, 6, nv); else None.
         rows: the model's loop closures, then the call's constraints.
+        knots: with phases or a friction cone, the values per step (KnotValues, the cones'
+            derivatives with jacobians); multipliers is then None with phases.
     """
 
     steps: Any
@@ -216,3 +250,4 @@ class Rollouts(NamedTuple):
     frame_rotations: Optional[Array]
     frame_jacobians: Optional[Array]
     rows: list[model_pb2.ConstraintRows]
+    knots: Any = None
