@@ -1,4 +1,4 @@
-"""Iterative LQR over torqued, the solver the examples share (reach.py, base_shift.py).
+"""Iterative LQR over torqued, the solver the examples share (reach.py, base_shift.py, trot.py).
 
 The solver is iterative LQR (Li & Todorov 2004) in the form Crocoddyl's DDP uses (Mastalli et al.
 2020): a backward pass on the dynamics' linearization along the current trajectory, with

@@ -1,10 +1,11 @@
 """The contact snippets of docs/operating.md run as written and hold the feet where they stand.
 
-The Python blocks after a `<!-- snippet: contacts -->` marker (Linearize's, then Rollout's, which
-goes on inside the first one's `with`) run in one namespace against a real torqued, its address
-put for localhost:50051. Their contacts give no anchor, so the quadruped's feet are held where
-they stand at the first knot: every rollout takes its K steps, and every foot of every state of
-the rollouts and of Linearize's steps stays within FOOT_TOLERANCE of where it stood.
+The Python blocks after a `<!-- snippet: contacts -->` marker (Linearize's, then Rollout's and
+the contact schedule's, which go on inside the first one's `with`) run in one namespace against a
+real torqued, its address put for localhost:50051. Their contacts give no anchor, so the
+quadruped's feet are held where they stand at the first knot: every rollout takes its K steps,
+and every foot of every state of the rollouts and of Linearize's steps stays within
+FOOT_TOLERANCE of where it stood. The schedule's trot answers per knot as its comments say.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def test_contact_snippets_run_as_written_and_hold_the_feet_where_they_stand(
     server: TorquedProcess, client: torqued.Client
 ) -> None:
     snippets = SNIPPET.findall(OPERATING.read_text())
-    assert len(snippets) == 2, "docs/operating.md: Linearize's and Rollout's contact snippets"
+    assert len(snippets) == 3, "docs/operating.md: Linearize's, Rollout's and the schedule's"
     code = "".join(snippets).replace('"localhost:50051"', repr(server.address))
     scope: dict = {}
     exec(compile(code, str(OPERATING), "exec"), scope)
@@ -55,3 +56,11 @@ def test_contact_snippets_run_as_written_and_hold_the_feet_where_they_stand(
     # The snippet's own frames say the same of the front left foot, while the base rises.
     assert np.abs(out.frame_positions[:, :, 1] - stood[0]).max() < FOOT_TOLERANCE
     assert np.all(out.frame_positions[:, -1, 0, 2] > q0[2])
+
+    trot = scope["trot"]
+    assert trot.steps == K, trot.errors
+    rows = [m.size for m in trot.knots.multipliers]
+    assert rows == [12] * 10 + [6] * 24 + [12] * 16
+    assert {k: v.size for k, v in trot.knots.impulses.items()} == {22: 6, 34: 12}
+    assert trot.knots.friction_cones[10].shape == (2, 5)
+    assert trot.knots.dfriction_cones_dx[40].shape == (4, 5, 2 * dog.nv)

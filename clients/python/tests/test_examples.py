@@ -2,7 +2,9 @@
 repository's own robots (deploy/models), with short horizons: the trajectory optimizer's reach
 ends the Stanford arm's end effector within 1 mm of the target, its base shift moves the
 quadruped's base within 1 mm of its target with the feet held in contact (each within 2e-6 m of
-where it stood, at every knot), and both plot their cost.
+where it stood, at every knot), and both plot their cost; the quadruped trots two cycles through
+a contact schedule, its base at least 0.2 m forward with every stance foot within 1 mm of its
+foothold, and plots its path.
 """
 
 from __future__ import annotations
@@ -53,5 +55,16 @@ def test_base_shift_moves_the_quadrupeds_base_within_a_millimetre_with_its_feet_
     exit_code = example("base_shift").main(
         ["--server", server.address, "--shift=-0.03,0.02,-0.02", "--plot", str(plot)]
     )
+    assert exit_code == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_trot_moves_the_quadruped_forward_with_its_stance_feet_on_their_footholds(
+    server: TorquedProcess, tmp_path: Path
+) -> None:
+    plot = tmp_path / "trot.png"
+    # The default gait: two cycles of 12-knot swings of 0.11 m, the base 0.22 m forward; the
+    # example's exit code checks >= 0.2 m and the stance feet within 1 mm of their footholds.
+    exit_code = example("trot").main(["--server", server.address, "--plot", str(plot)])
     assert exit_code == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
