@@ -8,7 +8,10 @@ optimizer), free and with the legged robots' feet in rigid contact.
 
 Each repeat runs both programs once per row, in alternating order, so that a shared machine's
 drifts hit both alike; the table gives the medians over the repeats of step_linearization (ns
-per knot) and torqued / Pinocchio per row. anchor_horizon is looked up in $ANCHORS_DIR/native
+per knot) and torqued / Pinocchio per row. A second table gives, for the rows in contact,
+torqued's contact schedules from the same runs (Pinocchio has none to time): a touchdown at every
+knot, a trot's knots (phases of 10 knots on alternate halves of the contacts, each beginning
+with a touchdown), and what a touchdown adds to a knot against the dynamics derivatives alone. anchor_horizon is looked up in $ANCHORS_DIR/native
 (default ~/.cache/torqued-anchors/native, where ../shared/anchors/build.sh puts it).
 """
 import argparse
@@ -28,12 +31,13 @@ ROWS = [("ur5", "fixed", "", ""), ("panda", "fixed", "", ""), ("solo12", "floati
 
 
 def step_ns(exe, urdf, base, contacts, contact_type, threads, seconds):
+    """The program's rows, ns per knot, by name."""
     command = [exe, "--urdf", urdf, "--base", base, "--threads", str(threads),
                "--seconds", str(seconds)]
     if contacts:
         command += ["--contacts", contacts, "--contact-type", contact_type]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    return float(re.search(r"^step_linearization\s+(\S+) ns/knot", out, re.M).group(1))
+    return {name: float(ns) for name, ns in re.findall(r"^(\w+)\s+(\S+) ns/knot", out, re.M)}
 
 
 def main():
@@ -58,20 +62,37 @@ def main():
                 for who, exe in programs if repeat % 2 == 0 else reversed(programs):
                     samples.setdefault((row, t, who), []).append(
                         step_ns(exe, urdf, base, contacts, contact_type, t, a.seconds))
+    def median(row, t, who, name):
+        return statistics.median(s[name] for s in samples[(row, t, who)])
+
     print("| model | base | contacts | threads | Pinocchio (ns/knot) | torqued (ns/knot) "
           "| torqued / Pinocchio |")
     print("|---|---|---|---|---|---|---|")
     worst = 0.0
+    held = {}
     for row in ROWS:
         name, base, contacts, contact_type = row
-        held = f"{len(contacts.split(','))} x {contact_type}" if contacts else "free"
+        held[row] = f"{len(contacts.split(','))} x {contact_type}" if contacts else "free"
         for t in threads:
-            pin = statistics.median(samples[(row, t, "pinocchio")])
-            ours = statistics.median(samples[(row, t, "torqued")])
+            pin = median(row, t, "pinocchio", "step_linearization")
+            ours = median(row, t, "torqued", "step_linearization")
             worst = max(worst, ours / pin)
-            print(f"| {name} | {base} | {held} | {t} | {pin:.0f} | {ours:.0f} "
+            print(f"| {name} | {base} | {held[row]} | {t} | {pin:.0f} | {ours:.0f} "
                   f"| {ours / pin:.3f} |")
     print(f"\nworst torqued / Pinocchio: {worst:.3f} (medians of {a.repeats} repeats, alternating)")
+    print("\n| model | contacts | threads | one phase (ns/knot) | trot (ns/knot) "
+          "| touchdown (ns/knot) | touchdown − one phase | dynamics derivatives |")
+    print("|---|---|---|---|---|---|---|---|")
+    for row in ROWS:
+        if not row[2]:
+            continue
+        for t in threads:
+            one, trot, touchdown, derivatives = (
+                median(row, t, "torqued", name)
+                for name in ("step_linearization", "trot_step_linearization",
+                             "touchdown_step_linearization", "constraint_dynamics_derivatives"))
+            print(f"| {row[0]} | {held[row]} | {t} | {one:.0f} | {trot:.0f} | {touchdown:.0f} "
+                  f"| {touchdown - one:.0f} | {derivatives:.0f} |")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 //
 //   torqued_horizon --urdf FILE [--base fixed|floating] [--knots 100] [--dt 0.01] [--threads 1]
 //                   [--contacts FRAME,FRAME,...] [--contact-type 3d|6d] [--seconds 0.5]
-//                   [--seed 1]
+//                   [--seed 1] [--phase-knots 10]
 //
 // Each knot is a random configuration, a velocity in [−1, 1] and controls in [−10, 10], with the
 // free-flyer root unactuated on a floating base (nu = nv − 6). With --threads T the knots are split
@@ -16,6 +16,14 @@
 //   step_linearization               the semi-implicit Euler step: x⁺, Fx, Fu
 //   explicit_step_linearization      the explicit Euler step
 //   rk4_step_linearization           the RK4 step (four dynamics derivatives)
+// and with two contacts or more, a contact schedule's (Linearize's phases):
+//   touchdown_step_linearization     the semi-implicit step at a touchdown of every contact: the
+//                                    impact, its derivatives and the step after it
+//   trot_step_linearization          the knots of a trot: --phase-knots knots on the contacts of
+//                                    even index, then as many on those of odd index (a quadruped's
+//                                    diagonal pairs when its feet are listed FL, FR, HL, HR: FL
+//                                    and HR, then FR and HL; a biped's feet in turn), and so on,
+//                                    each phase's first knot its contacts' touchdown
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -37,6 +45,7 @@ namespace {
 
 struct Knot {
   Eigen::VectorXd q, v, u;
+  int index = 0;
 };
 
 // One thread's Data and the step's outputs.
@@ -89,7 +98,7 @@ double time_horizon(std::vector<Worker>& workers, const std::vector<Knot>& knots
 
 int run(int argc, char** argv) {
   std::string urdf, base = "fixed", contact_list, contact_type = "3d";
-  int knot_count = 100, threads = 1;
+  int knot_count = 100, threads = 1, phase_knots = 10;
   double dt = 0.01, seconds = 0.5;
   std::uint64_t seed = 1;
   for (int i = 1; i < argc; ++i) {
@@ -116,13 +125,15 @@ int run(int argc, char** argv) {
       contact_type = next();
     } else if (arg == "--seed") {
       seed = std::stoull(next());
+    } else if (arg == "--phase-knots") {
+      phase_knots = std::stoi(next());
     } else {
       std::cerr << "usage: see the comment at the top of bench/horizon_bench.cpp\n";
       return 2;
     }
   }
   if (urdf.empty() || (base != "fixed" && base != "floating") || knot_count < threads ||
-      threads < 1 || (contact_type != "3d" && contact_type != "6d")) {
+      threads < 1 || (contact_type != "3d" && contact_type != "6d") || phase_knots < 1) {
     std::cerr << "usage: see the comment at the top of bench/horizon_bench.cpp\n";
     return 2;
   }
@@ -151,6 +162,7 @@ int run(int argc, char** argv) {
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
   std::vector<Knot> knots(knot_count);
   for (Knot& k : knots) {
+    k.index = static_cast<int>(&k - knots.data());
     k.q = random_configuration(model, rng);
     k.v = Eigen::VectorXd::NullaryExpr(model.nv, [&] { return unit(rng); });
     k.u = Eigen::VectorXd::NullaryExpr(nu, [&] { return 10.0 * unit(rng); });
@@ -175,6 +187,27 @@ int run(int argc, char** argv) {
   const double semi_implicit_ns = linearization(Integrator::kSemiImplicitEuler);
   const double explicit_ns = linearization(Integrator::kExplicitEuler);
   const double rk4_ns = linearization(Integrator::kRungeKutta4);
+  // A schedule's knots: the contacts of even index, then of odd index, each phase beginning with
+  // a touchdown.
+  std::vector<BilateralConstraint> halves[2];
+  for (std::size_t c = 0; c < contacts.size(); ++c) halves[c % 2].push_back(contacts[c]);
+  const StepSettings touchdown{
+      .dt = dt, .actuated_dofs = actuated, .constraints = contacts, .touchdown = true};
+  const double touchdown_ns =
+      contacts.size() < 2 ? 0.0
+                          : time_horizon(workers, knots, seconds, [&](Worker& w, const Knot& k) {
+                              step(model, w.data, k.q, k.v, k.u, touchdown, w.out());
+                            });
+  const double trot_ns =
+      contacts.size() < 2
+          ? 0.0
+          : time_horizon(workers, knots, seconds, [&](Worker& w, const Knot& k) {
+              const StepSettings settings{.dt = dt,
+                                          .actuated_dofs = actuated,
+                                          .constraints = halves[(k.index / phase_knots) % 2],
+                                          .touchdown = k.index % phase_knots == 0};
+              step(model, w.data, k.q, k.v, k.u, settings, w.out());
+            });
   std::printf("model %s base %s nv %d nu %d contacts %zu (%s) knots %d threads %d dt %g\n",
               urdf.substr(urdf.find_last_of('/') + 1).c_str(), base.c_str(), model.nv, nu,
               contacts.size(), contact_type.c_str(), knot_count, threads, dt);
@@ -184,6 +217,10 @@ int run(int argc, char** argv) {
   std::printf("%-34s %10.0f ns/knot\n", "step_linearization", semi_implicit_ns);
   std::printf("%-34s %10.0f ns/knot\n", "explicit_step_linearization", explicit_ns);
   std::printf("%-34s %10.0f ns/knot\n", "rk4_step_linearization", rk4_ns);
+  if (contacts.size() >= 2) {
+    std::printf("%-34s %10.0f ns/knot\n", "touchdown_step_linearization", touchdown_ns);
+    std::printf("%-34s %10.0f ns/knot\n", "trot_step_linearization", trot_ns);
+  }
   return 0;
 }
 
