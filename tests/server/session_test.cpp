@@ -255,14 +255,22 @@ TEST_F(SessionTest, EveryKindOfRequestMatchesItsUnaryRpc) {
   linearize->mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
   linearize->set_continuous_derivatives(true);
   *linearize->mutable_constraints() = constrained->constraints();
-  // 3 rollouts of 2 steps, the feet in contact, with Fx, Fu and the feet's placements.
+  linearize->mutable_friction_cone()->set_friction(0.7);
+  // 3 rollouts of 2 steps, on the four feet then on the FL-HR diagonal (a contact schedule), with
+  // Fx, Fu, the feet's placements and their friction cones.
   auto* rollout = fill(messages[14].mutable_rollout());
   rollout->set_knots(2);
   const auto u = random_values(2 * static_cast<std::size_t>(n) * (m.nv() - 6), 8);
   rollout->mutable_u()->Add(u.begin(), u.end());
   rollout->set_dt(0.01);
   rollout->mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
-  *rollout->mutable_constraints() = constrained->constraints();
+  v1::ContactPhase* four = rollout->add_phases();
+  *four->mutable_contacts() = constrained->constraints();
+  v1::ContactPhase* diagonal = rollout->add_phases();
+  diagonal->set_first_knot(1);
+  *diagonal->add_contacts() = constrained->constraints(0);
+  *diagonal->add_contacts() = constrained->constraints(3);
+  rollout->mutable_friction_cone()->set_friction(0.7);
   rollout->set_jacobians(true);
   rollout->add_frames("FL_foot");
   rollout->set_frame_jacobians(true);
