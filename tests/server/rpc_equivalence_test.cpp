@@ -992,6 +992,73 @@ TEST_F(RpcEquivalenceTest, PhasedRolloutAndLinearizeFollowTheSchedule) {
                        "one phase: λ");
 }
 
+// A schedule's touchdown against the Impact RPC at the same state: the quadruped falling onto its
+// four feet (the base at 0.5 m/s down, the joints moving), plastic and with restitution 0.5, each
+// foot given friction enough to stick. The Impact RPC's unilateral Poisson impact then leaves the
+// velocity that Linearize's touchdown knot steps from: the contact velocities −e times those
+// before, as impulse_dynamics() solves them (engine/algorithms/impulse_dynamics.hpp). v⁺ is not
+// in Linearize's answer; its impulses are, and they are those of impulse_dynamics() bitwise.
+TEST_F(RpcEquivalenceTest, TouchdownImpulsesAreTheImpactRpcsJumpWhenTheFeetStick) {
+  const LocalModel& local = models_->at("quadruped");
+  const Model& m = *local.model;
+  const auto [feet, contacts] = quadruped_feet(m);
+  Vector q(m.nq), v = Vector::Zero(m.nv);
+  q << 0, 0, 0.33, 0, 0, 0, 1, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2;
+  v[2] = -0.5;
+  for (int dof = 6; dof < m.nv; ++dof) v[dof] = 0.05 * (dof % 3 - 1);
+  Data data(m);
+  for (const double restitution : {0.0, 0.5}) {
+    SCOPED_TRACE(restitution);
+    Vector v_plus(m.nv), impulses(12);
+    impulse_dynamics(m, data, q, v, contacts, restitution, {}, v_plus, impulses);
+
+    v1::ImpactRequest impact;
+    impact.set_model_id(local.layout.id());
+    impact.mutable_q()->Add(q.data(), q.data() + m.nq);
+    impact.mutable_v()->Add(v.data(), v.data() + m.nv);
+    for (const char* foot : {"FL_foot", "FR_foot", "HL_foot", "HR_foot"}) {
+      v1::PointContact& c = *impact.add_contacts();
+      c.set_frame(foot);
+      c.set_friction(10.0);
+    }
+    impact.set_restitution(restitution);
+    impact.mutable_solver()->set_tolerance(1e-14);
+    impact.mutable_solver()->set_max_iterations(10000);
+    v1::ImpactResponse answer;
+    grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->Impact(c, impact, &answer);
+    });
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    for (int c = 0; c < 4; ++c) EXPECT_EQ(answer.modes(c), v1::CONTACT_MODE_STICKING) << c;
+    const Vector rpc_v_plus = Eigen::Map<const Vector>(answer.v().data(), m.nv);
+    EXPECT_LT((rpc_v_plus - v_plus).cwiseAbs().maxCoeff(), 1e-12 * (1.0 + v.cwiseAbs().maxCoeff()));
+
+    // Linearize at the same knot, a touchdown of the four feet after a flight phase.
+    v1::LinearizeRequest linearize;
+    linearize.set_model_id(local.layout.id());
+    linearize.set_batch_size(2);
+    for (int k = 0; k < 2; ++k) {
+      linearize.mutable_q()->Add(q.data(), q.data() + m.nq);
+      linearize.mutable_v()->Add(v.data(), v.data() + m.nv);
+    }
+    linearize.mutable_u()->Resize(2 * m.nv, 0.0);
+    linearize.set_dt(0.01);
+    linearize.add_phases();
+    v1::ContactPhase& landing = *linearize.add_phases();
+    landing.set_first_knot(1);
+    landing.set_restitution(restitution);
+    landing.mutable_contacts()->Add(feet.begin(), feet.end());
+    v1::LinearizeResponse linearized;
+    status = with_deadline(60, [&](grpc::ClientContext* c) {
+      return server_->dynamics()->Linearize(c, linearize, &linearized);
+    });
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(linearized.layout().touchdown_knots_size(), 1);
+    expect_bitwise_equal(linearized.impulses(), {impulses.data(), impulses.data() + 12},
+                         "touchdown impulses");
+  }
+}
+
 // Rollout's STEP_JACOBIANS_VELOCITY_ROWS answer: the same states as in full, Fx's and Fu's v⁺ rows
 // as they are there, and the free-flyer's blocks of J_q and J_w as Linearize gives them at the
 // rollout's states and controls. The feet in contact, semi-implicit and explicit Euler.
