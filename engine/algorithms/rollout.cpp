@@ -89,14 +89,16 @@ void rollout(const Model& model, Data& data, const ConstVectorRef& q0, const Con
                         out.fu.size() == k_size * jacobian_rows * nu));
   assert(!out.velocity_rows || (out.integrate_dq.size() == k_size * block_values &&
                                 out.integrate_dw.size() == k_size * block_values));
-  [[maybe_unused]] const ScheduleRows schedule =
-      schedule_rows(model, knots, settings.constraints, phases);
+#ifndef NDEBUG
+  // The arrays' sizes, checked in debug builds only: the schedule's rows cost a pass over it.
+  const ScheduleRows schedule = schedule_rows(model, knots, settings.constraints, phases);
   assert(!multipliers || out.multipliers.size() == schedule.multipliers);
   assert(out.impulses.empty() || out.impulses.size() == schedule.impulses);
-  [[maybe_unused]] const auto cone_values =
-      static_cast<std::size_t>(friction_cone_values(settings.friction_cone));
   assert(out.friction_cones.empty() ||
-         out.friction_cones.size() == schedule.contacts * cone_values);
+         out.friction_cones.size() ==
+             schedule.contacts *
+                 static_cast<std::size_t>(friction_cone_values(settings.friction_cone)));
+#endif
   assert(out.dfriction_cones_dx.empty() ||
          (jacobians && out.dfriction_cones_dx.size() == out.friction_cones.size() * nx &&
           out.dfriction_cones_du.size() == out.friction_cones.size() * nu));
