@@ -5,8 +5,8 @@
 //   RNEA derivatives at (q, q̇, q̈) with λ on the bodies: ID_q, ID_q̇, and ψ, φ, χ per DOF
 //   c_q, c_q̇ per constraint
 //   ∂q̈/∂x = −P ID_x − G Λ c_x,  ∂λ/∂x = −(∂λ/∂τ) ID_x − Λ c_x
-// (the header's products rearranged with K Y_x = −Gᵀ ID_x): P ID_x by the tree-sparse kernel of
-// the ABA derivatives (tree_sparse_product.hpp), (∂λ/∂τ) ID_x over the same sparsity, so that
+// (the header's products rearranged with K Y_x = −Gᵀ ID_x, constrained_solution_rates()): P ID_x
+// by the tree-sparse kernel of the ABA derivatives, (∂λ/∂τ) ID_x over the same sparsity, so that
 // the dense work is O(nv² rows) and no product with Y is formed.
 // c_x and the loops' turning forces: constraint_rates.hpp.
 #include "engine/algorithms/constrained_dynamics_derivatives.hpp"
@@ -14,7 +14,6 @@
 #include <cassert>
 
 #include "engine/algorithms/constraint_rates.hpp"
-#include "engine/algorithms/tree_sparse_product.hpp"
 
 namespace torqued {
 
@@ -73,48 +72,10 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
   add_constraint_residual_rates(model, data, d, constraints, gains, model.gravity, dc_dq, dc_dv);
   const bool turning_forces = loop_force_rates(model, data, constraints, lambda, w.loop_forces_dq);
 
-  // With Y = −M⁻¹ ID the free derivatives, K Y = −Gᵀ ID, so that
-  //   ∂λ/∂x = −Λ (K Y_x + c_x) = −(∂λ/∂τ) ID_x − Λ c_x,
-  //   ∂q̈/∂x = Y_x + G ∂λ/∂x = −P ID_x − G Λ c_x:
-  // P ID_x by the tree-sparse kernel, (∂λ/∂τ) ID_x over the same sparsity, and the loops' turning
-  // forces (not tree-sparse) as dense products.
-  if (!tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, nv, out.ddq_dtau.data(),
-                                     d.dtau_dq.data(), d.dtau_dv.data(), out.ddq_dq.data(),
-                                     out.ddq_dv.data(), poll)) {
-    throw Interrupted();
-  }
-  // −Λ c_x and −G Λ c_x = (∂λ/∂τ)ᵀ c_x over the columns where c_x can be non-zero.
-  auto dlambda_dq = w.dlambda_dq.topRows(m);
-  auto dlambda_dv = w.dlambda_dv.topRows(m);
-  dlambda_dq.setZero();
-  dlambda_dv.setZero();
-  auto minus_g_lambda = w.minv_kt_lambda.leftCols(m);
-  minus_g_lambda = dlambda_dtau.transpose();
-  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
-    for_each_constraint_dof(model, c, [&](int k) {
-      for (int r = row; r < row + count; ++r) {
-        const double cq = dc_dq(r, k), cv = dc_dv(r, k);
-        dlambda_dq.col(k) -= cq * inverse.col(r);
-        dlambda_dv.col(k) -= cv * inverse.col(r);
-        out.ddq_dq.col(k) += cq * minus_g_lambda.col(r);
-        out.ddq_dv.col(k) += cv * minus_g_lambda.col(r);
-      }
-    });
-  });
-  for (int k = 0; k < nv; ++k) {
-    const auto add = [&](int j) {
-      dlambda_dq.col(k) -= d.dtau_dq(j, k) * dlambda_dtau.col(j);
-      dlambda_dv.col(k) -= d.dtau_dv(j, k) * dlambda_dtau.col(j);
-    };
-    for (int j = data.dof_parent[k]; j >= 0; j = data.dof_parent[j]) add(j);
-    for (int j = k; j < data.dof_subtree_end[k]; ++j) add(j);
-  }
-  poll.add(4.0 * m * nv * (nv + m));
-  if (turning_forces) {
-    out.ddq_dq.noalias() -= out.ddq_dtau * w.loop_forces_dq;
-    dlambda_dq.noalias() -= dlambda_dtau * w.loop_forces_dq;
-    poll.add(2.0 * nv * nv * (nv + m));
-  }
+  // ∂q̈/∂x = −P ID_x − G Λ c_x and ∂λ/∂x = −(∂λ/∂τ) ID_x − Λ c_x for x = q, q̇.
+  constrained_solution_rates(model, data, constraints, w, out.ddq_dtau, d.dtau_dq, d.dtau_dv,
+                             turning_forces, out.ddq_dq, out.ddq_dv, w.dlambda_dq.topRows(m),
+                             w.dlambda_dv.topRows(m), poll);
   return w;
 }
 

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "engine/algorithms/pivoted_ldlt.hpp"
+#include "engine/algorithms/tree_sparse_product.hpp"
 
 namespace torqued {
 
@@ -342,6 +343,57 @@ bool loop_force_rates(const Model& model, const Data& data,
     add_loop_force_rates(model, data, c, constraint_force(c, lambda, row), out);
   });
   return any;
+}
+
+void constrained_solution_rates(const Model& model, const Data& data,
+                                std::span<const BilateralConstraint> constraints,
+                                ConstrainedDerivativesWorkspace& w,
+                                const Eigen::MatrixXd& inverse_inertia, const Eigen::MatrixXd& id_a,
+                                const Eigen::MatrixXd& id_b, bool turning_forces,
+                                Eigen::MatrixXd& dy_da, Eigen::MatrixXd& dy_db,
+                                Eigen::Ref<Eigen::MatrixXd> dlambda_da,
+                                Eigen::Ref<Eigen::MatrixXd> dlambda_db, InterruptionPoll& poll) {
+  const int m = constraint_rows(model, constraints);
+  const int nv = model.nv;
+  if (!tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, nv,
+                                     inverse_inertia.data(), id_a.data(), id_b.data(), dy_da.data(),
+                                     dy_db.data(), poll)) {
+    throw Interrupted();
+  }
+  // −Λ c_x and −G Λ c_x = (∂λ/∂τ)ᵀ c_x over the columns where c_x can be non-zero.
+  const auto inverse = w.system_inverse.topLeftCorner(m, m);
+  const auto dlambda_dtau = w.dlambda_dtau.topRows(m);
+  const auto dc_da = w.residual_dq.topRows(m);
+  const auto dc_db = w.residual_dv.topRows(m);
+  dlambda_da.setZero();
+  dlambda_db.setZero();
+  auto minus_g_lambda = w.minv_kt_lambda.leftCols(m);
+  minus_g_lambda = dlambda_dtau.transpose();
+  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
+    for_each_constraint_dof(model, c, [&](int k) {
+      for (int r = row; r < row + count; ++r) {
+        const double ca = dc_da(r, k), cb = dc_db(r, k);
+        dlambda_da.col(k) -= ca * inverse.col(r);
+        dlambda_db.col(k) -= cb * inverse.col(r);
+        dy_da.col(k) += ca * minus_g_lambda.col(r);
+        dy_db.col(k) += cb * minus_g_lambda.col(r);
+      }
+    });
+  });
+  for (int k = 0; k < nv; ++k) {
+    const auto add = [&](int j) {
+      dlambda_da.col(k) -= id_a(j, k) * dlambda_dtau.col(j);
+      dlambda_db.col(k) -= id_b(j, k) * dlambda_dtau.col(j);
+    };
+    for (int j = data.dof_parent[k]; j >= 0; j = data.dof_parent[j]) add(j);
+    for (int j = k; j < data.dof_subtree_end[k]; ++j) add(j);
+  }
+  poll.add(4.0 * m * nv * (nv + m));
+  if (turning_forces) {
+    dy_da.noalias() -= inverse_inertia * w.loop_forces_dq;
+    dlambda_da.noalias() -= dlambda_dtau * w.loop_forces_dq;
+    poll.add(2.0 * nv * nv * (nv + m));
+  }
 }
 
 }  // namespace torqued

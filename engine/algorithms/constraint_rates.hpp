@@ -7,7 +7,8 @@
 //  - the rates c_q, c_q̇ of the constraints' acceleration-level residual at fixed q̈
 //    (Carpentier & Mansard 2018, §V, as Pinocchio's computeConstraintDynamicsDerivatives), from
 //    the per-DOF world rates ψ, φ, χ that the RNEA derivatives leave;
-//  - the turn of a loop closure's force on body2 with body1, which RNEA's fixed body forces miss.
+//  - the turn of a loop closure's force on body2 with body1, which RNEA's fixed body forces miss;
+//  - the solution's derivatives from these, the same for q̈ and for an impact's v⁺.
 // The formulas are in constraint_rates.cpp.
 #pragma once
 
@@ -87,5 +88,26 @@ bool loop_force_rates(const Model& model, const Data& data,
                       std::span<const BilateralConstraint> constraints,
                       const Eigen::Ref<const Eigen::VectorXd>& lambda,
                       Eigen::Ref<Eigen::MatrixXd> out);
+
+// The derivatives along two variables a and b of a constrained solution y (q̈, or an impact's v⁺)
+// and of its multipliers λ, from the inverse dynamics' rates ID_a, ID_b (nv x nv, with the DOF
+// tree's sparsity, as the RNEA derivatives have) and the residual's rates c_a, c_b (rows x nv,
+// non-zero only in the constraints' DOFs' columns) in the workspace's residual_dq and residual_dv.
+// With Y = −M⁻¹ ID the free solution's, K Y = −Gᵀ ID, so that
+//   ∂λ/∂x = −Λ (K Y_x + c_x) = −(∂λ/∂τ) ID_x − Λ c_x,
+//   ∂y/∂x = Y_x + G ∂λ/∂x = −P ID_x − G Λ c_x,
+// with G = minv_kt, Λ = system_inverse and ∂λ/∂τ = −Λ Gᵀ = dlambda_dtau from the workspace and
+// P = M⁻¹ + G ∂λ/∂τ (`inverse_inertia`, symmetric): P ID_x by the tree-sparse kernel
+// (tree_sparse_product.hpp), (∂λ/∂τ) ID_x over the same sparsity, so that the dense work is
+// O(nv² rows). With `turning_forces`, the loops' turning forces (loop_forces_dq, not tree-sparse)
+// join ID_a as dense products. Throws Interrupted when `poll` says stop.
+void constrained_solution_rates(const Model& model, const Data& data,
+                                std::span<const BilateralConstraint> constraints,
+                                ConstrainedDerivativesWorkspace& w,
+                                const Eigen::MatrixXd& inverse_inertia, const Eigen::MatrixXd& id_a,
+                                const Eigen::MatrixXd& id_b, bool turning_forces,
+                                Eigen::MatrixXd& dy_da, Eigen::MatrixXd& dy_db,
+                                Eigen::Ref<Eigen::MatrixXd> dlambda_da,
+                                Eigen::Ref<Eigen::MatrixXd> dlambda_db, InterruptionPoll& poll);
 
 }  // namespace torqued

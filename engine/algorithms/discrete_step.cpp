@@ -107,9 +107,23 @@ void write_integration_blocks(const Model& model, const DiscreteStepWorkspace& w
   }
 }
 
+// Rows F = [F_q F_q̇] of a step's Jacobian at (q, v⁺) chained through a touchdown's impact:
+// ∂x⁺/∂q = F_q + F_q̇ ∂v⁺/∂q and ∂x⁺/∂v⁻ = F_q̇ ∂v⁺/∂v⁻, F_q̇ copied out first.
+void chain_impact(ImpulseDerivativesWorkspace& impact, RowMajorMatrixRef rows) {
+  const auto nv = impact.dvelocity_dq.rows();
+  auto velocity_columns = impact.step_columns.topRows(rows.rows());
+  velocity_columns = rows.rightCols(nv);
+  rows.leftCols(nv).noalias() += velocity_columns * impact.dvelocity_dq;
+  rows.rightCols(nv).noalias() = velocity_columns * impact.dvelocity_dv;
+}
+
+// At a touchdown (`impact`, with Jacobians) v is the impact's v⁺(q, v⁻): the v⁺ rows, which the
+// dynamics give along (q, v⁺), are chained through ∂v⁺/∂(q, v⁻) before the q⁺ rows are made from
+// them, so that the dense products span nv rows rather than 2 nv.
 void euler_step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
                 const StepSettings& settings, StepOutput& out, bool jacobians, int rows,
-                Eigen::Ref<Eigen::VectorXd> unreturned_multipliers) {
+                Eigen::Ref<Eigen::VectorXd> unreturned_multipliers,
+                ImpulseDerivativesWorkspace* impact) {
   const int nv = model.nv;
   const double dt = settings.dt;
   DiscreteStepWorkspace& ws = data.workspace<DiscreteStepWorkspace>();
@@ -130,6 +144,7 @@ void euler_step(const Model& model, Data& data, const ConstVectorRef& q, const C
   out.fx.bottomLeftCorner(nv, nv) = dt * d->ddq_dq;
   out.fx.bottomRightCorner(nv, nv) = dt * d->ddq_dv;
   out.fx.bottomRightCorner(nv, nv).diagonal().array() += 1.0;
+  if (impact != nullptr) chain_impact(*impact, out.fx.bottomRows(nv));
   for (std::size_t c = 0; c < settings.actuated_dofs.size(); ++c) {
     out.fu.col(static_cast<Eigen::Index>(c)).tail(nv) =
         dt * d->ddq_dtau.col(settings.actuated_dofs[c]);
@@ -150,6 +165,14 @@ void euler_step(const Model& model, Data& data, const ConstVectorRef& q, const C
       out.fx.middleRows<kDofs>(at).noalias() = jw * out.fx.middleRows<kDofs>(nv + at);
       out.fx.block<kDofs, kDofs>(at, at) += ws.integrate_dq.block<kDofs, kDofs>(at, at);
       out.fu.middleRows<kDofs>(at).noalias() = jw * out.fu.middleRows<kDofs>(nv + at);
+    } else if (impact != nullptr) {
+      // J_q, and dt J_w times ∂v⁺/∂(q, v⁻).
+      out.fx.middleRows<kDofs>(at).leftCols(nv).noalias() =
+          jw * impact->dvelocity_dq.middleRows<kDofs>(at);
+      out.fx.middleRows<kDofs>(at).rightCols(nv).noalias() =
+          jw * impact->dvelocity_dv.middleRows<kDofs>(at);
+      out.fx.block<kDofs, kDofs>(at, at) += ws.integrate_dq.block<kDofs, kDofs>(at, at);
+      out.fu.middleRows<kDofs>(at).setZero();
     } else {
       // J_q, dt J_w, and nothing from u.
       out.fx.middleRows<kDofs>(at).setZero();
@@ -257,7 +280,7 @@ void runge_kutta_step(const Model& model, Data& data, const ConstVectorRef& q,
 
 void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
           const ConstVectorRef& u, const StepSettings& settings, StepOutput out) {
-  const int nv = model.nv;
+  [[maybe_unused]] const int nv = model.nv;  // by the asserts
   const int rows = constraint_rows(model, settings.constraints);
   const bool jacobians = out.fx.rows() > 0;
   assert(u.size() == static_cast<Eigen::Index>(settings.actuated_dofs.size()));
@@ -299,18 +322,14 @@ void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVe
     }
   }
   const ConstVectorRef v_start = impact != nullptr ? ConstVectorRef(impact->velocity) : v;
+  ImpulseDerivativesWorkspace* chained =
+      jacobians && impact != nullptr ? &data.workspace<ImpulseDerivativesWorkspace>() : nullptr;
   if (settings.integrator == Integrator::kRungeKutta4) {
     runge_kutta_step(model, data, q, v_start, settings, out, jacobians, rows, cw.rhs.head(rows));
+    if (chained != nullptr) chain_impact(*chained, out.fx);
   } else {
-    euler_step(model, data, q, v_start, settings, out, jacobians, rows, cw.rhs.head(rows));
+    euler_step(model, data, q, v_start, settings, out, jacobians, rows, cw.rhs.head(rows), chained);
   }
-  if (impact == nullptr || !jacobians) return;
-  // ∂x⁺/∂q = F_q + F_q̇ ∂v⁺/∂q and ∂x⁺/∂q̇ = F_q̇ ∂v⁺/∂v⁻, F_q̇ copied out first.
-  auto velocity_columns =
-      data.workspace<ImpulseDerivativesWorkspace>().step_columns.topRows(out.fx.rows());
-  velocity_columns = out.fx.rightCols(nv);
-  out.fx.leftCols(nv).noalias() += velocity_columns * impact->dvelocity_dq;
-  out.fx.rightCols(nv).noalias() = velocity_columns * impact->dvelocity_dv;
 }
 
 std::size_t integration_block_values(const Model& model) {

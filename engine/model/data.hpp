@@ -266,8 +266,9 @@ struct ImpulseDerivativesWorkspace : RowsWorkspace<ImpulseDerivativesWorkspace> 
   Eigen::VectorXd jump;          // Δv = v⁺ − v⁻
   Eigen::VectorXd held;          // v⁺ + e v⁻, which K(q) holds at zero
   Eigen::VectorXd rest;          // zeros: the instant's q̇
-  Eigen::MatrixXd impact_dq;     // ∂(M Δv − Kᵀ Λ)/∂q, nv x nv
-  Eigen::MatrixXd projected_dq;  // Gᵀ ∂(M Δv − Kᵀ Λ)/∂q − c_q, rows x nv
+  Eigen::MatrixXd impact_dv;     // ∂(M Δv − Kᵀ Λ)/∂v⁻ = −M, nv x nv
+  // P = M⁻¹ − G (K G)⁺ Gᵀ: v⁺'s change per generalized impulse, nv x nv
+  Eigen::MatrixXd inverse_inertia;
   Eigen::MatrixXd step_columns;  // a step's ∂x⁺/∂q̇ at v⁺ while the impact is chained, 2 nv x nv
 
   static void buffers(auto& self, const Extents& n, auto&& buffer) {
@@ -281,8 +282,8 @@ struct ImpulseDerivativesWorkspace : RowsWorkspace<ImpulseDerivativesWorkspace> 
     buffer(self.jump, n.dofs);
     buffer(self.held, n.dofs);
     buffer(self.rest, n.dofs);
-    buffer(self.impact_dq, n.dofs, n.dofs);
-    buffer(self.projected_dq, rows, n.dofs);
+    buffer(self.impact_dv, n.dofs, n.dofs);
+    buffer(self.inverse_inertia, n.dofs, n.dofs);
     buffer(self.step_columns, 2 * n.dofs, n.dofs);
   }
 };
