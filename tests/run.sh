@@ -38,8 +38,11 @@ heading() {
 }
 
 # Compiled objects are cached (ccache, installed by install-deps.sh) under paths relative to the
-# clone, so that a second clone, or a second run, rebuilds only what changed.
+# clone, so that a second clone, or a second run, rebuilds only what changed. The tests' precompiled
+# headers are cached too when ccache may ignore their definitions and timestamps (its manual,
+# "Precompiled headers").
 export CCACHE_BASEDIR=$source_dir
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 configure() {  # BUILD_DIR, CMake options...
   local dir=$1
   shift
