@@ -153,7 +153,7 @@ TEST_F(BatchRunnerTest, EngineErrorsBecomeTheStatusesClientsArePromised) {
   };
   for (const Case& c : cases) {
     for (int states : {3, 1000}) {  // inline, and split over the workers
-      SCOPED_TRACE(testing::Message() << c.message << ", " << states << " states");
+      SCOPED_TRACE(::testing::Message() << c.message << ", " << states << " states");
       Outcome outcome;
       runner().run(&context_, states, ForwardDynamicsRpc::kAba, c.kernel, outcome.done());
       const grpc::Status status = outcome.wait();
