@@ -31,7 +31,7 @@ const AbaDerivativesWorkspace& aba_derivatives(const Model& model, Data& data,
       rnea_derivatives(model, data, q, v, data.ddq, external_forces);
 
   InterruptionPoll poll(data.interruption);
-  if (!tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, model.nv,
+  if (!tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, model.nv, model.nv,
                                      w.ddq_dtau.data(), dtau.dtau_dq.data(), dtau.dtau_dv.data(),
                                      w.ddq_dq.data(), w.ddq_dv.data(), poll)) {
     throw Interrupted();

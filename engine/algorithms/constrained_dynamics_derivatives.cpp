@@ -20,7 +20,7 @@ namespace torqued {
 const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
     const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints,
-    const BaumgarteGains& gains) {
+    const BaumgarteGains& gains, const ImpactOperationalSpace* impact) {
   assert(fits(model, data, q, v, tau));
   const int m = constraint_rows(model, constraints);
   const int nv = model.nv;
@@ -38,11 +38,17 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
   auto bias = cw.bias.head(m);
   constraint_jacobian(model, data, q, v, constraints, gains, jacobian, bias);
 
-  // The constrained solution from the free one and M⁻¹.
-  aba(model, data, q, v, tau);
-  const RowMatrixXd& minv = minverse_from_factors(model, data);  // symmetric: rows are columns
+  // The constrained solution from the free one and M⁻¹. After an impact, M⁻¹, G and Λ are the
+  // impact's, and the free solution is M⁻¹ (τ − b) with b left by constraint_jacobian().
   InterruptionPoll poll(data.interruption);
-  operational_space_inverse(model, data, constraints, minv);
+  if (impact == nullptr) {
+    aba(model, data, q, v, tau);
+    operational_space_inverse(model, data, constraints, minverse_from_factors(model, data));
+  } else {
+    cw.dof_work = tau - data.tau;
+    data.ddq.noalias() = impact->minv * cw.dof_work;
+    poll.add(2.0 * nv * nv);
+  }
   const auto minv_kt = w.minv_kt.leftCols(m);
   const auto inverse = w.system_inverse.topLeftCorner(m, m);
   auto lambda = w.lambda.head(m);
@@ -54,11 +60,13 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
   check_constraint_residual({constraint_residual(jacobian, bias, data.ddq, cw.rhs.head(m)), scale},
                             gains.tolerance);
   // ∂λ/∂τ = −Λ Gᵀ and ∂q̈/∂τ = M⁻¹ + G ∂λ/∂τ, the constrained inverse inertia P.
-  auto dlambda_dtau = w.dlambda_dtau.topRows(m);
-  dlambda_dtau.noalias() = -inverse * minv_kt.transpose();
-  out.ddq_dtau = minv;
-  out.ddq_dtau.noalias() += minv_kt * dlambda_dtau;
-  poll.add(2.0 * nv * m * (3.0 * nv + 2.0 * m));
+  if (impact == nullptr) {
+    constrained_inverse_inertia(w, m, data.workspace<MassInverseWorkspace>().Minv, out.ddq_dtau,
+                                poll);
+  } else {
+    out.ddq_dtau = impact->inverse_inertia;
+  }
+  poll.add(2.0 * nv * m * (nv + 2.0 * m));
 
   // The RNEA derivatives with λ on the bodies.
   constraint_body_forces(model, data, constraints, lambda, w.body_forces);
@@ -82,11 +90,11 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
 const AbaDerivativesWorkspace& forward_dynamics_derivatives(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
     const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints,
-    const BaumgarteGains& gains) {
+    const BaumgarteGains& gains, const ImpactOperationalSpace* impact) {
   if (constraints.empty() && model.loop_closures.empty()) {
     return aba_derivatives(model, data, q, v, tau);
   }
-  constrained_dynamics_derivatives(model, data, q, v, tau, constraints, gains);
+  constrained_dynamics_derivatives(model, data, q, v, tau, constraints, gains, impact);
   return data.workspace<AbaDerivativesWorkspace>();
 }
 

@@ -26,6 +26,14 @@
 
 namespace torqued {
 
+// What impulse_dynamics_derivatives() leaves that depends on q and the constraints alone, for the
+// dynamics after a touchdown at the impact's q and contacts: M⁻¹ and P = M⁻¹ − G Λ Gᵀ, with G, Λ
+// and ∂λ/∂τ in the ConstrainedDerivativesWorkspace.
+struct ImpactOperationalSpace {
+  const RowMatrixXd& minv;  // symmetric: rows are columns
+  const Eigen::MatrixXd& inverse_inertia;
+};
+
 // What constrained_dynamics_derivatives() binds in Data: the ABA derivatives' (ABA, M⁻¹, RNEA
 // derivatives, the AbaDerivativesWorkspace its results go to), the constraints' and its own.
 inline constexpr WorkspaceSet kConstrainedDynamicsDerivativesWorkspaces =
@@ -39,10 +47,12 @@ inline constexpr WorkspaceSet kConstrainedDynamicsDerivativesWorkspaces =
 // workspace. K and k stay in the ConstraintWorkspace. Throws SingularSystemError as aba() does,
 // InconsistentConstraintsError as constrained_dynamics() does (gains.tolerance), and Interrupted
 // when data.interruption asks.
+// With `impact`, M⁻¹ and the constrained inverse inertia P at this q for these constraints are
+// taken as a touchdown's impact has just left them (below) rather than formed a second time.
 const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
     const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints,
-    const BaumgarteGains& gains = {});
+    const BaumgarteGains& gains = {}, const ImpactOperationalSpace* impact = nullptr);
 
 // The forward dynamics a discrete step differentiates: constrained_dynamics_derivatives() when
 // the model has loop closures or `constraints` are given, else aba_derivatives(). Either way q̈
@@ -50,6 +60,6 @@ const ConstrainedDerivativesWorkspace& constrained_dynamics_derivatives(
 const AbaDerivativesWorkspace& forward_dynamics_derivatives(
     const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
     const ConstVectorRef& tau, std::span<const BilateralConstraint> constraints,
-    const BaumgarteGains& gains = {});
+    const BaumgarteGains& gains = {}, const ImpactOperationalSpace* impact = nullptr);
 
 }  // namespace torqued

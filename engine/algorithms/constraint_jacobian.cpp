@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "engine/algorithms/kinematics.hpp"
 #include "engine/algorithms/rnea.hpp"
 
 namespace torqued {
@@ -130,6 +131,12 @@ void constraint_kinematics(const Model& model, Data& data, const ConstVectorRef&
     data.a[i] = data.a_gf[i];
     data.a[i].linear += oMi.rotation.transpose() * model.gravity;
   }
+}
+
+void constraint_kinematics_at_rest(const Model& model, Data& data, const ConstVectorRef& q) {
+  forward_kinematics(model, data, q);
+  std::fill(data.v.begin(), data.v.end(), Motion::Zero());
+  std::fill(data.a.begin(), data.a.end(), Motion::Zero());
 }
 
 void constraint_jacobian(const Model& model, const Data& data,

@@ -106,8 +106,12 @@ int constraint_rows(const Model& model, std::span<const BilateralConstraint> con
 void constraint_kinematics(const Model& model, Data& data, const ConstVectorRef& q,
                            const ConstVectorRef& v);
 
+// Placements of every body (data.oMi) with every body at rest (data.v, data.a zero): what K at q
+// needs, without RNEA, for an impact, which has no acceleration level (its k is that of rest).
+void constraint_kinematics_at_rest(const Model& model, Data& data, const ConstVectorRef& q);
+
 // K (rows x nv) and k (rows) for the model's loop closures followed by `constraints`, from the
-// kinematics left in data by constraint_kinematics().
+// kinematics left in data by constraint_kinematics() or constraint_kinematics_at_rest().
 void constraint_jacobian(const Model& model, const Data& data,
                          std::span<const BilateralConstraint> constraints,
                          const BaumgarteGains& gains, Eigen::Ref<Eigen::MatrixXd> jacobian,

@@ -309,6 +309,23 @@ void operational_space_inverse(const Model& model, Data& data,
   }
 }
 
+void constrained_inverse_inertia(ConstrainedDerivativesWorkspace& w, int rows,
+                                 const RowMatrixXd& minv, Eigen::MatrixXd& inverse_inertia,
+                                 InterruptionPoll& poll) {
+  const int nv = static_cast<int>(minv.rows());
+  const auto minv_kt = w.minv_kt.leftCols(rows);
+  auto dlambda_dtau = w.dlambda_dtau.topRows(rows);
+  dlambda_dtau.noalias() = -w.system_inverse.topLeftCorner(rows, rows) * minv_kt.transpose();
+  poll.add(2.0 * rows * rows * nv);
+  if (!tree_sparse::dense_negated_product(nv, rows, nv, minv_kt.data(), dlambda_dtau.data(),
+                                          static_cast<int>(w.dlambda_dtau.rows()),
+                                          inverse_inertia.data(), poll)) {
+    throw Interrupted();
+  }
+  // P = M⁻¹ − (−G ∂λ/∂τ); M⁻¹'s row-major storage read as it lies is its transpose, itself.
+  inverse_inertia = minv.transpose() - inverse_inertia;
+}
+
 void constraint_body_forces(const Model& model, const Data& data,
                             std::span<const BilateralConstraint> constraints,
                             const Eigen::Ref<const Eigen::VectorXd>& lambda,
@@ -345,6 +362,67 @@ bool loop_force_rates(const Model& model, const Data& data,
   return any;
 }
 
+namespace {
+
+// constrained_solution_rates() for a alone, or for a and b (kBoth).
+template <bool kBoth>
+void solution_rates(const Model& model, const Data& data,
+                    std::span<const BilateralConstraint> constraints,
+                    ConstrainedDerivativesWorkspace& w, const Eigen::MatrixXd& inverse_inertia,
+                    const Eigen::MatrixXd& id_a, const Eigen::MatrixXd* id_b, bool turning_forces,
+                    Eigen::MatrixXd& dy_da, Eigen::MatrixXd* dy_db,
+                    Eigen::Ref<Eigen::MatrixXd> dlambda_da, Eigen::Ref<Eigen::MatrixXd> dlambda_db,
+                    InterruptionPoll& poll) {
+  const int m = constraint_rows(model, constraints);
+  const int nv = model.nv;
+  const bool finished =
+      kBoth ? tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, nv, nv,
+                                            inverse_inertia.data(), id_a.data(), id_b->data(),
+                                            dy_da.data(), dy_db->data(), poll)
+            : tree_sparse::negated_product(data.dof_parent, data.dof_subtree_end, nv, nv,
+                                           inverse_inertia.data(), id_a.data(), dy_da.data(), poll);
+  if (!finished) throw Interrupted();
+  // −Λ c_x and −G Λ c_x = (∂λ/∂τ)ᵀ c_x over the columns where c_x can be non-zero.
+  const auto inverse = w.system_inverse.topLeftCorner(m, m);
+  const auto dlambda_dtau = w.dlambda_dtau.topRows(m);
+  const auto dc_da = w.residual_dq.topRows(m);
+  const auto dc_db = w.residual_dv.topRows(m);
+  dlambda_da.setZero();
+  if constexpr (kBoth) dlambda_db.setZero();
+  auto minus_g_lambda = w.minv_kt_lambda.leftCols(m);
+  minus_g_lambda = dlambda_dtau.transpose();
+  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
+    for_each_constraint_dof(model, c, [&](int k) {
+      for (int r = row; r < row + count; ++r) {
+        const double ca = dc_da(r, k);
+        dlambda_da.col(k) -= ca * inverse.col(r);
+        dy_da.col(k) += ca * minus_g_lambda.col(r);
+        if constexpr (kBoth) {
+          const double cb = dc_db(r, k);
+          dlambda_db.col(k) -= cb * inverse.col(r);
+          dy_db->col(k) += cb * minus_g_lambda.col(r);
+        }
+      }
+    });
+  });
+  for (int k = 0; k < nv; ++k) {
+    const auto add = [&](int j) {
+      dlambda_da.col(k) -= id_a(j, k) * dlambda_dtau.col(j);
+      if constexpr (kBoth) dlambda_db.col(k) -= (*id_b)(j, k) * dlambda_dtau.col(j);
+    };
+    for (int j = data.dof_parent[k]; j >= 0; j = data.dof_parent[j]) add(j);
+    for (int j = k; j < data.dof_subtree_end[k]; ++j) add(j);
+  }
+  poll.add((kBoth ? 4.0 : 2.0) * m * nv * (nv + m));
+  if (turning_forces) {
+    dy_da.noalias() -= inverse_inertia * w.loop_forces_dq;
+    dlambda_da.noalias() -= dlambda_dtau * w.loop_forces_dq;
+    poll.add(2.0 * nv * nv * (nv + m));
+  }
+}
+
+}  // namespace
+
 void constrained_solution_rates(const Model& model, const Data& data,
                                 std::span<const BilateralConstraint> constraints,
                                 ConstrainedDerivativesWorkspace& w,
@@ -353,47 +431,18 @@ void constrained_solution_rates(const Model& model, const Data& data,
                                 Eigen::MatrixXd& dy_da, Eigen::MatrixXd& dy_db,
                                 Eigen::Ref<Eigen::MatrixXd> dlambda_da,
                                 Eigen::Ref<Eigen::MatrixXd> dlambda_db, InterruptionPoll& poll) {
-  const int m = constraint_rows(model, constraints);
-  const int nv = model.nv;
-  if (!tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, nv,
-                                     inverse_inertia.data(), id_a.data(), id_b.data(), dy_da.data(),
-                                     dy_db.data(), poll)) {
-    throw Interrupted();
-  }
-  // −Λ c_x and −G Λ c_x = (∂λ/∂τ)ᵀ c_x over the columns where c_x can be non-zero.
-  const auto inverse = w.system_inverse.topLeftCorner(m, m);
-  const auto dlambda_dtau = w.dlambda_dtau.topRows(m);
-  const auto dc_da = w.residual_dq.topRows(m);
-  const auto dc_db = w.residual_dv.topRows(m);
-  dlambda_da.setZero();
-  dlambda_db.setZero();
-  auto minus_g_lambda = w.minv_kt_lambda.leftCols(m);
-  minus_g_lambda = dlambda_dtau.transpose();
-  for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
-    for_each_constraint_dof(model, c, [&](int k) {
-      for (int r = row; r < row + count; ++r) {
-        const double ca = dc_da(r, k), cb = dc_db(r, k);
-        dlambda_da.col(k) -= ca * inverse.col(r);
-        dlambda_db.col(k) -= cb * inverse.col(r);
-        dy_da.col(k) += ca * minus_g_lambda.col(r);
-        dy_db.col(k) += cb * minus_g_lambda.col(r);
-      }
-    });
-  });
-  for (int k = 0; k < nv; ++k) {
-    const auto add = [&](int j) {
-      dlambda_da.col(k) -= id_a(j, k) * dlambda_dtau.col(j);
-      dlambda_db.col(k) -= id_b(j, k) * dlambda_dtau.col(j);
-    };
-    for (int j = data.dof_parent[k]; j >= 0; j = data.dof_parent[j]) add(j);
-    for (int j = k; j < data.dof_subtree_end[k]; ++j) add(j);
-  }
-  poll.add(4.0 * m * nv * (nv + m));
-  if (turning_forces) {
-    dy_da.noalias() -= inverse_inertia * w.loop_forces_dq;
-    dlambda_da.noalias() -= dlambda_dtau * w.loop_forces_dq;
-    poll.add(2.0 * nv * nv * (nv + m));
-  }
+  solution_rates<true>(model, data, constraints, w, inverse_inertia, id_a, &id_b, turning_forces,
+                       dy_da, &dy_db, dlambda_da, dlambda_db, poll);
+}
+
+void constrained_solution_rates(const Model& model, const Data& data,
+                                std::span<const BilateralConstraint> constraints,
+                                ConstrainedDerivativesWorkspace& w,
+                                const Eigen::MatrixXd& inverse_inertia, const Eigen::MatrixXd& id_a,
+                                bool turning_forces, Eigen::MatrixXd& dy_da,
+                                Eigen::Ref<Eigen::MatrixXd> dlambda_da, InterruptionPoll& poll) {
+  solution_rates<false>(model, data, constraints, w, inverse_inertia, id_a, nullptr, turning_forces,
+                        dy_da, nullptr, dlambda_da, dlambda_da, poll);
 }
 
 }  // namespace torqued

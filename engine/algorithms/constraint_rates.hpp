@@ -62,6 +62,15 @@ void operational_space_inverse(const Model& model, Data& data,
                                std::span<const BilateralConstraint> constraints,
                                const RowMatrixXd& minv);
 
+// ∂λ/∂τ = −Λ Gᵀ into the workspace's dlambda_dtau, and the constrained inverse inertia
+// P = M⁻¹ + G ∂λ/∂τ = M⁻¹ − G Λ Gᵀ (the solution's change per generalized force, or impulse) into
+// `inverse_inertia` (nv x nv), from G and Λ of operational_space_inverse() on the leading `rows`
+// rows and M⁻¹ (`minv`, symmetric). G ∂λ/∂τ goes through the vectorized dense kernel
+// (tree_sparse_product.hpp). Throws Interrupted when `poll` says stop.
+void constrained_inverse_inertia(ConstrainedDerivativesWorkspace& w, int rows,
+                                 const RowMatrixXd& minv, Eigen::MatrixXd& inverse_inertia,
+                                 InterruptionPoll& poll);
+
 // The multipliers λ (K's rows) as the forces they apply to the bodies, in the bodies' frames, into
 // `body_forces` (one per body, zeroed first): λ on body1 at frame 1's origin in frame 1's axes,
 // its opposite on body2 (at frame 1's origin for 6D types, at frame 2's for a point). Reads
@@ -109,5 +118,14 @@ void constrained_solution_rates(const Model& model, const Data& data,
                                 Eigen::MatrixXd& dy_da, Eigen::MatrixXd& dy_db,
                                 Eigen::Ref<Eigen::MatrixXd> dlambda_da,
                                 Eigen::Ref<Eigen::MatrixXd> dlambda_db, InterruptionPoll& poll);
+
+// The same along one variable a (residual_dq holding c_a): an impact's rates along v⁻, which
+// have a closed form (impulse_dynamics_derivatives.cpp), are not formed this way.
+void constrained_solution_rates(const Model& model, const Data& data,
+                                std::span<const BilateralConstraint> constraints,
+                                ConstrainedDerivativesWorkspace& w,
+                                const Eigen::MatrixXd& inverse_inertia, const Eigen::MatrixXd& id_a,
+                                bool turning_forces, Eigen::MatrixXd& dy_da,
+                                Eigen::Ref<Eigen::MatrixXd> dlambda_da, InterruptionPoll& poll);
 
 }  // namespace torqued

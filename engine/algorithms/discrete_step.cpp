@@ -4,8 +4,10 @@
 #include "engine/algorithms/discrete_step.hpp"
 
 #include <cassert>
+#include <optional>
 
 #include "engine/algorithms/impulse_dynamics.hpp"
+#include "engine/algorithms/tree_sparse_product.hpp"
 #include "engine/model/configuration.hpp"
 
 namespace torqued {
@@ -19,15 +21,17 @@ constexpr double kWeights[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
 
 // q̈ at (q, q̇) under τ, in data.ddq: ABA on a free tree, else the constrained dynamics with λ in
 // `multipliers`. With `jacobians`, forward_dynamics_derivatives() instead, whose workspace is
-// returned (λ is then in the ConstrainedDerivativesWorkspace); else null.
+// returned (λ is then in the ConstrainedDerivativesWorkspace); else null. A stage at a
+// touchdown's q passes what the impact left on (constrained_dynamics_derivatives.hpp).
 const AbaDerivativesWorkspace* stage_dynamics(const Model& model, Data& data,
                                               const ConstVectorRef& q, const ConstVectorRef& v,
                                               const Eigen::VectorXd& tau,
                                               const StepSettings& settings, bool jacobians,
-                                              Eigen::Ref<Eigen::VectorXd> multipliers) {
+                                              Eigen::Ref<Eigen::VectorXd> multipliers,
+                                              const ImpactOperationalSpace* impact = nullptr) {
   if (jacobians) {
     return &forward_dynamics_derivatives(model, data, q, v, tau, settings.constraints,
-                                         settings.gains);
+                                         settings.gains, impact);
   }
   if (settings.constraints.empty() && model.loop_closures.empty()) {
     aba(model, data, q, v, tau);
@@ -48,9 +52,17 @@ const AbaDerivativesWorkspace* knot_dynamics(const Model& model, Data& data,
   const Eigen::VectorXd& tau = data.workspace<DiscreteStepWorkspace>().tau;
   const bool returns_multipliers = !out.multipliers.empty();
   Eigen::Map<Eigen::VectorXd> multipliers(out.multipliers.data(), returns_multipliers ? rows : 0);
+  // After a touchdown the knot's q and contacts are the impact's.
+  std::optional<ImpactOperationalSpace> impact;
+  if (settings.touchdown && jacobians) {
+    impact.emplace(
+        ImpactOperationalSpace{data.workspace<MassInverseWorkspace>().Minv,
+                               data.workspace<ImpulseDerivativesWorkspace>().inverse_inertia});
+  }
   const AbaDerivativesWorkspace* d = stage_dynamics(
       model, data, q, v, tau, settings, jacobians,
-      returns_multipliers ? Eigen::Ref<Eigen::VectorXd>(multipliers) : unreturned_multipliers);
+      returns_multipliers ? Eigen::Ref<Eigen::VectorXd>(multipliers) : unreturned_multipliers,
+      impact ? &*impact : nullptr);
   const bool cones = !out.friction_cones.empty();
   if (!jacobians) {
     if (cones) {
@@ -108,13 +120,24 @@ void write_integration_blocks(const Model& model, const DiscreteStepWorkspace& w
 }
 
 // Rows F = [F_q F_q̇] of a step's Jacobian at (q, v⁺) chained through a touchdown's impact:
-// ∂x⁺/∂q = F_q + F_q̇ ∂v⁺/∂q and ∂x⁺/∂v⁻ = F_q̇ ∂v⁺/∂v⁻, F_q̇ copied out first.
-void chain_impact(ImpulseDerivativesWorkspace& impact, RowMajorMatrixRef rows) {
-  const auto nv = impact.dvelocity_dq.rows();
-  auto velocity_columns = impact.step_columns.topRows(rows.rows());
+// ∂x⁺/∂q = F_q + F_q̇ ∂v⁺/∂q and ∂x⁺/∂v⁻ = F_q̇ ∂v⁺/∂v⁻, F_q̇ copied out first (column-major, for
+// the vectorized kernel of dense products).
+void chain_impact(ImpulseDerivativesWorkspace& impact, Data& data, RowMajorMatrixRef rows) {
+  const int nv = static_cast<int>(impact.dvelocity_dq.rows());
+  const int count = static_cast<int>(rows.rows());
+  const auto block_values = static_cast<std::ptrdiff_t>(count) * nv;
+  Eigen::Map<Eigen::MatrixXd> velocity_columns(impact.step_columns.data(), count, nv);
+  Eigen::Map<Eigen::MatrixXd> minus_dq(impact.chained.data(), count, nv);
+  Eigen::Map<Eigen::MatrixXd> minus_dv(impact.chained.data() + block_values, count, nv);
   velocity_columns = rows.rightCols(nv);
-  rows.leftCols(nv).noalias() += velocity_columns * impact.dvelocity_dq;
-  rows.rightCols(nv).noalias() = velocity_columns * impact.dvelocity_dv;
+  InterruptionPoll poll(data.interruption);
+  if (!tree_sparse::dense_negated_products(count, nv, velocity_columns.data(),
+                                           impact.dvelocity_dq.data(), impact.dvelocity_dv.data(),
+                                           minus_dq.data(), minus_dv.data(), poll)) {
+    throw Interrupted();
+  }
+  rows.leftCols(nv) -= minus_dq;
+  rows.rightCols(nv) = -minus_dv;
 }
 
 // At a touchdown (`impact`, with Jacobians) v is the impact's v⁺(q, v⁻): the v⁺ rows, which the
@@ -144,7 +167,7 @@ void euler_step(const Model& model, Data& data, const ConstVectorRef& q, const C
   out.fx.bottomLeftCorner(nv, nv) = dt * d->ddq_dq;
   out.fx.bottomRightCorner(nv, nv) = dt * d->ddq_dv;
   out.fx.bottomRightCorner(nv, nv).diagonal().array() += 1.0;
-  if (impact != nullptr) chain_impact(*impact, out.fx.bottomRows(nv));
+  if (impact != nullptr) chain_impact(*impact, data, out.fx.bottomRows(nv));
   for (std::size_t c = 0; c < settings.actuated_dofs.size(); ++c) {
     out.fu.col(static_cast<Eigen::Index>(c)).tail(nv) =
         dt * d->ddq_dtau.col(settings.actuated_dofs[c]);
@@ -326,7 +349,7 @@ void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVe
       jacobians && impact != nullptr ? &data.workspace<ImpulseDerivativesWorkspace>() : nullptr;
   if (settings.integrator == Integrator::kRungeKutta4) {
     runge_kutta_step(model, data, q, v_start, settings, out, jacobians, rows, cw.rhs.head(rows));
-    if (chained != nullptr) chain_impact(*chained, out.fx);
+    if (chained != nullptr) chain_impact(*chained, data, out.fx);
   } else {
     euler_step(model, data, q, v_start, settings, out, jacobians, rows, cw.rhs.head(rows), chained);
   }

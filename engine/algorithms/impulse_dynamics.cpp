@@ -1,5 +1,5 @@
 // Impulse dynamics at a touchdown (see the header):
-//   K at q (constraint_kinematics, constraint_jacobian),  M = crba(q) = Lᵀ D L
+//   K at q (constraint_kinematics_at_rest, constraint_jacobian),  M = crba(q) = Lᵀ D L
 //   b = −(1 + e) K v⁻ (the target −e K v⁻ less K v⁻, the free solution's)
 //   Λ = (K M⁻¹ Kᵀ)⁺ b,   v⁺ = v⁻ + M⁻¹ Kᵀ Λ          (range_space_correction())
 //   residual ‖K v⁺ + e K v⁻‖∞ against max(‖e K v⁻‖∞, ‖K v⁻‖∞)
@@ -21,9 +21,13 @@ ConstraintResidual impulse_dynamics(const Model& model, Data& data, const ConstV
   assert(fits(model, data, q, v_minus) && v_plus.size() == model.nv &&
          impulses.size() == constraint_rows(model, contacts));
   assert(restitution >= 0.0);
-  // k of the acceleration level is not used; K is the same at the velocity level.
-  const int m = bind_constraint_system(model, data, q, v_minus, contacts, {});
+  // K at q from the placements alone: an impact has no acceleration level, so no k and no RNEA.
+  const int m = constraint_rows(model, contacts);
+  data.bind(model, kImpulseDynamicsWorkspaces);
   ConstraintWorkspace& w = data.workspace<ConstraintWorkspace>();
+  w.reserve_rows(model, m);
+  constraint_kinematics_at_rest(model, data, q);
+  constraint_jacobian(model, data, contacts, {}, w.jacobian.topRows(m), w.bias.head(m));
   const auto jacobian = w.jacobian.topRows(m);
   auto target = w.bias.head(m);
   v_plus = v_minus;

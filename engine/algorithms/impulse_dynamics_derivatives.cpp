@@ -4,19 +4,22 @@
 // ID_{v⁻} = −M, and whose residual c = K (v⁺ + e v⁻) the rates c_q and c_{v⁻} = e K:
 //   v⁺, Λ and K by impulse_dynamics();  M⁻¹ (minverse);  G = M⁻¹ Kᵀ;  A⁺ = (K G)⁺
 //   ∂Λ/∂τ = −A⁺ Gᵀ,  P = M⁻¹ + G ∂Λ/∂τ (v⁺'s change per generalized impulse)
-//   RNEA derivatives at (q, 0, w = v⁺ + e v⁻) without gravity: c_q (constraint_rates.hpp)
-//   RNEA derivatives at (q, 0, Δv) with Λ on the bodies, without gravity: ID_q, plus the loops'
-//   turning forces
-//   ∂v⁺/∂x = −P ID_x − G A⁺ c_x,  ∂Λ/∂x = −(∂Λ/∂τ) ID_x − A⁺ c_x    for x = q, v⁻
-// which for x = v⁻ is the header's 1 − (1 + e) G A⁺ K and −(1 + e) A⁺ K (P M = 1 − G A⁺ K). P ID_x
-// goes through the tree-sparse kernel (M has the DOF tree's sparsity too): the dense work is
-// O(nv² rows), as at the acceleration level.
+//   the RNEA derivatives' forward pass at (q, 0, w = v⁺ + e v⁻) without gravity: c_q
+//   (constraint_rates.hpp)
+//   RNEA derivatives along q at (q, 0, Δv) with Λ on the bodies, without gravity: ID_q, plus the
+//   loops' turning forces
+//   ∂v⁺/∂q = −P ID_q − G A⁺ c_q,  ∂Λ/∂q = −(∂Λ/∂τ) ID_q − A⁺ c_q
+// P ID_q goes through the tree-sparse kernel: the dense work is O(nv² rows), as at the
+// acceleration level. Along v⁻ the same formulas reduce (P M = 1 − G A⁺ K, Gᵀ M = K) to the
+// header's closed forms ∂Λ/∂v⁻ = −(1 + e) A⁺ K and ∂v⁺/∂v⁻ = 1 + G ∂Λ/∂v⁻, which cost O(nv² rows)
+// without a pass over the tree.
 #include "engine/algorithms/impulse_dynamics_derivatives.hpp"
 
 #include <cassert>
 
 #include "engine/algorithms/constraint_rates.hpp"
 #include "engine/algorithms/impulse_dynamics.hpp"
+#include "engine/algorithms/tree_sparse_product.hpp"
 
 namespace torqued {
 
@@ -45,42 +48,47 @@ const ImpulseDerivativesWorkspace& impulse_dynamics_derivatives(
   impulse_dynamics(model, data, q, v_minus, contacts, restitution, tolerance, w.velocity,
                    w.impulses.head(m));
   const auto jacobian = cw.jacobian.topRows(m);
-  const Eigen::MatrixXd& mass = data.workspace<MassMatrixWorkspace>().M;
   const RowMatrixXd& minv = minverse(model, data, q);  // symmetric: rows are columns
   InterruptionPoll poll(data.interruption);
   operational_space_inverse(model, data, contacts, minv);
-  const auto minv_kt = cd.minv_kt.leftCols(m);
-  const auto inverse = cd.system_inverse.topLeftCorner(m, m);
   const auto impulses = w.impulses.head(m);
-  auto dimpulses_dtau = cd.dlambda_dtau.topRows(m);
-  dimpulses_dtau.noalias() = -inverse * minv_kt.transpose();
-  w.inverse_inertia = minv;
-  w.inverse_inertia.noalias() += minv_kt * dimpulses_dtau;
-  w.impact_dv = -mass;
+  constrained_inverse_inertia(cd, m, minv, w.inverse_inertia, poll);
   w.jump = w.velocity - v_minus;
   w.held = w.velocity + restitution * v_minus;
   w.rest.setZero();
-  poll.add(2.0 * nv * m * (2.0 * nv + m));
+  poll.add(2.0 * nv * m * (nv + m));
 
-  // c_q = ∂(K(q) w)/∂q: the residual's rate at (q, 0, w), where γ and the gains' terms vanish;
-  // its rate along q̇ at q̇ = 0 is not a term of the impact, c_{v⁻} = e K is.
+  // c_q = ∂(K(q) w)/∂q: the residual's rate at (q, 0, w), where γ and the gains' terms vanish
+  // (its rate along q̇ at q̇ = 0, in residual_dv, is not a term of the impact).
   const Vec3 no_gravity = Vec3::Zero();
   const RneaDerivativesWorkspace& d =
-      rnea_derivatives(model, data, q, w.rest, w.held, {}, no_gravity);
+      forward_kinematics_derivatives(model, data, q, w.rest, w.held, no_gravity);
   auto dc_dq = cd.residual_dq.topRows(m);
   auto dc_dv = cd.residual_dv.topRows(m);
   dc_dq.setZero();
   dc_dv.setZero();
   add_constraint_residual_rates(model, data, d, contacts, {}, no_gravity, dc_dq, dc_dv);
-  dc_dv = restitution * jacobian;
 
   // ID_q with Λ on the bodies, and the loops' turning forces.
   constraint_body_forces(model, data, contacts, impulses, cd.body_forces);
-  rnea_derivatives(model, data, q, w.rest, w.jump, cd.body_forces, no_gravity);
+  rnea_configuration_derivatives(model, data, q, w.rest, w.jump, cd.body_forces, no_gravity);
   const bool turning_forces = loop_force_rates(model, data, contacts, impulses, cd.loop_forces_dq);
-  constrained_solution_rates(model, data, contacts, cd, w.inverse_inertia, d.dtau_dq, w.impact_dv,
-                             turning_forces, w.dvelocity_dq, w.dvelocity_dv,
-                             w.dimpulses_dq.topRows(m), w.dimpulses_dv.topRows(m), poll);
+  constrained_solution_rates(model, data, contacts, cd, w.inverse_inertia, d.dtau_dq,
+                             turning_forces, w.dvelocity_dq, w.dimpulses_dq.topRows(m), poll);
+
+  // Along v⁻ in closed form: ∂Λ/∂v⁻ = −(1 + e) A⁺ K, and ∂v⁺/∂v⁻ = 1 + G ∂Λ/∂v⁻ (G by the
+  // vectorized dense kernel, negated).
+  auto dimpulses_dv = w.dimpulses_dv.topRows(m);
+  dimpulses_dv.noalias() = cd.system_inverse.topLeftCorner(m, m) * jacobian;
+  dimpulses_dv *= -(1.0 + restitution);
+  poll.add(2.0 * m * m * nv);
+  if (!tree_sparse::dense_negated_product(nv, m, nv, cd.minv_kt.data(), dimpulses_dv.data(),
+                                          static_cast<int>(w.dimpulses_dv.rows()),
+                                          w.dvelocity_dv.data(), poll)) {
+    throw Interrupted();
+  }
+  w.dvelocity_dv = -w.dvelocity_dv;
+  w.dvelocity_dv.diagonal().array() += 1.0;
   return w;
 }
 

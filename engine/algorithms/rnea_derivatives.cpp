@@ -77,20 +77,14 @@ Mat3 coupling_block(const RigidInertia& inertia, const Motion& v, const Vec3& an
   return b;
 }
 
-}  // namespace
-
-const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
-                                                 const ConstVectorRef& q, const ConstVectorRef& v,
-                                                 const ConstVectorRef& a,
-                                                 std::span<const Force> external_forces) {
-  return rnea_derivatives(model, data, q, v, a, external_forces, model.gravity);
-}
-
-const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
-                                                 const ConstVectorRef& q, const ConstVectorRef& v,
-                                                 const ConstVectorRef& a,
-                                                 std::span<const Force> external_forces,
-                                                 const Vec3& gravity) {
+// The forward pass: world placements (data.oMi, data.oS), velocities and accelerations (data.ov,
+// data.oa_gf) and the per-DOF rates ψ, φ, χ; with kForces, the bodies' forces, inertias, momenta
+// and couplings that the backward pass sums.
+template <bool kForces>
+RneaDerivativesWorkspace& forward_pass(const Model& model, Data& data, const ConstVectorRef& q,
+                                       const ConstVectorRef& v, const ConstVectorRef& a,
+                                       std::span<const Force> external_forces,
+                                       const Vec3& gravity) {
   assert(fits(model, data, q, v, a));
   data.bind(model, kRneaDerivativesWorkspaces);
   RneaDerivativesWorkspace& w = data.workspace<RneaDerivativesWorkspace>();
@@ -98,7 +92,6 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
   const double* vp = v.data();
   const double* ap = a.data();
   const int n = model.nbodies();
-  const int nv = model.nv;
   double* os = data.oS.data();
   double* psi = w.dv_dq.data();
   double* phi = w.da_dq.data();
@@ -130,14 +123,29 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
       store(a_parent.cross(sk) + v_parent.cross(psi_k), phi + col);
       store(psi_k + vel.cross(sk), chi + col);
     }
-    const RigidInertia inertia = model.inertias[i].transformed_by(oMi);
-    const Force momentum = inertia * vel;
-    w.force[i] = inertia * acc + vel.cross(momentum);
-    if (!external_forces.empty()) w.force[i] -= oMi.act(external_forces[i]);
-    w.composite[i] = inertia;
-    w.momentum[i] = momentum.linear;
-    w.coupling[i] = coupling_block(inertia, vel, momentum.angular);
+    if constexpr (kForces) {
+      const RigidInertia inertia = model.inertias[i].transformed_by(oMi);
+      const Force momentum = inertia * vel;
+      w.force[i] = inertia * acc + vel.cross(momentum);
+      if (!external_forces.empty()) w.force[i] -= oMi.act(external_forces[i]);
+      w.composite[i] = inertia;
+      w.momentum[i] = momentum.linear;
+      w.coupling[i] = coupling_block(inertia, vel, momentum.angular);
+    }
   }
+  return w;
+}
+
+// The backward pass after forward_pass<true>(): ∂τ/∂q, and with kAll ∂τ/∂q̇, M and τ too.
+template <bool kAll>
+const RneaDerivativesWorkspace& backward_pass(const Model& model, Data& data,
+                                              RneaDerivativesWorkspace& w) {
+  const int n = model.nbodies();
+  const int nv = model.nv;
+  const double* os = data.oS.data();
+  const double* psi = w.dv_dq.data();
+  const double* phi = w.da_dq.data();
+  const double* chi = w.da_dv.data();
 
   double* dq = w.dtau_dq.data();
   double* dv = w.dtau_dv.data();
@@ -156,11 +164,10 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
       const double* s_col = os + 6 * col;
       const Motion s = motion_at(s_col);
       const Motion psi_k = motion_at(psi + 6 * col);
-      const Motion chi_k = motion_at(chi + 6 * col);
       // Y S, and Bᵀ S (whose linear part is zero).
       const Force ys = y * s;
       const Vec3 bts = 2.0 * p.cross(s.linear) + b.transpose() * s.angular;
-      tau[col] = s.dot(f);
+      if constexpr (kAll) tau[col] = s.dot(f);
       // Row col against the DOFs of this joint and of its ancestors.
       for (int anc = i; anc > 0; anc = model.parent[anc]) {
         const Joint& aj = model.joints[anc];
@@ -169,13 +176,15 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
           const double* s_o = os + 6 * other;
           const double* psi_o = psi + 6 * other;
           const double* phi_o = phi + 6 * other;
-          const double* chi_o = chi + 6 * other;
           const std::ptrdiff_t at = col + static_cast<std::ptrdiff_t>(other) * nv;
           dq[at] = dot(ys, phi_o) + bts.dot(Vec3(psi_o[3], psi_o[4], psi_o[5]));
-          dv[at] = dot(ys, chi_o) + bts.dot(Vec3(s_o[3], s_o[4], s_o[5]));
-          const double mass = dot(ys, s_o);
-          m[at] = mass;
-          m[other + static_cast<std::ptrdiff_t>(col) * nv] = mass;
+          if constexpr (kAll) {
+            const double* chi_o = chi + 6 * other;
+            dv[at] = dot(ys, chi_o) + bts.dot(Vec3(s_o[3], s_o[4], s_o[5]));
+            const double mass = dot(ys, s_o);
+            m[at] = mass;
+            m[other + static_cast<std::ptrdiff_t>(col) * nv] = mass;
+          }
         }
         pairs += aj.nv;
       }
@@ -184,19 +193,27 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
       const Motion phi_k = motion_at(phi + 6 * col);
       const Force hq =
           s.cross(f) + y * phi_k + Force{-2.0 * p.cross(psi_k.angular), b * psi_k.angular};
-      const Force hv = y * chi_k + Force{-2.0 * p.cross(s.angular), b * s.angular};
       double* dq_col = dq + static_cast<std::ptrdiff_t>(col) * nv;
-      double* dv_col = dv + static_cast<std::ptrdiff_t>(col) * nv;
-      for (int anc = model.parent[i]; anc > 0; anc = model.parent[anc]) {
-        const Joint& aj = model.joints[anc];
-        for (int r = 0; r < aj.nv; ++r) {
-          const int other = aj.idx_v + r;
-          dq_col[other] = dot(hq, os + 6 * other);
-          dv_col[other] = dot(hv, os + 6 * other);
+      if constexpr (kAll) {
+        const Motion chi_k = motion_at(chi + 6 * col);
+        const Force hv = y * chi_k + Force{-2.0 * p.cross(s.angular), b * s.angular};
+        double* dv_col = dv + static_cast<std::ptrdiff_t>(col) * nv;
+        for (int anc = model.parent[i]; anc > 0; anc = model.parent[anc]) {
+          const Joint& aj = model.joints[anc];
+          for (int r = 0; r < aj.nv; ++r) {
+            const int other = aj.idx_v + r;
+            dq_col[other] = dot(hq, os + 6 * other);
+            dv_col[other] = dot(hv, os + 6 * other);
+          }
+        }
+      } else {
+        for (int anc = model.parent[i]; anc > 0; anc = model.parent[anc]) {
+          const Joint& aj = model.joints[anc];
+          for (int r = 0; r < aj.nv; ++r) dq_col[aj.idx_v + r] = dot(hq, os + 6 * (aj.idx_v + r));
         }
       }
     }
-    poll.add(60.0 * pairs);  // about five 6-vector products per pair
+    poll.add((kAll ? 60.0 : 24.0) * pairs);  // about five (two) 6-vector products per pair
     const int parent = model.parent[i];
     if (parent > 0) {
       w.composite[parent] += y;
@@ -206,6 +223,39 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
     }
   }
   return w;
+}
+
+}  // namespace
+
+const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
+                                                 const ConstVectorRef& q, const ConstVectorRef& v,
+                                                 const ConstVectorRef& a,
+                                                 std::span<const Force> external_forces) {
+  return rnea_derivatives(model, data, q, v, a, external_forces, model.gravity);
+}
+
+const RneaDerivativesWorkspace& forward_kinematics_derivatives(const Model& model, Data& data,
+                                                               const ConstVectorRef& q,
+                                                               const ConstVectorRef& v,
+                                                               const ConstVectorRef& a,
+                                                               const Vec3& gravity) {
+  return forward_pass<false>(model, data, q, v, a, {}, gravity);
+}
+
+const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
+                                                 const ConstVectorRef& q, const ConstVectorRef& v,
+                                                 const ConstVectorRef& a,
+                                                 std::span<const Force> external_forces,
+                                                 const Vec3& gravity) {
+  return backward_pass<true>(model, data,
+                             forward_pass<true>(model, data, q, v, a, external_forces, gravity));
+}
+
+const RneaDerivativesWorkspace& rnea_configuration_derivatives(
+    const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
+    const ConstVectorRef& a, std::span<const Force> external_forces, const Vec3& gravity) {
+  return backward_pass<false>(model, data,
+                              forward_pass<true>(model, data, q, v, a, external_forces, gravity));
 }
 
 }  // namespace torqued

@@ -31,4 +31,21 @@ const RneaDerivativesWorkspace& rnea_derivatives(const Model& model, Data& data,
                                                  std::span<const Force> external_forces,
                                                  const Vec3& gravity);
 
+// ∂τ/∂q alone (dtau_dq), as above: ∂τ/∂q̇, M and τ are not written. An impact differentiates
+// its inverse dynamics along q only (impulse_dynamics_derivatives.cpp).
+const RneaDerivativesWorkspace& rnea_configuration_derivatives(
+    const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
+    const ConstVectorRef& a, std::span<const Force> external_forces, const Vec3& gravity);
+
+// The forward pass of the above alone, as Pinocchio's computeForwardKinematicsDerivatives: the
+// bodies' world placements, velocities and accelerations (data.oMi, data.oS, data.ov,
+// data.oa_gf, with −gravity at the root) and the per-DOF rates ψ, φ, χ (the workspace's dv_dq,
+// da_dq, da_dv), which the constraints' residual rates read (constraint_rates.hpp), without the
+// backward pass's ∂τ, M and τ.
+const RneaDerivativesWorkspace& forward_kinematics_derivatives(const Model& model, Data& data,
+                                                               const ConstVectorRef& q,
+                                                               const ConstVectorRef& v,
+                                                               const ConstVectorRef& a,
+                                                               const Vec3& gravity);
+
 }  // namespace torqued

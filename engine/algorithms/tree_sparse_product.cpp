@@ -26,96 +26,146 @@ namespace {
 // Four doubles as one value (GCC vector extension).
 using Lanes = double __attribute__((vector_size(32)));
 
-// Rows r0 .. r0 + 4 kLanes − 1 of column k of −A W_a and −A W_b at once, summing over the DOFs j
-// related to k (ancestors, then the subtree k .. end − 1): the partial sums stay in registers
-// while the columns of A stream by.
-template <int kLanes>
-[[gnu::always_inline]] inline void accumulate_row_block(const std::vector<int>& parent, int end,
-                                                        int k, int n, int r0, const double* a,
-                                                        const double* wa_col, const double* wb_col,
-                                                        double* out_a, double* out_b) {
-  Lanes sum_a[kLanes] = {}, sum_b[kLanes] = {};
-  const auto add = [&](int j) __attribute__((always_inline)) {
-    const double* column = a + static_cast<std::ptrdiff_t>(j) * n + r0;
-    const double wa = wa_col[j], wb = wb_col[j];
+// The j related to column k of W in the DOF tree: k's ancestors, then its subtree k .. end − 1.
+struct TreeColumns {
+  const std::vector<int>& parent;
+  const std::vector<int>& end;
+
+  int count(int k) const {
+    int related = end[k] - k;
+    for (int j = parent[k]; j >= 0; j = parent[j]) ++related;
+    return related;
+  }
+  template <class F>
+  [[gnu::always_inline]] void for_each(int k, F&& f) const {
+    for (int j = parent[k]; j >= 0; j = parent[j]) f(j);
+    for (int j = k; j < end[k]; ++j) f(j);
+  }
+};
+
+// Every j of a dense W with `inner` rows.
+struct DenseColumns {
+  int inner;
+
+  int count(int) const { return inner; }
+  template <class F>
+  [[gnu::always_inline]] void for_each(int, F&& f) const {
+    for (int j = 0; j < inner; ++j) f(j);
+  }
+};
+
+// Rows r0 .. r0 + 4 kLanes − 1 of column k of −A W_a (and of −A W_b with kProducts = 2) at once,
+// summing over the j related to k: the partial sums stay in registers while the columns of A
+// (`rows` long) stream by.
+template <int kLanes, int kProducts, class Columns>
+[[gnu::always_inline]] inline void accumulate_row_block(const Columns& columns, int k, int rows,
+                                                        int r0, const double* a,
+                                                        const double* const* w_cols,
+                                                        double* const* out_cols) {
+  Lanes sums[kProducts][kLanes] = {};
+  columns.for_each(
+      k, [&](int j) __attribute__((always_inline)) {
+        const double* column = a + static_cast<std::ptrdiff_t>(j) * rows + r0;
+        for (int l = 0; l < kLanes; ++l) {
+          Lanes lanes;
+          __builtin_memcpy(&lanes, column + 4 * l, sizeof lanes);
+          for (int p = 0; p < kProducts; ++p) sums[p][l] += w_cols[p][j] * lanes;
+        }
+      });
+  for (int p = 0; p < kProducts; ++p) {
     for (int l = 0; l < kLanes; ++l) {
-      Lanes lanes;
-      __builtin_memcpy(&lanes, column + 4 * l, sizeof lanes);
-      sum_a[l] += wa * lanes;
-      sum_b[l] += wb * lanes;
+      const Lanes result = -sums[p][l];
+      __builtin_memcpy(out_cols[p] + r0 + 4 * l, &result, sizeof(Lanes));
     }
-  };
-  for (int j = parent[k]; j >= 0; j = parent[j]) add(j);
-  for (int j = k; j < end; ++j) add(j);
-  for (int l = 0; l < kLanes; ++l) {
-    const Lanes results[2] = {-sum_a[l], -sum_b[l]};
-    __builtin_memcpy(out_a + r0 + 4 * l, &results[0], sizeof(Lanes));
-    __builtin_memcpy(out_b + r0 + 4 * l, &results[1], sizeof(Lanes));
   }
 }
 
 // All rows of the same when there are fewer than four.
-[[gnu::always_inline]] inline void accumulate_last_rows(const std::vector<int>& parent, int end,
-                                                        int k, int n, int r0, const double* a,
-                                                        const double* wa_col, const double* wb_col,
-                                                        double* out_a, double* out_b) {
-  const int rows = n - r0;
-  double sum_a[4] = {}, sum_b[4] = {};
-  const auto add = [&](int j) {
-    const double* column = a + static_cast<std::ptrdiff_t>(j) * n + r0;
-    const double wa = wa_col[j], wb = wb_col[j];
-    for (int i = 0; i < rows; ++i) {
-      sum_a[i] += wa * column[i];
-      sum_b[i] += wb * column[i];
+template <int kProducts, class Columns>
+[[gnu::always_inline]] inline void accumulate_last_rows(const Columns& columns, int k, int rows,
+                                                        int r0, const double* a,
+                                                        const double* const* w_cols,
+                                                        double* const* out_cols) {
+  const int count = rows - r0;
+  double sums[kProducts][4] = {};
+  columns.for_each(k, [&](int j) {
+    const double* column = a + static_cast<std::ptrdiff_t>(j) * rows + r0;
+    for (int i = 0; i < count; ++i) {
+      for (int p = 0; p < kProducts; ++p) sums[p][i] += w_cols[p][j] * column[i];
     }
-  };
-  for (int j = parent[k]; j >= 0; j = parent[j]) add(j);
-  for (int j = k; j < end; ++j) add(j);
-  for (int i = 0; i < rows; ++i) {
-    out_a[r0 + i] = -sum_a[i];
-    out_b[r0 + i] = -sum_b[i];
+  });
+  for (int p = 0; p < kProducts; ++p) {
+    for (int i = 0; i < count; ++i) out_cols[p][r0 + i] = -sums[p][i];
   }
+}
+
+// out_p = −A W_p, column by column, for A of rows x inner and W_p of inner x n (columns `ldw`
+// apart).
+template <int kProducts, class Columns>
+[[gnu::always_inline]] inline bool products(const Columns& columns, int rows, int ldw, int n,
+                                            const double* a, const double* const (&w)[kProducts],
+                                            double* const (&out)[kProducts],
+                                            InterruptionPoll& poll) {
+  for (int k = 0; k < n; ++k) {
+    // kProducts products per row of each column of A read.
+    if (poll.stop_requested(2.0 * kProducts * rows * columns.count(k))) return false;
+    const double* w_cols[kProducts];
+    double* out_cols[kProducts];
+    for (int p = 0; p < kProducts; ++p) {
+      w_cols[p] = w[p] + static_cast<std::ptrdiff_t>(k) * ldw;
+      out_cols[p] = out[p] + static_cast<std::ptrdiff_t>(k) * rows;
+    }
+    const auto block = [&]<int kLanes>(int r) __attribute__((always_inline)) {
+      accumulate_row_block<kLanes, kProducts>(columns, k, rows, r, a, w_cols, out_cols);
+    };
+    int r = 0;
+    for (; r + 16 <= rows; r += 16) block.template operator()<4>(r);
+    if (r + 8 <= rows) {
+      block.template operator()<2>(r);
+      r += 8;
+    }
+    if (r + 4 <= rows) {
+      block.template operator()<1>(r);
+      r += 4;
+    }
+    if (r == rows) continue;
+    if (rows >= 4) {
+      // The last rows through a block ending at the last row: the rows it shares with the
+      // previous block are computed again by the same operations, so they do not change.
+      block.template operator()<1>(rows - 4);
+    } else {
+      accumulate_last_rows<kProducts>(columns, k, rows, r, a, w_cols, out_cols);
+    }
+  }
+  return true;
 }
 
 }  // namespace
 
 TORQUED_AVX2_CLONES bool negated_products(const std::vector<int>& parent,
-                                          const std::vector<int>& end, int n, const double* a,
-                                          const double* wa, const double* wb, double* out_a,
-                                          double* out_b, InterruptionPoll& poll) {
-  for (int k = 0; k < n; ++k) {
-    // Two products per row of each column of A read: k's ancestors' and its subtree's.
-    int related = end[k] - k;
-    for (int j = parent[k]; j >= 0; j = parent[j]) ++related;
-    if (poll.stop_requested(4.0 * n * related)) return false;
-    const std::ptrdiff_t col = static_cast<std::ptrdiff_t>(k) * n;
-    int r = 0;
-    for (; r + 16 <= n; r += 16) {
-      accumulate_row_block<4>(parent, end[k], k, n, r, a, wa + col, wb + col, out_a + col,
-                              out_b + col);
-    }
-    if (r + 8 <= n) {
-      accumulate_row_block<2>(parent, end[k], k, n, r, a, wa + col, wb + col, out_a + col,
-                              out_b + col);
-      r += 8;
-    }
-    if (r + 4 <= n) {
-      accumulate_row_block<1>(parent, end[k], k, n, r, a, wa + col, wb + col, out_a + col,
-                              out_b + col);
-      r += 4;
-    }
-    if (r == n) continue;
-    if (n >= 4) {
-      // The last rows through a block ending at the last row: the rows it shares with the
-      // previous block are computed again by the same operations, so they do not change.
-      accumulate_row_block<1>(parent, end[k], k, n, n - 4, a, wa + col, wb + col, out_a + col,
-                              out_b + col);
-    } else {
-      accumulate_last_rows(parent, end[k], k, n, r, a, wa + col, wb + col, out_a + col,
-                           out_b + col);
-    }
-  }
-  return true;
+                                          const std::vector<int>& end, int rows, int n,
+                                          const double* a, const double* wa, const double* wb,
+                                          double* out_a, double* out_b, InterruptionPoll& poll) {
+  return products<2>(TreeColumns{parent, end}, rows, n, n, a, {wa, wb}, {out_a, out_b}, poll);
+}
+
+TORQUED_AVX2_CLONES bool negated_product(const std::vector<int>& parent,
+                                         const std::vector<int>& end, int rows, int n,
+                                         const double* a, const double* w, double* out,
+                                         InterruptionPoll& poll) {
+  return products<1>(TreeColumns{parent, end}, rows, n, n, a, {w}, {out}, poll);
+}
+
+TORQUED_AVX2_CLONES bool dense_negated_products(int rows, int n, const double* a, const double* wa,
+                                                const double* wb, double* out_a, double* out_b,
+                                                InterruptionPoll& poll) {
+  return products<2>(DenseColumns{n}, rows, n, n, a, {wa, wb}, {out_a, out_b}, poll);
+}
+
+TORQUED_AVX2_CLONES bool dense_negated_product(int rows, int inner, int n, const double* a,
+                                               const double* w, int ldw, double* out,
+                                               InterruptionPoll& poll) {
+  return products<1>(DenseColumns{inner}, rows, ldw, n, a, {w}, {out}, poll);
 }
 
 }  // namespace torqued::tree_sparse

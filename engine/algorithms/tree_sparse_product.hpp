@@ -17,13 +17,27 @@
 
 namespace torqued::tree_sparse {
 
-// out_a = −A W_a and out_b = −A W_b, all n x n and column-major (A symmetric, so that its rows
-// are its columns), for W_a and W_b with the sparsity of the DOF tree given by `parent` and
-// `end`, column by column. Returns false, the products unfinished, when `poll` says stop: an
-// exception must not leave a target_clones function (the process would terminate), so the caller
-// throws.
-bool negated_products(const std::vector<int>& parent, const std::vector<int>& end, int n,
+// out_a = −A W_a and out_b = −A W_b, column-major, for A of `rows` x n (a symmetric n x n A may
+// be given by its rows, which are its columns) and W_a, W_b of n x n with the sparsity of the DOF
+// tree given by `parent` and `end`, column by column. Returns false, the products unfinished, when
+// `poll` says stop: an exception must not leave a target_clones function (the process would
+// terminate), so the caller throws.
+bool negated_products(const std::vector<int>& parent, const std::vector<int>& end, int rows, int n,
                       const double* a, const double* wa, const double* wb, double* out_a,
                       double* out_b, InterruptionPoll& poll);
+
+// out = −A W for one such W.
+bool negated_product(const std::vector<int>& parent, const std::vector<int>& end, int rows, int n,
+                     const double* a, const double* w, double* out, InterruptionPoll& poll);
+
+// The same for dense W_a and W_b (every j related to every k): the products that chain a dense
+// Jacobian, which Eigen, built without its vectorization (CMakeLists.txt), leaves scalar.
+bool dense_negated_products(int rows, int n, const double* a, const double* wa, const double* wb,
+                            double* out_a, double* out_b, InterruptionPoll& poll);
+
+// out = −A W for one dense W, A of rows x inner and W of inner x n whose columns are `ldw` apart
+// (the leading rows of a taller matrix).
+bool dense_negated_product(int rows, int inner, int n, const double* a, const double* w, int ldw,
+                           double* out, InterruptionPoll& poll);
 
 }  // namespace torqued::tree_sparse

@@ -266,10 +266,11 @@ struct ImpulseDerivativesWorkspace : RowsWorkspace<ImpulseDerivativesWorkspace> 
   Eigen::VectorXd jump;          // Δv = v⁺ − v⁻
   Eigen::VectorXd held;          // v⁺ + e v⁻, which K(q) holds at zero
   Eigen::VectorXd rest;          // zeros: the instant's q̇
-  Eigen::MatrixXd impact_dv;     // ∂(M Δv − Kᵀ Λ)/∂v⁻ = −M, nv x nv
   // P = M⁻¹ − G (K G)⁺ Gᵀ: v⁺'s change per generalized impulse, nv x nv
   Eigen::MatrixXd inverse_inertia;
   Eigen::MatrixXd step_columns;  // a step's ∂x⁺/∂q̇ at v⁺ while the impact is chained, 2 nv x nv
+  // The chain's products negated, −(∂x⁺/∂q̇)(∂v⁺/∂q) then −(∂x⁺/∂q̇)(∂v⁺/∂v⁻), 2 nv x 2 nv
+  Eigen::MatrixXd chained;
 
   static void buffers(auto& self, const Extents& n, auto&& buffer) {
     const int rows = n.constraint_rows;
@@ -282,9 +283,9 @@ struct ImpulseDerivativesWorkspace : RowsWorkspace<ImpulseDerivativesWorkspace> 
     buffer(self.jump, n.dofs);
     buffer(self.held, n.dofs);
     buffer(self.rest, n.dofs);
-    buffer(self.impact_dv, n.dofs, n.dofs);
     buffer(self.inverse_inertia, n.dofs, n.dofs);
     buffer(self.step_columns, 2 * n.dofs, n.dofs);
+    buffer(self.chained, 2 * n.dofs, 2 * n.dofs);
   }
 };
 
