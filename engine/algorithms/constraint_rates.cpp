@@ -13,6 +13,7 @@
 #include "engine/algorithms/constraint_rates.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -382,13 +383,23 @@ void solution_rates(const Model& model, const Data& data,
             : tree_sparse::negated_product(data.dof_parent, data.dof_subtree_end, nv, nv,
                                            inverse_inertia.data(), id_a.data(), dy_da.data(), poll);
   if (!finished) throw Interrupted();
+  // −(∂λ/∂τ) ID_x over the same sparsity, rows m of the workspace's taller matrices.
+  const auto dlambda_dtau = w.dlambda_dtau.topRows(m);
+  const int lda = static_cast<int>(w.dlambda_dtau.rows());
+  assert(!kBoth || dlambda_db.outerStride() == dlambda_da.outerStride());
+  const bool chained =
+      kBoth ? tree_sparse::negated_products(data.dof_parent, data.dof_subtree_end, m, nv,
+                                            dlambda_dtau.data(), lda, id_a.data(), id_b->data(),
+                                            dlambda_da.data(), dlambda_db.data(),
+                                            static_cast<int>(dlambda_da.outerStride()), poll)
+            : tree_sparse::negated_product(data.dof_parent, data.dof_subtree_end, m, nv,
+                                           dlambda_dtau.data(), lda, id_a.data(), dlambda_da.data(),
+                                           static_cast<int>(dlambda_da.outerStride()), poll);
+  if (!chained) throw Interrupted();
   // −Λ c_x and −G Λ c_x = (∂λ/∂τ)ᵀ c_x over the columns where c_x can be non-zero.
   const auto inverse = w.system_inverse.topLeftCorner(m, m);
-  const auto dlambda_dtau = w.dlambda_dtau.topRows(m);
   const auto dc_da = w.residual_dq.topRows(m);
   const auto dc_db = w.residual_dv.topRows(m);
-  dlambda_da.setZero();
-  if constexpr (kBoth) dlambda_db.setZero();
   auto minus_g_lambda = w.minv_kt_lambda.leftCols(m);
   minus_g_lambda = dlambda_dtau.transpose();
   for_each_constraint(model, constraints, [&](const BilateralConstraint& c, int row, int count) {
@@ -405,15 +416,7 @@ void solution_rates(const Model& model, const Data& data,
       }
     });
   });
-  for (int k = 0; k < nv; ++k) {
-    const auto add = [&](int j) {
-      dlambda_da.col(k) -= id_a(j, k) * dlambda_dtau.col(j);
-      if constexpr (kBoth) dlambda_db.col(k) -= (*id_b)(j, k) * dlambda_dtau.col(j);
-    };
-    for (int j = data.dof_parent[k]; j >= 0; j = data.dof_parent[j]) add(j);
-    for (int j = k; j < data.dof_subtree_end[k]; ++j) add(j);
-  }
-  poll.add((kBoth ? 4.0 : 2.0) * m * nv * (nv + m));
+  poll.add((kBoth ? 4.0 : 2.0) * m * nv * m);
   if (turning_forces) {
     dy_da.noalias() -= inverse_inertia * w.loop_forces_dq;
     dlambda_da.noalias() -= dlambda_dtau * w.loop_forces_dq;

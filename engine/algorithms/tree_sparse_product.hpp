@@ -30,6 +30,15 @@ bool negated_products(const std::vector<int>& parent, const std::vector<int>& en
 bool negated_product(const std::vector<int>& parent, const std::vector<int>& end, int rows, int n,
                      const double* a, const double* w, double* out, InterruptionPoll& poll);
 
+// The same with the columns of A and of the outputs `lda` and `ld_out` apart: the leading rows of
+// taller matrices, such as a workspace's room for more constraint rows than a call has.
+bool negated_products(const std::vector<int>& parent, const std::vector<int>& end, int rows, int n,
+                      const double* a, int lda, const double* wa, const double* wb, double* out_a,
+                      double* out_b, int ld_out, InterruptionPoll& poll);
+bool negated_product(const std::vector<int>& parent, const std::vector<int>& end, int rows, int n,
+                     const double* a, int lda, const double* w, double* out, int ld_out,
+                     InterruptionPoll& poll);
+
 // The same for dense W_a and W_b (every j related to every k): the products that chain a dense
 // Jacobian, which Eigen, built without its vectorization (CMakeLists.txt), leaves scalar.
 bool dense_negated_products(int rows, int n, const double* a, const double* wa, const double* wb,
