@@ -9,6 +9,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "engine/spatial/lie_group.hpp"
+
 namespace torqued {
 
 namespace {
@@ -22,18 +24,6 @@ void write_quaternion(const Eigen::Quaterniond& quat, double* xyzw) {
   xyzw[1] = quat.y();
   xyzw[2] = quat.z();
   xyzw[3] = quat.w();
-}
-
-Eigen::Quaterniond so3_exp(const Vec3& w) {
-  const double angle = w.norm();
-  if (angle < 1e-12)
-    return Eigen::Quaterniond(1.0, 0.5 * w.x(), 0.5 * w.y(), 0.5 * w.z()).normalized();
-  return Eigen::Quaterniond(Eigen::AngleAxisd(angle, w / angle));
-}
-
-Vec3 so3_log(const Eigen::Quaterniond& quat) {
-  const Eigen::AngleAxisd aa(quat.normalized());
-  return aa.angle() * aa.axis();
 }
 
 // V(ω) of the SE(3) exponential: p = V(ω) v. Series below 1e-4 rad keep full precision.
@@ -52,19 +42,6 @@ Mat3 se3_left_jacobian(const Vec3& w) {
   return Mat3::Identity() + a * wx + b * wx * wx;
 }
 
-Mat3 se3_left_jacobian_inverse(const Vec3& w) {
-  const double t2 = w.squaredNorm();
-  const Mat3 wx = skew(w);
-  double b;
-  if (t2 < 1e-8) {
-    b = 1.0 / 12.0 + t2 / 720.0;
-  } else {
-    const double t = std::sqrt(t2);
-    b = (1.0 - t * std::sin(t) / (2.0 * (1.0 - std::cos(t)))) / t2;
-  }
-  return Mat3::Identity() - 0.5 * wx + b * wx * wx;
-}
-
 // The SE(2) analogue: displacement in the moving frame for a twist (v_x, v_y, ω) over unit time.
 Eigen::Matrix2d se2_left_jacobian(double w) {
   double s, c;
@@ -78,51 +55,6 @@ Eigen::Matrix2d se2_left_jacobian(double w) {
   Eigen::Matrix2d v;
   v << s, -c, c, s;
   return v;
-}
-
-// The coefficients of the SO(3) and SE(3) Jacobians as functions of the angle t, by their
-// Taylor series below t = 0.1, where the closed forms lose digits to cancellation (the last one
-// 60 ε / t⁴ of itself):
-//   a(t) = (1 − cos t) / t²                b(t) = (t − sin t) / t³
-//   c(t) = (t² + 2 cos t − 2) / (2 t⁴)     d(t) = (2 t − 3 sin t + t cos t) / (2 t⁵)
-struct ExpCoefficients {
-  double a, b, c, d;
-};
-
-ExpCoefficients exp_coefficients(double t2) {
-  if (t2 < 1e-2) {
-    return {0.5 - t2 / 24.0 + t2 * t2 / 720.0 - t2 * t2 * t2 / 40320.0,
-            1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0 - t2 * t2 * t2 / 362880.0,
-            1.0 / 24.0 - t2 / 720.0 + t2 * t2 / 40320.0 - t2 * t2 * t2 / 3628800.0,
-            1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0 - t2 * t2 * t2 / 9979200.0};
-  }
-  const double t = std::sqrt(t2);
-  const double sin_t = std::sin(t);
-  const double cos_t = std::cos(t);
-  return {(1.0 - cos_t) / t2, (t - sin_t) / (t2 * t), (t2 + 2.0 * cos_t - 2.0) / (2.0 * t2 * t2),
-          (2.0 * t - 3.0 * sin_t + t * cos_t) / (2.0 * t2 * t2 * t)};
-}
-
-// Exp(ω) of SO(3) (Rodrigues) and its right Jacobian J_r(ω) = I − a [ω]× + b [ω]×².
-void so3_exp_and_right_jacobian(const Vec3& w, const ExpCoefficients& k, Mat3& rotation,
-                                Mat3& right_jacobian) {
-  const Mat3 wx = skew(w);
-  const Mat3 wx2 = wx * wx;
-  // sin t / t = 1 − t² b and (1 − cos t) / t² = a.
-  rotation = Mat3::Identity() + (1.0 - w.squaredNorm() * k.b) * wx + k.a * wx2;
-  right_jacobian = Mat3::Identity() - k.a * wx + k.b * wx2;
-}
-
-// Barfoot's Q(ρ, φ), the off-diagonal block of SE(3)'s left Jacobian [[J_l(φ), Q], [0, J_l(φ)]]
-// for ξ = (ρ, φ); the right Jacobian is J_l(−ξ), so it takes Q(−ρ, −φ).
-Mat3 se3_jacobian_coupling(const Vec3& rho, const Vec3& phi, const ExpCoefficients& k) {
-  const Mat3 px = skew(phi);
-  const Mat3 rx = skew(rho);
-  const Mat3 px_rx = px * rx;
-  const Mat3 rx_px = rx * px;
-  const Mat3 px_rx_px = px_rx * px;
-  return 0.5 * rx + k.b * (px_rx + rx_px + px_rx_px) +
-         k.c * (px * px_rx + rx_px * px - 3.0 * px_rx_px) + k.d * (px_rx_px * px + px * px_rx_px);
 }
 
 double uniform(std::mt19937_64& rng, double lo, double hi) {
@@ -139,6 +71,63 @@ Eigen::Quaterniond random_quaternion(std::mt19937_64& rng) {
       x /= std::sqrt(n2);
       return Eigen::Quaterniond(x[3], x[0], x[1], x[2]);
     }
+  }
+}
+
+// J_r of SE(2) at ξ = (ρ, θ), with k = exp_coefficients(θ²).
+Eigen::Matrix3d planar_right_jacobian(const Eigen::Vector2d& rho, double theta,
+                                      const ExpCoefficients& k) {
+  const double sinc = 1.0 - theta * theta * k.b;  // sin θ / θ
+  const double cosc = theta * k.a;                // (1 − cos θ) / θ
+  Eigen::Matrix3d jacobian = Eigen::Matrix3d::Identity();
+  jacobian(0, 0) = sinc;
+  jacobian(0, 1) = cosc;
+  jacobian(1, 0) = -cosc;
+  jacobian(1, 1) = sinc;
+  jacobian(0, 2) = rho.x() * theta * k.b - rho.y() * k.a;
+  jacobian(1, 2) = rho.x() * k.a + rho.y() * theta * k.b;
+  return jacobian;
+}
+
+// q1 ⊖ q0 for one joint, its nq values at a and b, into its nv values at out.
+void joint_difference(const Joint& joint, const double* a, const double* b, double* vo) {
+  switch (joint.type) {
+    case JointType::kSpherical: {
+      const Vec3 w = so3_log(read_quaternion(a).conjugate() * read_quaternion(b));
+      vo[0] = w.x();
+      vo[1] = w.y();
+      vo[2] = w.z();
+      break;
+    }
+    case JointType::kPlanar: {
+      const double dtheta = b[2] - a[2];
+      const double c = std::cos(a[2]);
+      const double s = std::sin(a[2]);
+      const Eigen::Vector2d local(c * (b[0] - a[0]) + s * (b[1] - a[1]),
+                                  -s * (b[0] - a[0]) + c * (b[1] - a[1]));
+      const Eigen::Vector2d vxy = se2_left_jacobian(dtheta).inverse() * local;
+      vo[0] = vxy.x();
+      vo[1] = vxy.y();
+      vo[2] = dtheta;
+      break;
+    }
+    case JointType::kFreeFlyer: {
+      const Eigen::Quaterniond ra = read_quaternion(a + 3);
+      const Eigen::Quaterniond rb = read_quaternion(b + 3);
+      const Vec3 w = so3_log(ra.conjugate() * rb);
+      const Vec3 local = ra.conjugate() * Vec3(b[0] - a[0], b[1] - a[1], b[2] - a[2]);
+      const Vec3 lin = so3_left_jacobian_inverse(w) * local;
+      for (int k = 0; k < 3; ++k) {
+        vo[k] = lin[k];
+        vo[3 + k] = w[k];
+      }
+      break;
+    }
+    case JointType::kFixed:
+      break;
+    default:
+      vo[0] = b[0] - a[0];
+      break;
   }
 }
 
@@ -209,8 +198,6 @@ void integrate_jacobians(const Model& model, const Eigen::Ref<const Eigen::Vecto
         // ξ = (ρ, θ): Exp(ξ) = (R(θ), p = V(θ) ρ); Ad of (R, p) is [[R, (p_y, −p_x)ᵀ], [0, 1]].
         const double theta = vi[2];
         const ExpCoefficients k = exp_coefficients(theta * theta);
-        const double sinc = 1.0 - theta * theta * k.b;  // sin θ / θ
-        const double cosc = theta * k.a;                // (1 − cos θ) / θ
         const Eigen::Vector2d rho(vi[0], vi[1]);
         const Eigen::Vector2d p = se2_left_jacobian(theta) * rho;
         const Eigen::Rotation2Dd rotation(theta);
@@ -221,14 +208,7 @@ void integrate_jacobians(const Model& model, const Eigen::Ref<const Eigen::Vecto
         q_block.topLeftCorner<2, 2>() = rt;
         q_block(0, 2) = p_inverse.y();
         q_block(1, 2) = -p_inverse.x();
-        auto v_block = dv.block<3, 3>(at, at);
-        v_block.setIdentity();
-        v_block(0, 0) = sinc;
-        v_block(0, 1) = cosc;
-        v_block(1, 0) = -cosc;
-        v_block(1, 1) = sinc;
-        v_block(0, 2) = rho.x() * theta * k.b - rho.y() * k.a;
-        v_block(1, 2) = rho.x() * k.a + rho.y() * theta * k.b;
+        dv.block<3, 3>(at, at) = planar_right_jacobian(rho, theta, k);
         break;
       }
       case JointType::kFreeFlyer: {
@@ -275,45 +255,36 @@ void difference(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q0,
                 const Eigen::Ref<const Eigen::VectorXd>& q1, Eigen::Ref<Eigen::VectorXd> out) {
   for (int i = 1; i < model.nbodies(); ++i) {
     const Joint& joint = model.joints[i];
-    const double* a = q0.data() + joint.idx_q;
-    const double* b = q1.data() + joint.idx_q;
-    double* vo = out.data() + joint.idx_v;
+    joint_difference(joint, q0.data() + joint.idx_q, q1.data() + joint.idx_q,
+                     out.data() + joint.idx_v);
+  }
+}
+
+void difference_jacobian(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q0,
+                         const Eigen::Ref<const Eigen::VectorXd>& q1,
+                         Eigen::Ref<Eigen::MatrixXd> out) {
+  for (int i = 1; i < model.nbodies(); ++i) {
+    const Joint& joint = model.joints[i];
+    const int at = joint.idx_v;
+    double r[6];
     switch (joint.type) {
-      case JointType::kSpherical: {
-        const Vec3 w = so3_log(read_quaternion(a).conjugate() * read_quaternion(b));
-        vo[0] = w.x();
-        vo[1] = w.y();
-        vo[2] = w.z();
+      case JointType::kSpherical:
+        joint_difference(joint, q0.data() + joint.idx_q, q1.data() + joint.idx_q, r);
+        out.block<3, 3>(at, at) = so3_right_jacobian_inverse(Vec3(r[0], r[1], r[2]));
         break;
-      }
-      case JointType::kPlanar: {
-        const double dtheta = b[2] - a[2];
-        const double c = std::cos(a[2]);
-        const double s = std::sin(a[2]);
-        const Eigen::Vector2d local(c * (b[0] - a[0]) + s * (b[1] - a[1]),
-                                    -s * (b[0] - a[0]) + c * (b[1] - a[1]));
-        const Eigen::Vector2d vxy = se2_left_jacobian(dtheta).inverse() * local;
-        vo[0] = vxy.x();
-        vo[1] = vxy.y();
-        vo[2] = dtheta;
+      case JointType::kPlanar:
+        joint_difference(joint, q0.data() + joint.idx_q, q1.data() + joint.idx_q, r);
+        out.block<3, 3>(at, at) =
+            planar_right_jacobian({r[0], r[1]}, r[2], exp_coefficients(r[2] * r[2])).inverse();
         break;
-      }
-      case JointType::kFreeFlyer: {
-        const Eigen::Quaterniond ra = read_quaternion(a + 3);
-        const Eigen::Quaterniond rb = read_quaternion(b + 3);
-        const Vec3 w = so3_log(ra.conjugate() * rb);
-        const Vec3 local = ra.conjugate() * Vec3(b[0] - a[0], b[1] - a[1], b[2] - a[2]);
-        const Vec3 lin = se3_left_jacobian_inverse(w) * local;
-        for (int k = 0; k < 3; ++k) {
-          vo[k] = lin[k];
-          vo[3 + k] = w[k];
-        }
+      case JointType::kFreeFlyer:
+        joint_difference(joint, q0.data() + joint.idx_q, q1.data() + joint.idx_q, r);
+        out.block<6, 6>(at, at) = se3_right_jacobian_inverse(Eigen::Map<const Vec6>(r));
         break;
-      }
       case JointType::kFixed:
         break;
       default:
-        vo[0] = b[0] - a[0];
+        out(at, at) = 1.0;
         break;
     }
   }

@@ -32,6 +32,14 @@ Eigen::VectorXd difference(const Model& model, const Eigen::VectorXd& q0,
 void difference(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q0,
                 const Eigen::Ref<const Eigen::VectorXd>& q1, Eigen::Ref<Eigen::VectorXd> out);
 
+// ∂(q1 ⊖ q0)/∂q1 in the tangent space, q1 perturbed on the right as integrate() composes: per
+// joint the inverse of the right Jacobian of Exp at q1 ⊖ q0 (Pinocchio's dDifference, ARG1), the
+// identity for 1-DOF joints. Block diagonal; only the joints' blocks are written, as
+// integrate_jacobians() writes them. Allocates nothing.
+void difference_jacobian(const Model& model, const Eigen::Ref<const Eigen::VectorXd>& q0,
+                         const Eigen::Ref<const Eigen::VectorXd>& q1,
+                         Eigen::Ref<Eigen::MatrixXd> out);
+
 // Normalises the quaternions of spherical and free-flyer joints in place.
 void normalize_configuration(const Model& model, Eigen::VectorXd& q);
 

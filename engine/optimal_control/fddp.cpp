@@ -1,0 +1,275 @@
+// FDDP (see the header). The recursions, with f̄ the gaps and μ the regularization:
+//   V_xx,T = ℓ_xx,T + μ,  V_x,T = ℓ_x,T (+ V_xx,T f̄_T while infeasible)
+//   Q_x = ℓ_x + F_xᵀ V'_x,  Q_u = ℓ_u + F_uᵀ V'_x
+//   Q_xx = ℓ_xx + F_xᵀ V'_xx F_x,  Q_xu = ℓ_xu + F_xᵀ V'_xx F_u,  Q_uu = ℓ_uu + F_uᵀ V'_xx F_u + μ
+//   k = Q_uu⁻¹ Q_u,  K = Q_uu⁻¹ Q_xuᵀ  (Cholesky of Q_uu)
+//   V_x = Q_x − Kᵀ Q_u,  V_xx = sym(Q_xx − Q_xu K) + μ  (V_x += V_xx f̄ while infeasible)
+// and the expected change of the cost for a step α, α (d₁ + α d₂ / 2), with
+//   d₁ = Σ Q_uᵀ k − Σ V_xᵀ f̄ + Σ f̄ᵀ V_xx δx,   d₂ = −Σ kᵀ Q_uu k + Σ f̄ᵀ V_xx f̄ − 2 Σ f̄ᵀ V_xx δx
+// (the f̄ terms only while infeasible; δx = x̄ ⊖ x_trial), as Crocoddyl's SolverFDDP computes it.
+#include "engine/optimal_control/fddp.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <exception>
+
+#include "engine/algorithms/matrix_product.hpp"
+
+namespace torqued {
+
+using matrix_product::multiply;
+using matrix_product::View;
+
+namespace {
+
+// The step lengths tried, 1, 1/2, ..., 2⁻⁹.
+constexpr int kStepLengths = 10;
+
+bool finite(const Eigen::Ref<const Eigen::MatrixXd>& m) { return m.allFinite(); }
+
+}  // namespace
+
+Fddp::Fddp(ShootingProblem& problem)
+    : problem_(problem),
+      knots_(problem.knots()),
+      nx_(problem.state_size()),
+      ndx_(problem.tangent_size()),
+      nu_(problem.control_size()) {
+  assert(knots_ >= 1);
+  const auto states = static_cast<std::size_t>(knots_) + 1;
+  const auto controls = static_cast<std::size_t>(knots_);
+  xs_.assign(states, Eigen::VectorXd::Zero(nx_));
+  xs_try_ = xs_;
+  us_.assign(controls, Eigen::VectorXd::Zero(nu_));
+  us_try_ = us_;
+  values_.assign(states, KnotValues(nx_, ndx_, nu_));
+  gaps_.assign(states, Eigen::VectorXd::Zero(ndx_));
+  dx_ = gaps_;
+  value_x_ = gaps_;
+  value_xx_.assign(states, Eigen::MatrixXd::Zero(ndx_, ndx_));
+  q_u_.assign(controls, Eigen::VectorXd::Zero(nu_));
+  quu_k_ = q_u_;
+  feedforward_ = q_u_;
+  feedback_.assign(controls, Eigen::MatrixXd::Zero(nu_, ndx_));
+  // Built in place: a copy of a factorization never computed reads its unset status.
+  quu_factors_.reserve(controls);
+  for (std::size_t t = 0; t < controls; ++t) quu_factors_.emplace_back(nu_);
+  q_x_ = Eigen::VectorXd::Zero(ndx_);
+  next_ = Eigen::VectorXd::Zero(nx_);
+  scratch_x_ = Eigen::VectorXd::Zero(ndx_);
+  q_xx_ = Eigen::MatrixXd::Zero(ndx_, ndx_);
+  q_xu_ = Eigen::MatrixXd::Zero(ndx_, nu_);
+  q_uu_ = Eigen::MatrixXd::Zero(nu_, nu_);
+  fx_t_vxx_ = Eigen::MatrixXd::Zero(ndx_, ndx_);
+  fu_t_vxx_ = Eigen::MatrixXd::Zero(nu_, ndx_);
+}
+
+double Fddp::differentiate() {
+  problem_.differentiate(xs_, us_, values_);
+  cost_ = 0.0;
+  for (const KnotValues& v : values_) cost_ += v.cost;
+  problem_.difference(xs_[0], problem_.initial_state(), gaps_[0]);
+  double largest = gaps_[0].lpNorm<Eigen::Infinity>();
+  for (int t = 0; t < knots_; ++t) {
+    problem_.difference(xs_[t + 1], values_[t].next, gaps_[t + 1]);
+    largest = std::max(largest, gaps_[t + 1].lpNorm<Eigen::Infinity>());
+  }
+  return largest;
+}
+
+bool Fddp::backward_pass() {
+  const double mu = regularization_;
+  const KnotValues& terminal = values_[knots_];
+  value_xx_[knots_] = terminal.lxx;
+  value_xx_[knots_].diagonal().array() += mu;
+  value_x_[knots_] = terminal.lx;
+  if (!feasible_) value_x_[knots_].noalias() += value_xx_[knots_] * gaps_[knots_];
+  for (int t = knots_ - 1; t >= 0; --t) {
+    const KnotValues& v = values_[t];
+    const Eigen::VectorXd& vx = value_x_[t + 1];
+    const Eigen::MatrixXd& vxx = value_xx_[t + 1];
+    // The cubic products by the vectorized kernel (matrix_product.hpp): F_x and F_u are
+    // row-major, so their storage read column-major is F_xᵀ and F_uᵀ.
+    const View vxx_view{vxx.data(), 1, ndx_};
+    const View fx_view{v.fx.data(), ndx_, 1};
+    const View fu_view{v.fu.data(), nu_, 1};
+    multiply(ndx_, ndx_, ndx_, v.fx.data(), ndx_, vxx_view, fx_t_vxx_.data(), ndx_, 1.0, false);
+    q_x_ = v.lx;
+    q_x_.noalias() += v.fx.transpose() * vx;
+    q_xx_ = v.lxx;
+    multiply(ndx_, ndx_, ndx_, fx_t_vxx_.data(), ndx_, fx_view, q_xx_.data(), ndx_, 1.0, true);
+    multiply(nu_, ndx_, ndx_, v.fu.data(), nu_, vxx_view, fu_t_vxx_.data(), nu_, 1.0, false);
+    q_u_[t] = v.lu;
+    q_u_[t].noalias() += v.fu.transpose() * vx;
+    q_uu_ = v.luu;
+    multiply(nu_, ndx_, nu_, fu_t_vxx_.data(), nu_, fu_view, q_uu_.data(), nu_, 1.0, true);
+    q_uu_.diagonal().array() += mu;
+    q_xu_ = v.lxu;
+    multiply(ndx_, ndx_, nu_, fx_t_vxx_.data(), ndx_, fu_view, q_xu_.data(), ndx_, 1.0, true);
+
+    Eigen::LLT<Eigen::MatrixXd>& factors = quu_factors_[t];
+    factors.compute(q_uu_);
+    if (factors.info() != Eigen::Success) return false;
+    feedback_[t] = q_xu_.transpose();
+    factors.solveInPlace(feedback_[t]);
+    feedforward_[t] = q_u_[t];
+    factors.solveInPlace(feedforward_[t]);
+
+    quu_k_[t].noalias() = q_uu_ * feedforward_[t];
+    value_x_[t] = q_x_;
+    value_x_[t].noalias() -= feedback_[t].transpose() * q_u_[t];
+    multiply(ndx_, nu_, ndx_, q_xu_.data(), ndx_, View{feedback_[t].data(), 1, nu_}, q_xx_.data(),
+             ndx_, -1.0, true);
+    value_xx_[t] = 0.5 * (q_xx_ + q_xx_.transpose());
+    value_xx_[t].diagonal().array() += mu;
+    if (!feasible_) value_x_[t].noalias() += value_xx_[t] * gaps_[t];
+    if (!finite(value_x_[t]) || !finite(value_xx_[t])) return false;
+  }
+  return true;
+}
+
+void Fddp::update_expected_improvement() {
+  gradient_term_ = 0.0;
+  curvature_term_ = 0.0;
+  if (!feasible_) {
+    gradient_term_ -= value_x_[knots_].dot(gaps_[knots_]);
+    scratch_x_.noalias() = value_xx_[knots_] * gaps_[knots_];
+    curvature_term_ += gaps_[knots_].dot(scratch_x_);
+  }
+  for (int t = 0; t < knots_; ++t) {
+    gradient_term_ += q_u_[t].dot(feedforward_[t]);
+    curvature_term_ -= feedforward_[t].dot(quu_k_[t]);
+    if (!feasible_) {
+      gradient_term_ -= value_x_[t].dot(gaps_[t]);
+      scratch_x_.noalias() = value_xx_[t] * gaps_[t];
+      curvature_term_ += gaps_[t].dot(scratch_x_);
+    }
+  }
+}
+
+Eigen::Vector2d Fddp::expected_improvement() {
+  double dv = 0.0;
+  if (!feasible_) {
+    for (int t = 0; t <= knots_; ++t) {
+      problem_.difference(xs_try_[t], xs_[t], dx_[t]);
+      scratch_x_.noalias() = value_xx_[t] * dx_[t];
+      dv -= gaps_[t].dot(scratch_x_);
+    }
+  }
+  return {gradient_term_ + dv, curvature_term_ - 2.0 * dv};
+}
+
+bool Fddp::forward_pass(double alpha) {
+  // Gaps closed in full at α = 1 or once feasible, else by the fraction α.
+  const bool closes_gaps = feasible_ || alpha == 1.0;
+  cost_try_ = 0.0;
+  next_ = problem_.initial_state();
+  for (int t = 0; t <= knots_; ++t) {
+    if (closes_gaps) {
+      xs_try_[t] = next_;
+    } else {
+      scratch_x_ = (alpha - 1.0) * gaps_[t];
+      problem_.integrate(next_, scratch_x_, xs_try_[t]);
+    }
+    if (t < knots_) {
+      problem_.difference(xs_[t], xs_try_[t], dx_[t]);
+      us_try_[t] = us_[t];
+      us_try_[t].noalias() -= alpha * feedforward_[t];
+      us_try_[t].noalias() -= feedback_[t] * dx_[t];
+    }
+    try {
+      cost_try_ += problem_.evaluate(t, xs_try_[t], t < knots_ ? us_try_[t] : no_control_, next_);
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (!std::isfinite(cost_try_) || (t < knots_ && !finite(next_))) return false;
+  }
+  return true;
+}
+
+void Fddp::accept_trial(bool feasible) {
+  std::swap(xs_, xs_try_);
+  std::swap(us_, us_try_);
+  cost_ = cost_try_;
+  feasible_ = feasible;
+}
+
+FddpOutcome Fddp::solve(const std::vector<Eigen::VectorXd>& xs,
+                        const std::vector<Eigen::VectorXd>& us, bool feasible,
+                        const FddpSettings& settings, const Interruption& interruption) {
+  assert(static_cast<int>(xs.size()) == knots_ + 1 && static_cast<int>(us.size()) == knots_);
+  for (int t = 0; t <= knots_; ++t) xs_[t] = xs[t];
+  for (int t = 0; t < knots_; ++t) us_[t] = us[t];
+  feasible_ = feasible;
+  regularization_ = settings.initial_regularization;
+  expected_.setZero();
+  log_.clear();
+  log_.reserve(static_cast<std::size_t>(std::max(settings.max_iterations, 0)));
+  const auto stop_asked = [&] {
+    return interruption.requested != nullptr && interruption.requested(interruption.state);
+  };
+  try {
+    bool was_feasible = false;
+    bool differentiated = false;
+    double gaps = 0.0;
+    for (int iteration = 0; iteration < settings.max_iterations; ++iteration) {
+      if (stop_asked()) return FddpOutcome::kInterrupted;
+      if (!differentiated) {
+        gaps = differentiate();
+        differentiated = true;
+      }
+      while (!backward_pass()) {
+        regularization_ =
+            std::min(regularization_ * settings.regularization_factor, settings.max_regularization);
+        if (regularization_ == settings.max_regularization) {
+          return FddpOutcome::kRegularizationLimit;
+        }
+      }
+      update_expected_improvement();
+
+      double alpha = 1.0;
+      for (int trial = 0; trial < kStepLengths; ++trial) {
+        alpha = std::ldexp(1.0, -trial);
+        if (stop_asked()) return FddpOutcome::kInterrupted;
+        if (!forward_pass(alpha)) continue;
+        const double drop = cost_ - cost_try_;
+        expected_ = expected_improvement();
+        const Eigen::Vector2d& d = expected_;
+        const double expected = alpha * (d[0] + 0.5 * alpha * d[1]);
+        const bool accepted = expected >= 0.0
+                                  ? std::abs(d[0]) < settings.gradient_threshold ||
+                                        drop > settings.accept_ratio * expected
+                                  : !feasible_ && drop > settings.accept_gap_ratio * expected;
+        if (accepted) {
+          was_feasible = feasible_;
+          accept_trial(was_feasible || alpha == 1.0);
+          differentiated = false;
+          break;
+        }
+      }
+      if (alpha > settings.decrease_above) {
+        regularization_ =
+            std::max(regularization_ / settings.regularization_factor, settings.min_regularization);
+      }
+      if (alpha <= settings.increase_at_most) {
+        regularization_ =
+            std::min(regularization_ * settings.regularization_factor, settings.max_regularization);
+        if (regularization_ == settings.max_regularization) {
+          return FddpOutcome::kRegularizationLimit;
+        }
+      }
+      // d₁, d₂ of the last trial rolled out (an earlier iteration's when none could be).
+      const double stop = std::abs(expected_[0] + 0.5 * expected_[1]);
+      log_.push_back({cost_, stop, alpha, regularization_, gaps});
+      if (was_feasible && stop < settings.stop_threshold) return FddpOutcome::kConverged;
+    }
+  } catch (const Interrupted&) {
+    return FddpOutcome::kInterrupted;
+  }
+  return FddpOutcome::kIterationLimit;
+}
+
+}  // namespace torqued
