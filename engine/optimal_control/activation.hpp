@@ -27,9 +27,9 @@ enum class ActivationType {
 
 struct Activation {
   ActivationType type = ActivationType::kQuadratic;
-  Eigen::VectorXd weights;       // the weighted ones: one per residual value, ≥ 0
-  Eigen::VectorXd lower, upper;  // the barriers: l ≤ u, ±∞ allowed
-  double smoothing = 1.0;        // ε of the smooth 1-norm, > 0
+  Eigen::VectorXd weights = {};            // the weighted ones: one per residual value, ≥ 0
+  Eigen::VectorXd lower = {}, upper = {};  // the barriers: l ≤ u, ±∞ allowed
+  double smoothing = 1.0;                  // ε of the smooth 1-norm, > 0
 };
 
 // a(r).

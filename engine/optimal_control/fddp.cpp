@@ -35,7 +35,12 @@ Fddp::Fddp(ShootingProblem& problem)
       knots_(problem.knots()),
       nx_(problem.state_size()),
       ndx_(problem.tangent_size()),
-      nu_(problem.control_size()) {
+      nu_(problem.control_size()),
+      bounds_(problem.control_bounds()),
+      box_(problem.control_size()),
+      box_lower_(Eigen::VectorXd::Zero(problem.control_size())),
+      box_upper_(Eigen::VectorXd::Zero(problem.control_size())),
+      quu_free_inverse_(Eigen::MatrixXd::Zero(problem.control_size(), problem.control_size())) {
   assert(knots_ >= 1);
   const auto states = static_cast<std::size_t>(knots_) + 1;
   const auto controls = static_cast<std::size_t>(knots_);
@@ -108,13 +113,17 @@ bool Fddp::backward_pass() {
     q_xu_ = v.lxu;
     multiply(ndx_, ndx_, nu_, fx_t_vxx_.data(), ndx_, fu_view, q_xu_.data(), ndx_, 1.0, true);
 
-    Eigen::LLT<Eigen::MatrixXd>& factors = quu_factors_[t];
-    factors.compute(q_uu_);
-    if (factors.info() != Eigen::Success) return false;
-    feedback_[t] = q_xu_.transpose();
-    factors.solveInPlace(feedback_[t]);
-    feedforward_[t] = q_u_[t];
-    factors.solveInPlace(feedforward_[t]);
+    if (bounds_ != nullptr && feasible_) {
+      if (!box_gains(t)) return false;
+    } else {
+      Eigen::LLT<Eigen::MatrixXd>& factors = quu_factors_[t];
+      factors.compute(q_uu_);
+      if (factors.info() != Eigen::Success) return false;
+      feedback_[t] = q_xu_.transpose();
+      factors.solveInPlace(feedback_[t]);
+      feedforward_[t] = q_u_[t];
+      factors.solveInPlace(feedforward_[t]);
+    }
 
     quu_k_[t].noalias() = q_uu_ * feedforward_[t];
     value_x_[t] = q_x_;
@@ -126,6 +135,27 @@ bool Fddp::backward_pass() {
     if (!feasible_) value_x_[t].noalias() += value_xx_[t] * gaps_[t];
     if (!finite(value_x_[t]) || !finite(value_xx_[t])) return false;
   }
+  return true;
+}
+
+bool Fddp::box_gains(int t) {
+  // The QP starts from the last feed-forward k, as Crocoddyl's SolverBoxFDDP starts it.
+  box_lower_ = bounds_->lower - us_[t];
+  box_upper_ = bounds_->upper - us_[t];
+  if (!box_.solve(q_uu_, q_u_[t], box_lower_, box_upper_, feedforward_[t])) return false;
+  const std::vector<int>& free = box_.free();
+  const auto inverse = box_.free_inverse();
+  quu_free_inverse_.setZero();
+  for (std::size_t i = 0; i < free.size(); ++i) {
+    for (std::size_t j = 0; j < free.size(); ++j) {
+      quu_free_inverse_(free[i], free[j]) =
+          inverse(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j));
+    }
+  }
+  feedback_[t].noalias() = quu_free_inverse_ * q_xu_.transpose();
+  feedforward_[t] = -box_.x();
+  // The clamped controls' gradient is spent against their bounds: it predicts no improvement.
+  for (const int c : box_.clamped()) q_u_[t][c] = 0.0;
   return true;
 }
 
@@ -177,6 +207,8 @@ bool Fddp::forward_pass(double alpha) {
       us_try_[t] = us_[t];
       us_try_[t].noalias() -= alpha * feedforward_[t];
       us_try_[t].noalias() -= feedback_[t] * dx_[t];
+      if (bounds_ != nullptr)
+        us_try_[t] = us_try_[t].cwiseMax(bounds_->lower).cwiseMin(bounds_->upper);
     }
     try {
       cost_try_ += problem_.evaluate(t, xs_try_[t], t < knots_ ? us_try_[t] : no_control_, next_);

@@ -14,6 +14,13 @@
 // may raise the cost by up to twice its expected change. α halves from 1 to 2⁻⁹; μ shrinks ten
 // times after a step over 1/2 and grows ten times after one of 1/100 or less. It stops when
 // the trajectory is feasible and |d₁ + d₂ / 2| falls below the threshold.
+//
+// With control bounds it is box-FDDP (Mastalli et al., "A Feasibility-Driven Approach to
+// Control-Limited DDP", Autonomous Robots 46, 2022, §IV; Crocoddyl's SolverBoxFDDP): once the
+// trajectory is feasible, the feed-forward step solves Q_u's quadratic model in the box
+// l − ū ≤ δu ≤ u − ū (box_qp.hpp), the feedback acts on the free controls only (K = Q_uu,ff⁻¹ Q_ux
+// on them, 0 on the clamped ones, whose Q_u then counts as 0), and the rollout clamps u into the
+// bounds.
 #pragma once
 
 #include <Eigen/Cholesky>
@@ -21,6 +28,7 @@
 #include <vector>
 
 #include "engine/algorithms/interruption.hpp"
+#include "engine/optimal_control/box_qp.hpp"
 #include "engine/optimal_control/shooting_problem.hpp"
 
 namespace torqued {
@@ -84,6 +92,9 @@ class Fddp {
   double differentiate();
   // The Riccati recursion; false when Q_uu is not positive definite or V is not finite.
   bool backward_pass();
+  // Knot t's gains from the box-constrained QP of box-FDDP; false when Q_uu,ff is not positive
+  // definite.
+  bool box_gains(int t);
   // The expectation's α-independent terms d₁, d₂ from the gains and the gaps.
   void update_expected_improvement();
   // d₁, d₂ for the trial just rolled out.
@@ -102,6 +113,11 @@ class Fddp {
   std::vector<Eigen::VectorXd> q_u_, quu_k_, feedforward_;
   std::vector<Eigen::MatrixXd> feedback_;
   std::vector<Eigen::LLT<Eigen::MatrixXd>> quu_factors_;
+  // Box-FDDP's: the bounds (null without), the QP, the box around ū and Q_uu,ff⁻¹ scattered.
+  const ControlBounds* bounds_;
+  BoxQp box_;
+  Eigen::VectorXd box_lower_, box_upper_;
+  Eigen::MatrixXd quu_free_inverse_;
   Eigen::VectorXd q_x_, next_, scratch_x_, no_control_;
   Eigen::Vector2d expected_ = Eigen::Vector2d::Zero();  // d₁, d₂ of the last trial
   Eigen::MatrixXd q_xx_, q_xu_, q_uu_, fx_t_vxx_, fu_t_vxx_;

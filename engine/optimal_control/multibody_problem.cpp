@@ -107,6 +107,12 @@ MultibodyProblem::MultibodyProblem(const Model& model, Eigen::VectorXd initial_s
       !valid(terminal_model_) || !std::all_of(knot_models_.begin(), knot_models_.end(), valid)) {
     throw std::invalid_argument("MultibodyProblem: x0's size or a knot's model index is wrong");
   }
+  const ControlBounds& bounds = dynamics_.control_bounds;
+  if ((bounds.lower.size() > 0 || bounds.upper.size() > 0) &&
+      (bounds.lower.size() != control_size() || bounds.upper.size() != control_size() ||
+       (bounds.lower.array() > bounds.upper.array()).any())) {
+    throw std::invalid_argument("MultibodyProblem: control bounds of the wrong size or crossed");
+  }
   for (int index = 0; index < count; ++index) {
     const KnotModel& knot = models_[static_cast<std::size_t>(index)];
     for (const CostTerm& term : knot.costs) {

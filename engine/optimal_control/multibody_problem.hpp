@@ -25,9 +25,9 @@ namespace torqued {
 
 // One term of a knot's cost: weight · a(r(x, u)).
 struct CostTerm {
-  std::string name;
-  Residual residual;
-  Activation activation;
+  std::string name = {};
+  Residual residual = {};
+  Activation activation = {};
   double weight = 1.0;
 };
 
@@ -35,18 +35,20 @@ struct CostTerm {
 // it begins that phase with their touchdown, and its costs.
 struct KnotModel {
   double dt = 0.0;
-  std::vector<BilateralConstraint> contacts;
+  std::vector<BilateralConstraint> contacts = {};
   bool touchdown = false;
-  std::vector<CostTerm> costs;
+  std::vector<CostTerm> costs = {};
 };
 
 // How every knot steps: the integrator, the actuated DOFs (control c drives DOF
-// actuated_dofs[c]), Baumgarte's gains of the contacts and the touchdowns' restitution.
+// actuated_dofs[c]), Baumgarte's gains of the contacts, the touchdowns' restitution, and the
+// controls' bounds (none while empty).
 struct MultibodyDynamics {
   Integrator integrator = Integrator::kSemiImplicitEuler;
-  std::vector<int> actuated_dofs;
-  BaumgarteGains gains;
+  std::vector<int> actuated_dofs = {};
+  BaumgarteGains gains = {};
   double restitution = 0.0;
+  ControlBounds control_bounds = {};
 };
 
 class MultibodyProblem : public ShootingProblem {
@@ -80,6 +82,9 @@ class MultibodyProblem : public ShootingProblem {
   int tangent_size() const override { return 2 * model_.nv; }
   int control_size() const override { return static_cast<int>(dynamics_.actuated_dofs.size()); }
   const Eigen::VectorXd& initial_state() const override { return initial_state_; }
+  const ControlBounds* control_bounds() const override {
+    return dynamics_.control_bounds.lower.size() > 0 ? &dynamics_.control_bounds : nullptr;
+  }
   void integrate(const Eigen::VectorXd& x, const Eigen::VectorXd& dx,
                  Eigen::VectorXd& out) const override;
   void difference(const Eigen::VectorXd& x0, const Eigen::VectorXd& x1,

@@ -51,10 +51,10 @@ struct Residual {
   int contact = -1;
   // The target: x* (nq + nv), u* (nu), p* or c* (3), v* (6, [linear; angular]) or f* (the
   // contact's rows). Frame placements and rotations take `placement` (M*, or R* alone).
-  Eigen::VectorXd target;
+  Eigen::VectorXd target = {};
   Transform placement = Transform::Identity();
   ReferenceFrame velocity_frame = ReferenceFrame::kLocal;  // kLocal or kLocalWorldAligned
-  FrictionCone cone;                                       // the friction cone's μ, faces, normal
+  FrictionCone cone = {};                                  // the friction cone's μ, faces, normal
 };
 
 // The number of values of `residual` for a model with nu controls and the knot's contacts.

@@ -37,6 +37,11 @@ struct KnotValues {
         lxu(Eigen::MatrixXd::Zero(ndx, nu)) {}
 };
 
+// Bounds lower ≤ u ≤ upper on the controls of every running knot (±∞ where a control is free).
+struct ControlBounds {
+  Eigen::VectorXd lower = {}, upper = {};
+};
+
 class ShootingProblem {
  public:
   virtual ~ShootingProblem() = default;
@@ -46,6 +51,8 @@ class ShootingProblem {
   virtual int tangent_size() const = 0;                      // ndx
   virtual int control_size() const = 0;                      // nu, at every running knot
   virtual const Eigen::VectorXd& initial_state() const = 0;  // x̂_0
+  // The controls' bounds, or none: with them FDDP is box-FDDP.
+  virtual const ControlBounds* control_bounds() const { return nullptr; }
 
   // out = x ⊕ dx, and out = x1 ⊖ x0 (the dx with x0 ⊕ dx = x1).
   virtual void integrate(const Eigen::VectorXd& x, const Eigen::VectorXd& dx,

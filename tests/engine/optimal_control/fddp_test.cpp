@@ -38,6 +38,9 @@ class EuclideanProblem : public ShootingProblem {
   int tangent_size() const override { return static_cast<int>(x0_.size()); }
   int control_size() const override { return nu_; }
   const Eigen::VectorXd& initial_state() const override { return x0_; }
+  const ControlBounds* control_bounds() const override {
+    return bounds.lower.size() > 0 ? &bounds : nullptr;
+  }
   void integrate(const Eigen::VectorXd& x, const Eigen::VectorXd& dx,
                  Eigen::VectorXd& out) const override {
     out = x + dx;
@@ -77,6 +80,7 @@ class EuclideanProblem : public ShootingProblem {
   }
 
   int evaluations = 0;
+  ControlBounds bounds;  // none while empty
 
  private:
   static constexpr double kStep = 1e-6;
@@ -263,6 +267,55 @@ TEST(FddpTest, ConvergesOnANonlinearProblemToAStationaryCost) {
   // The Gauss-Newton Hessian and finite-difference derivatives: 1e-5 of a cost of order 1.
   EXPECT_LT(largest, 1e-5);
   EXPECT_LT(solver.cost(), total_cost(problem, us));
+}
+
+// Box-FDDP on the regulator with bounds that hold the first controls: the solution satisfies the
+// bounded problem's optimality conditions, ∂J/∂u_t,i = 0 where u_t,i is inside its bounds, ≥ 0 at
+// its lower bound and ≤ 0 at its upper one (J the rollout's cost, differentiated centrally).
+TEST(FddpTest, BoxFddpMeetsTheBoundedOptimalityConditions) {
+  const Regulator regulator;
+  EuclideanProblem problem = regulator.problem();
+  problem.bounds = {Eigen::Vector2d(-0.6, -0.4), Eigen::Vector2d(0.5, 0.3)};
+  Fddp solver(problem);
+  const std::vector<Eigen::VectorXd> xs(Regulator::kKnots + 1, regulator.x0);
+  const std::vector<Eigen::VectorXd> us(Regulator::kKnots, Eigen::VectorXd::Zero(2));
+  ASSERT_EQ(solver.solve(xs, us, false), FddpOutcome::kConverged);
+  const auto rollout_cost = [&](const std::vector<Eigen::VectorXd>& controls) {
+    Eigen::VectorXd x = regulator.x0, next(4);
+    double cost = 0.0;
+    for (int t = 0; t < Regulator::kKnots; ++t) {
+      cost += problem.evaluate(t, x, controls[t], next);
+      x = next;
+    }
+    return cost + problem.evaluate(Regulator::kKnots, x, Eigen::VectorXd(), next);
+  };
+  int held = 0;
+  for (int t = 0; t < Regulator::kKnots; ++t) {
+    for (int i = 0; i < 2; ++i) {
+      const double u = solver.us()[t][i];
+      const double lower = problem.bounds.lower[i], upper = problem.bounds.upper[i];
+      ASSERT_GE(u, lower);
+      ASSERT_LE(u, upper);
+      std::vector<Eigen::VectorXd> plus = solver.us(), minus = solver.us();
+      plus[t][i] += 1e-6;
+      minus[t][i] -= 1e-6;
+      const double slope = (rollout_cost(plus) - rollout_cost(minus)) / 2e-6;
+      if (u == lower) {
+        EXPECT_GT(slope, -1e-5) << "knot " << t << " control " << i;
+        ++held;
+      } else if (u == upper) {
+        EXPECT_LT(slope, 1e-5) << "knot " << t << " control " << i;
+        ++held;
+      } else {
+        EXPECT_NEAR(slope, 0.0, 1e-5) << "knot " << t << " control " << i;
+      }
+    }
+  }
+  EXPECT_GT(held, 0);  // the bounds bind
+  // The rollout of the solution is the solution: feasible, gaps closed.
+  for (int t = 0; t <= Regulator::kKnots; ++t) {
+    EXPECT_LT(solver.gaps()[t].lpNorm<Eigen::Infinity>(), 1e-12);
+  }
 }
 
 TEST(FddpTest, AnInterruptionEndsTheSolveWithTheLastAcceptedIterate) {

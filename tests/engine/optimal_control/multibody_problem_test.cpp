@@ -59,12 +59,14 @@ Robot random_robot(std::uint64_t seed) {
   // into frames of the contacts' bodies (the bodies and their numbers stay).
   for (std::size_t c = 0; c < robot.contacts.size(); ++c) {
     const std::string name = "contact" + std::to_string(c);
-    spec.links.push_back({.name = name});
-    spec.joints.push_back({.name = name + "_weld",
-                           .type = JointType::kFixed,
-                           .parent_link = robot.model->body_names[robot.contacts[c].body1],
-                           .child_link = name,
-                           .origin = robot.contacts[c].placement1});
+    LinkSpec& link = spec.links.emplace_back();
+    link.name = name;
+    JointSpec& weld = spec.joints.emplace_back();
+    weld.name = name + "_weld";
+    weld.type = JointType::kFixed;
+    weld.parent_link = robot.model->body_names[robot.contacts[c].body1];
+    weld.child_link = name;
+    weld.origin = robot.contacts[c].placement1;
   }
   const std::vector<std::string> bodies = robot.model->body_names;
   robot.model = build_model(spec);
