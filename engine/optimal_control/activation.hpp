@@ -2,14 +2,13 @@
 // with the gradient a_r and the Hessian a_rr (diagonal for every activation here), as Crocoddyl's
 // ActivationModels define them (Mastalli et al., "Crocoddyl: An Efficient and Versatile Framework
 // for Multi-Contact Optimal Control", ICRA 2020, §III-B):
-//   quadratic                   a = ½ ‖r‖²                               a_r = r, a_rr = 1
-//   weighted quadratic          a = ½ Σ w_i r_i²                         a_r = w ∘ r, a_rr = w
-//   quadratic barrier [l, u]    a = ½ ‖min(r − l, 0)‖² + ½ ‖max(r − u, 0)‖²
-//                               a_r = the clipped excess, a_rr = 1 outside [l, u], 0 inside
-//   weighted quadratic barrier  the same with weights w
-//   smooth 1-norm (ε)           a = Σ √(ε + r_i²)                        a_r = r_i / √(ε + r_i²),
-//                                                                         a_rr = ε / (ε +
-//                                                                         r_i²)^{3/2}
+//   quadratic                  a = ½ ‖r‖²                   a_r = r, a_rr = 1
+//   weighted quadratic         a = ½ Σ w_i r_i²             a_r = w ∘ r, a_rr = w
+//   quadratic barrier [l, u]   a = ½ ‖min(r − l, 0)‖² + ½ ‖max(r − u, 0)‖²
+//                              a_r = the clipped excess, a_rr = 1 outside [l, u], 0 inside
+//   weighted quadratic barrier the same with weights w
+//   smooth 1-norm (ε)          a = Σ √(ε + r_i²)            a_r = r_i / √(ε + r_i²),
+//                                                           a_rr = ε / (ε + r_i²)^{3/2}
 // (Crocoddyl's smooth 1-norm takes 1 / (ε + r²)^{3/2} for a_rr; this is the exact curvature.)
 #pragma once
 

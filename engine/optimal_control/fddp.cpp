@@ -90,7 +90,9 @@ bool Fddp::backward_pass() {
   value_xx_[knots_].diagonal().array() += mu;
   value_x_[knots_] = terminal.lx;
   if (!feasible_) value_x_[knots_].noalias() += value_xx_[knots_] * gaps_[knots_];
+  InterruptionPoll poll(interruption_);
   for (int t = knots_ - 1; t >= 0; --t) {
+    poll.add(4.0 * ndx_ * ndx_ * (ndx_ + nu_));
     const KnotValues& v = values_[t];
     const Eigen::VectorXd& vx = value_x_[t + 1];
     const Eigen::MatrixXd& vxx = value_xx_[t + 1];
@@ -195,7 +197,9 @@ bool Fddp::forward_pass(double alpha) {
   const bool closes_gaps = feasible_ || alpha == 1.0;
   cost_try_ = 0.0;
   next_ = problem_.initial_state();
+  InterruptionPoll poll(interruption_);
   for (int t = 0; t <= knots_; ++t) {
+    poll.add(10.0 * ndx_ * ndx_);
     if (closes_gaps) {
       xs_try_[t] = next_;
     } else {
@@ -236,6 +240,7 @@ FddpOutcome Fddp::solve(const std::vector<Eigen::VectorXd>& xs,
   for (int t = 0; t <= knots_; ++t) xs_[t] = xs[t];
   for (int t = 0; t < knots_; ++t) us_[t] = us[t];
   feasible_ = feasible;
+  interruption_ = interruption;
   regularization_ = settings.initial_regularization;
   expected_.setZero();
   log_.clear();

@@ -90,7 +90,9 @@ class Fddp {
  private:
   // The candidate's values, derivatives and gaps; returns the largest gap.
   double differentiate();
-  // The Riccati recursion; false when Q_uu is not positive definite or V is not finite.
+  // The Riccati recursion; false when Q_uu is not positive definite or V is not finite. Polls the
+  // solve's Interruption between knots, as the forward pass does (a long horizon's pass takes
+  // seconds).
   bool backward_pass();
   // Knot t's gains from the box-constrained QP of box-FDDP; false when Q_uu,ff is not positive
   // definite.
@@ -104,6 +106,7 @@ class Fddp {
   void accept_trial(bool feasible);
 
   ShootingProblem& problem_;
+  Interruption interruption_;  // the solve's
   const int knots_, nx_, ndx_, nu_;
   std::vector<Eigen::VectorXd> xs_, us_, xs_try_, us_try_;
   std::vector<KnotValues> values_;

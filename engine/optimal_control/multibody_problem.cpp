@@ -17,7 +17,8 @@ namespace torqued {
 
 MultibodyProblem::Worker::Worker(const Model& model, int nu, int max_rows, int max_residual)
     : data(model),
-      residuals(model),
+      // A friction cone's residual has 1 + faces values: room for the largest one's faces.
+      residuals(model, std::max(max_residual, 1)),
       q_next(model.nq),
       v_next(model.nv),
       lambda(max_rows),
@@ -176,7 +177,7 @@ void MultibodyProblem::step(Worker& worker, int t, const Eigen::VectorXd& x,
                               .constraints = knot.contacts,
                               .gains = dynamics_.gains,
                               .touchdown = knot.touchdown,
-                              .restitution = dynamics_.restitution};
+                              .restitution = knot.restitution};
   const int rows = constraint_rows(model_, knot.contacts);
   const bool multipliers = rows > 0 && reads_multipliers(knot);
   const auto span_of = [](auto& matrix, int count) {

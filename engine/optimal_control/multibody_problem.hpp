@@ -32,22 +32,22 @@ struct CostTerm {
 };
 
 // What a knot does: its step (dt > 0; 0 at the terminal knot), the contacts of its phase, whether
-// it begins that phase with their touchdown, and its costs.
+// it begins that phase with their touchdown (and the impact's restitution), and its costs.
 struct KnotModel {
   double dt = 0.0;
   std::vector<BilateralConstraint> contacts = {};
   bool touchdown = false;
+  double restitution = 0.0;
   std::vector<CostTerm> costs = {};
 };
 
 // How every knot steps: the integrator, the actuated DOFs (control c drives DOF
-// actuated_dofs[c]), Baumgarte's gains of the contacts, the touchdowns' restitution, and the
-// controls' bounds (none while empty).
+// actuated_dofs[c]), Baumgarte's gains of the contacts, and the controls' bounds (none while
+// empty).
 struct MultibodyDynamics {
   Integrator integrator = Integrator::kSemiImplicitEuler;
   std::vector<int> actuated_dofs = {};
   BaumgarteGains gains = {};
-  double restitution = 0.0;
   ControlBounds control_bounds = {};
 };
 

@@ -1,24 +1,25 @@
 // Residuals of optimal-control costs: vectors r(x, u) of a knot's state x = (q, q̇) and controls u
-// whose activation a cost term weighs (cost.hpp), with their derivatives R_x (tangent space, 2 nv
-// columns: δq then δq̇) and R_u. They are Crocoddyl's residual models (Mastalli et al., "Crocoddyl:
-// An Efficient and Versatile Framework for Multi-Contact Optimal Control", ICRA 2020, §III-B), over
-// the engine's kinematics and dynamics:
-//   state             r = x ⊖ x*                        R_q = ∂(q ⊖ q*)/∂q (per-joint J_r⁻¹), R_q̇ =
-//   1 control           r = u − u*                        R_u = 1 control gravity   r = B u − g(q)
-//   R_q = −∂g/∂q, R_u = B frame translation r = p_F(q) − p*   (world)         R_q = ⁰R_F J_F,lin
-//   (J_F the LOCAL Jacobian) frame placement   r = Log(M*⁻¹ M_F(q))  (6, lin.)   R_q = J_r(r)⁻¹ J_F
-//   frame rotation    r = Log(R*ᵀ R_F(q))   (3)         R_q = J_r(r)⁻¹ J_F,ang
-//   frame velocity    r = v_F(q, q̇) − v*  (6, LOCAL or LOCAL_WORLD_ALIGNED)
-//                     LOCAL: R_q = ᶠX₀ Ψ, R_q̇ = J_F, with Ψ the rates ψ_k = v_λ(k) × ⁰S_k over the
-//                     frame's supporting DOFs (the world twist's rate ψ_k − ⁰v × ⁰S_k and the
-//                     frame's own turn cancel in part: Pinocchio's getFrameVelocityDerivatives);
-//                     LOCAL_WORLD_ALIGNED turns those by ⁰R_F and adds −⁰R_F [v_F]× J_F,ang per
-//                     part for the axes' turn
-//   centre of mass    r = c(q) − c*                     R_q = J_c
-//   contact force     r = λ_c − f*  (the contact's rows, frame 1's axes, as λ)
-//                     R_x, R_u = the rows of ∂λ/∂x, ∂λ/∂τ B (through a touchdown's impact)
-//   friction cone     r = the faces of the linearized cone of λ_c (friction_cone.hpp), ≥ 0 inside;
-//                     ∂r/∂f (⁰R₁ ∂λ_f/∂x − [f]× J_ω [1 0]) and ∂r/∂f ⁰R₁ ∂λ_f/∂u
+// whose activation a cost term weighs (multibody_problem.hpp), with their derivatives R_x (tangent
+// space, 2 nv columns: δq then δq̇) and R_u. They are Crocoddyl's residual models (Mastalli et
+// al., "Crocoddyl: An Efficient and Versatile Framework for Multi-Contact Optimal Control", ICRA
+// 2020, §III-B), over the engine's kinematics and dynamics:
+//   state            r = x ⊖ x*               R_q = ∂(q ⊖ q*)/∂q (per-joint J_r⁻¹), R_q̇ = 1
+//   control          r = u − u*               R_u = 1
+//   control gravity  r = B u − g(q)           R_q = −∂g/∂q, R_u = B
+//   frame transl.    r = p_F(q) − p* (world)  R_q = ⁰R_F J_F,lin (J_F the LOCAL Jacobian)
+//   frame placement  r = Log(M*⁻¹ M_F(q))     R_q = J_r(r)⁻¹ J_F (6, linear first)
+//   frame rotation   r = Log(R*ᵀ R_F(q))      R_q = J_r(r)⁻¹ J_F,ang (3)
+//   frame velocity   r = v_F(q, q̇) − v* (6, LOCAL or LOCAL_WORLD_ALIGNED)
+//                    LOCAL: R_q = ᶠX₀ Ψ, R_q̇ = J_F, with Ψ the rates ψ_k = v_λ(k) × ⁰S_k over the
+//                    frame's supporting DOFs (the world twist's rate ψ_k − ⁰v × ⁰S_k and the
+//                    frame's own turn cancel in part: Pinocchio's getFrameVelocityDerivatives);
+//                    LOCAL_WORLD_ALIGNED turns those by ⁰R_F and adds −⁰R_F [v_F]× J_F,ang per
+//                    part for the axes' turn
+//   centre of mass   r = c(q) − c*            R_q = J_c
+//   contact force    r = λ_c − f*  (the contact's rows, frame 1's axes, as λ)
+//                    R_x, R_u = the rows of ∂λ/∂x, ∂λ/∂τ B (through a touchdown's impact)
+//   friction cone    r = the faces of the linearized cone of λ_c (friction_cone.hpp), ≥ 0 inside;
+//                    ∂r/∂f (⁰R₁ ∂λ_f/∂x − [f]× J_ω [1 0]) and ∂r/∂f ⁰R₁ ∂λ_f/∂u
 // J_r⁻¹ are the right Jacobians' inverses of spatial/lie_group.hpp: the target is fixed and the
 // frame perturbed on the right by its LOCAL twist J_F δq.
 #pragma once
