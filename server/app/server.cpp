@@ -37,6 +37,13 @@ void bound_transport(const Config& config, grpc::ServerBuilder& builder) {
                                                        static_cast<double>(INT32_MAX))));
 }
 
+// Every algorithm label of the services, for the compute-time metrics.
+std::vector<std::string> served_algorithms() {
+  std::vector<std::string> names = algorithm_names();
+  for (std::string& name : ControlService::algorithm_names()) names.push_back(std::move(name));
+  return names;
+}
+
 }  // namespace
 
 Server::Server(const Config& config)
@@ -45,7 +52,7 @@ Server::Server(const Config& config)
       access_(config),
       metrics_(config.metrics_port == 0
                    ? Metrics()
-                   : Metrics(config.metrics_address, config.metrics_port, algorithm_names())),
+                   : Metrics(config.metrics_address, config.metrics_port, served_algorithms())),
       store_(config.data_dir, config.max_model_bytes),
       executor_(config.workers, config.queue_capacity, metrics_.queue_depth(),
                 metrics_.busy_workers(), config.max_calls_per_peer),
@@ -60,9 +67,12 @@ Server::Server(const Config& config)
                      config.max_model_bytes),
       dynamics_service_(catalog_, runner_, metrics_, memory_, access_, request_limits(config),
                         ready_),
-      reflection_({grpc::health::v1::Health::service_full_name(),
-                   v1::ModelService::service_full_name(), v1::DynamicsService::service_full_name()},
-                  metrics_, memory_, access_) {
+      control_service_(catalog_, executor_, metrics_, memory_, access_, request_limits(config),
+                       config.max_call_seconds, ready_),
+      reflection_(
+          {grpc::health::v1::Health::service_full_name(), v1::ModelService::service_full_name(),
+           v1::DynamicsService::service_full_name(), v1::ControlService::service_full_name()},
+          metrics_, memory_, access_) {
   std::vector<std::string> warnings;
   store_.remove_stale_temporary_files(warnings);
   for (const std::string& w : warnings) spdlog::warn("store: {}", w);
@@ -89,9 +99,9 @@ void Server::start(bool listen) {
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
   bound_transport(config_, builder);
-  for (grpc::Service* service :
-       std::initializer_list<grpc::Service*>{&health_, &model_service_, &dynamics_service_,
-                                             &reflection_.v1(), &reflection_.v1alpha()}) {
+  for (grpc::Service* service : std::initializer_list<grpc::Service*>{
+           &health_, &model_service_, &dynamics_service_, &control_service_, &reflection_.v1(),
+           &reflection_.v1alpha()}) {
     // The listener counts the calls clients cancel from an interceptor that asks each call
     // whether it was (listener.hpp): a synchronous call cannot be asked there (its IsCancelled()
     // runs the interceptor again, without end), so every service must be on the callback API.

@@ -16,6 +16,7 @@
 #include "server/compute/workspace_pool.hpp"
 #include "server/models/model_catalog.hpp"
 #include "server/models/model_store.hpp"
+#include "server/services/control_service.hpp"
 #include "server/services/dynamics_service.hpp"
 #include "server/services/health_service.hpp"
 #include "server/services/model_service.hpp"
@@ -71,6 +72,7 @@ class Server {
   HealthService health_;
   ModelService model_service_;
   DynamicsService dynamics_service_;
+  ControlService control_service_;
   ReflectionService reflection_;
   // The gRPC port's accept loop, when the server listens.
   std::unique_ptr<Listener> listener_;

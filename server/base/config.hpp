@@ -77,6 +77,11 @@ struct Config {
   // Contact phases of one Linearize or Rollout: each costs its contacts' validation and, per
   // chunk of knots, a copy of them.
   int max_phases = 1024;
+  // One ControlService.Solve: its knots (each holds the solver's matrices, about 4 (2 nv)²
+  // doubles, until the call ends), cost terms and FDDP iterations.
+  int max_ocp_knots = 20000;
+  int max_cost_terms = 256;
+  int max_ocp_iterations = 1000;
   int max_solver_iterations = 10000;
   int max_simulation_steps = 100000;
   // Session answers waiting to be written before the stream stops reading (back-pressure).

@@ -7,6 +7,7 @@
 
 #include "grpc/reflection/v1/reflection.pb.h"
 #include "grpc/reflection/v1alpha/reflection.pb.h"
+#include "torqued/v1/control.pb.h"
 #include "torqued/v1/dynamics.pb.h"
 #include "torqued/v1/model.pb.h"
 
@@ -18,6 +19,7 @@ std::vector<RpcMethod> list_methods() {
   const google::protobuf::FileDescriptor* files[] = {
       v1::RegisterModelRequest::descriptor()->file(),
       v1::InverseDynamicsRequest::descriptor()->file(),
+      v1::SolveRequest::descriptor()->file(),
       ::grpc::reflection::v1alpha::ServerReflectionRequest::descriptor()->file(),
       ::grpc::reflection::v1::ServerReflectionRequest::descriptor()->file()};
   std::vector<RpcMethod> methods;

@@ -17,8 +17,8 @@ struct RpcMethod {
   bool streaming;       // a stream either way (Session, reflection)
 };
 
-// Every method of torqued.v1.ModelService and DynamicsService and of gRPC's server reflection (v1
-// and v1alpha), in the order of their files.
+// Every method of torqued.v1.ModelService, DynamicsService and ControlService and of gRPC's server
+// reflection (v1 and v1alpha), in the order of their files.
 const std::vector<RpcMethod>& rpc_methods();
 
 // The id of `service`'s method `name`; throws std::logic_error when there is none (a method a

@@ -29,7 +29,10 @@ RequestLimits request_limits(const Config& config) {
           config.max_solver_iterations,
           config.max_simulation_steps,
           config.max_session_queued,
-          config.max_phases};
+          config.max_phases,
+          config.max_ocp_knots,
+          config.max_cost_terms,
+          config.max_ocp_iterations};
 }
 
 grpc::Status Planning::reserve_response(std::int64_t values, Reservation& memory) const {
@@ -185,8 +188,8 @@ grpc::Status to_constraints(const Model& m,
   return grpc::Status::OK;
 }
 
-// A request's gains in engine form, with the constrained solves' residual judged against
-// --max-constraint-residual.
+}  // namespace
+
 BaumgarteGains engine_gains(const Planning& planning, const v1::BaumgarteGains& gains) {
   return {gains.position(),
           gains.velocity(),
@@ -204,6 +207,8 @@ grpc::Status check_gains(const v1::BaumgarteGains& gains) {
   }
   return grpc::Status::OK;
 }
+
+namespace {
 
 // What the workspaces of `set` grow by from room for the loop closures' constraint rows, which
 // workspace_bytes() counts, to room for `rows`: every workspace of the engine's list, so that each
@@ -692,10 +697,6 @@ grpc::Status ConstrainedDynamicsRpc::plan(const Planning& planning, const Regist
   return grpc::Status::OK;
 }
 
-namespace {
-
-// The DOFs the controls drive, in the controls' order (Actuation), or INVALID_ARGUMENT naming
-// the field that does not fit the model.
 grpc::Status actuated_dofs(const Model& m, const v1::Actuation& actuation, std::vector<int>& dofs) {
   if (grpc::Status s = check_enum("actuation.kind", actuation.kind(), v1::ActuationKind_IsValid);
       !s.ok()) {
@@ -750,6 +751,8 @@ grpc::Status actuated_dofs(const Model& m, const v1::Actuation& actuation, std::
   return grpc::Status::OK;
 }
 
+namespace {
+
 // Sizes a repeated double field to n values that the kernel writes every one of, without
 // writing them first: the pages of a large answer (hundreds of megabytes for a long horizon) are
 // touched once, by the workers, and not at all past a deadline.
@@ -789,8 +792,8 @@ bool is_contact(const BilateralConstraint& c) {
   return c.type == ConstraintType::kPoint || c.type == ConstraintType::kWeld;
 }
 
-// One phase of a request's schedule (`field`: "phases[i]"), after `previous` (null for the first)
-// and before knot `horizon`.
+}  // namespace
+
 grpc::Status plan_phase(const Planning& planning, const RegisteredModelPtr& entry,
                         const v1::ContactPhase& in, const std::string& field,
                         const CallPhase* previous, int horizon, const Algorithm& algorithm,
@@ -841,6 +844,8 @@ grpc::Status plan_phase(const Planning& planning, const RegisteredModelPtr& entr
   out.touchdown = previous != nullptr && adds_contact(previous->contacts.constraints, contacts);
   return grpc::Status::OK;
 }
+
+namespace {
 
 // The request's contact schedule and friction cone (Linearize, Rollout) over `horizon` knots:
 // the phases into step.phases, and where each knot's values are, into step's offsets and the

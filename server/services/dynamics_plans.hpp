@@ -7,11 +7,14 @@
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "server/base/config.hpp"
 #include "server/base/memory_budget.hpp"
 #include "server/compute/algorithms.hpp"
 #include "server/compute/batch_runner.hpp"
+#include "server/compute/constraint_anchors.hpp"
 #include "server/models/served_models.hpp"
 #include "torqued/v1/dynamics.pb.h"
 
@@ -31,6 +34,9 @@ struct RequestLimits {
   int max_simulation_steps;
   int max_session_queued;
   int max_phases;
+  int max_ocp_knots;
+  int max_cost_terms;
+  int max_ocp_iterations;
 };
 
 RequestLimits request_limits(const Config& config);
@@ -62,5 +68,23 @@ struct PlannedWork {
 // talos_reduced (2.3 ms) stayed below --split-min-states and ran on one worker.
 inline constexpr std::int64_t kDerivativesCost = 8;
 inline constexpr std::int64_t kRungeKuttaDerivativesCost = 64;
+
+// The checks of a step's fields that Linearize, Rollout and ControlService.Solve share.
+
+// The DOFs the controls drive, in the controls' order (Actuation), or INVALID_ARGUMENT naming
+// the field that does not fit the model.
+grpc::Status actuated_dofs(const Model& m, const v1::Actuation& actuation, std::vector<int>& dofs);
+
+grpc::Status check_gains(const v1::BaumgarteGains& gains);
+// A request's gains in engine form, with the constrained solves' residual judged against
+// --max-constraint-residual.
+BaumgarteGains engine_gains(const Planning& planning, const v1::BaumgarteGains& gains);
+
+// One phase of a request's schedule (`field`: "phases[i]"), after `previous` (null for the first)
+// and before knot `horizon`, its constraint rows checked against the workspace of `algorithm`.
+grpc::Status plan_phase(const Planning& planning, const RegisteredModelPtr& entry,
+                        const v1::ContactPhase& in, const std::string& field,
+                        const CallPhase* previous, int horizon, const Algorithm& algorithm,
+                        CallPhase& out);
 
 }  // namespace torqued::server

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Writes the binary seeds of tests/fuzz/corpus/ from text: RegisterModelRequests (the bundled
-# repository's .txtpb models, and specs and URDF written here) and SessionRequests, in protobuf
+# repository's .txtpb models, and specs and URDF written here), SessionRequests and SolveRequests,
+# in protobuf
 # text format encoded with protoc into the wire format the server decodes. Run it after changing
 # a bundled model or the API; the URDF and DH seeds are links to deploy/models and plain files.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 register=tests/fuzz/corpus/register_model_fuzzer
 session=tests/fuzz/corpus/session_request_fuzzer
-mkdir -p "$register" "$session"
+solve=tests/fuzz/corpus/solve_request_fuzzer
+mkdir -p "$register" "$session" "$solve"
 
 encode() {  # MESSAGE OUTPUT, text on standard input
   protoc --proto_path=proto --encode="torqued.v1.$1" torqued/v1/dynamics.proto >"$2"
@@ -92,3 +94,34 @@ message impact <<<"model_id: \"quadruped\" impact { $dog_q v: [0, 0, -1, 0, 0, 0
 message simulate <<<"model_id: \"quadruped\" simulate { $dog_q $dog_v steps: 20 time_step: 0.001 ground { friction: 0.8 restitution: 0.1 } candidates { frame: \"FL_foot\" } candidates { frame: \"FR_foot\" } candidates { frame: \"HL_foot\" } candidates { frame: \"HR_foot\" point: [0, 0, 0] } contact_margin: 0.01 stabilization: 0.2 }"
 message simulate_rk4 <<<"model_id: \"puma560\" simulate { $puma_q $puma_v steps: 10 integrator: INTEGRATOR_RK4 $puma_tau }"
 message echo <<<"sequence: 7 echo { payload: \"ping\" values: [1, 2, 3] response_values: 6 }"
+
+# SolveRequests: a reach of the arm with bounds and a warm start's shape, and the quadruped
+# through a touchdown with every residual and activation.
+protoc --proto_path=proto --encode=torqued.v1.SolveRequest torqued/v1/control.proto \
+  >"$solve/reach" <<'TEXT'
+model_id: "puma560" q0: [0.1, -0.5, 0.3, 0.2, -0.4, 0.6] v0: [0, 0, 0, 0, 0, 0] knots: 8 dt: 0.02
+running_costs { name: "tip" residual { type: RESIDUAL_TYPE_FRAME_TRANSLATION frame: "link6" reference: [0.3, 0.2, 0.4] } }
+running_costs { name: "turn" residual { type: RESIDUAL_TYPE_FRAME_ROTATION frame: "link6" placement { rpy { z: 0.3 } } } weight: 0.1 first_knot: 2 end_knot: 6 }
+running_costs { name: "speed" residual { type: RESIDUAL_TYPE_FRAME_VELOCITY frame: "link4" velocity_frame: REFERENCE_FRAME_LOCAL_WORLD_ALIGNED } activation { type: ACTIVATION_TYPE_SMOOTH_1_NORM smoothing: 0.01 } weight: 0.01 }
+running_costs { name: "effort" residual { type: RESIDUAL_TYPE_CONTROL_GRAVITY } weight: 0.001 }
+running_costs { name: "limits" residual { type: RESIDUAL_TYPE_JOINT_LIMITS } activation { type: ACTIVATION_TYPE_QUADRATIC_BARRIER } weight: 10 }
+terminal_costs { name: "pose" residual { type: RESIDUAL_TYPE_FRAME_PLACEMENT frame: "link6" placement { xyz { x: 0.3 y: 0.2 z: 0.4 } } } weight: 100 }
+terminal_costs { name: "rest" residual { type: RESIDUAL_TYPE_STATE } activation { type: ACTIVATION_TYPE_WEIGHTED_QUADRATIC weights: [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1] } }
+control_bounds { lower: [-50, -50, -50, -10, -10, -10] upper: [50, 50, 50, 10, 10, 10] }
+solver { max_iterations: 5 } feedback: true
+TEXT
+protoc --proto_path=proto --encode=torqued.v1.SolveRequest torqued/v1/control.proto \
+  >"$solve/touchdown" <<'TEXT'
+model_id: "quadruped" q0: [0, 0, 0.35, 0, 0, 0, 1, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2]
+v0: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] knots: 10 dt: 0.02
+actuation { kind: ACTUATION_KIND_UNACTUATED_ROOT } gains { position: 50 velocity: 10 }
+phases { contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: "FR_foot" } } contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: "HL_foot" } } contacts { type: CONSTRAINT_TYPE_WELD frame1 { frame: "HR_foot" } } }
+phases { first_knot: 5 restitution: 0.2 contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: "FL_foot" } } contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: "FR_foot" } } contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: "HL_foot" } } contacts { type: CONSTRAINT_TYPE_WELD frame1 { frame: "HR_foot" } } }
+running_costs { name: "trunk" residual { type: RESIDUAL_TYPE_FRAME_TRANSLATION frame: "trunk" reference: [0.02, 0, 0.35] } weight: 10 }
+running_costs { name: "com" residual { type: RESIDUAL_TYPE_CENTER_OF_MASS reference: [0.02, 0, 0.3] } }
+running_costs { name: "force" residual { type: RESIDUAL_TYPE_CONTACT_FORCE frame: "FL_foot" reference: [0, 0, 20] } weight: 0.001 first_knot: 5 }
+running_costs { name: "cone" residual { type: RESIDUAL_TYPE_FRICTION_CONE frame: "FR_foot" cone { friction: 0.7 faces: 6 } } activation { type: ACTIVATION_TYPE_WEIGHTED_QUADRATIC_BARRIER weights: [1, 1, 1, 1, 1, 1] lower: [0, 0, 0, 0, 0, 0] upper: [inf, inf, inf, inf, inf, inf] } }
+running_costs { name: "effort" residual { type: RESIDUAL_TYPE_CONTROL } weight: 0.001 }
+terminal_costs { name: "rest" residual { type: RESIDUAL_TYPE_STATE } weight: 10 }
+solver { max_iterations: 4 }
+TEXT

@@ -12,7 +12,8 @@ seconds=$2
 shift 2
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(urdf_fuzzer mjcf_fuzzer sdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer)
+  targets=(urdf_fuzzer mjcf_fuzzer sdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer
+    solve_request_fuzzer)
 fi
 mkdir -p "$build/fuzz-artifacts"
 for target in "${targets[@]}"; do

@@ -32,6 +32,7 @@
 #include "server/services/dynamics_service.hpp"
 #include "server/services/session_stream.hpp"
 #include "server/transport/access_tokens.hpp"
+#include "tests/fuzz/bundled_catalog.hpp"
 
 namespace torqued::server {
 namespace {
@@ -49,36 +50,15 @@ RequestLimits fuzzing_limits() {
   return limits;
 }
 
-std::filesystem::path make_store_directory() {
-  std::string pattern =
-      (std::filesystem::temp_directory_path() / "torqued-fuzz-store-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return pattern;
-}
-
 // The service with the bundled models registered, and no threads: the executor has no workers,
 // and every kernel runs on the fuzzing thread.
 class Harness {
  public:
   Harness()
-      : store_directory_(make_store_directory()),
-        store_(store_directory_, Config{}.max_model_bytes),
-        memory_(std::size_t{1} << 30),
-        workspaces_(64 << 20, 64 << 20, memory_),
-        catalog_(store_, model_limits(Config{}), metrics_, workspaces_),
-        executor_(0, 0, nullptr, nullptr),
-        runner_(executor_, workspaces_, metrics_, 64, 16, 0),
-        service_(catalog_, runner_, metrics_, memory_, access_, fuzzing_limits(), ready_) {
-    spdlog::set_level(spdlog::level::warn);
-    if (catalog_.load_repository(TORQUED_REPOSITORY_DIR) == 0) {
-      throw std::runtime_error("no bundled model in " TORQUED_REPOSITORY_DIR);
-    }
-    for (const RegisteredModelPtr& entry : catalog_.list()) ids_[entry->layout.name()] = entry->id;
-  }
-  ~Harness() {
-    std::error_code ignored;
-    std::filesystem::remove_all(store_directory_, ignored);
-  }
+      : executor_(0, 0, nullptr, nullptr),
+        runner_(executor_, bundled_.workspaces(), bundled_.metrics(), 64, 16, 0),
+        service_(bundled_.catalog(), runner_, bundled_.metrics(), bundled_.memory(), access_,
+                 fuzzing_limits(), ready_) {}
 
   void run(const v1::SessionRequest& message) {
     v1::SessionResponse response;
@@ -96,18 +76,15 @@ class Harness {
  private:
   template <typename Request, typename Response>
   void compute(const std::string& model, const Request& request, Response* response) {
-    const auto named = ids_.find(model);
     int states = 0;
     PlannedWork job;
     Reservation memory;
-    if (!service_
-             .prepare_batch(named == ids_.end() ? model : named->second, request, response, states,
-                            job, memory)
+    if (!service_.prepare_batch(bundled_.id_of(model), request, response, states, job, memory)
              .ok()) {
       return;
     }
     try {
-      WorkerContext worker(workspaces_, Interruption{}, job.algorithm.workspaces);
+      WorkerContext worker(bundled_.workspaces(), Interruption{}, job.algorithm.workspaces);
       job.kernel(worker, 0, states);
     } catch (const SingularSystemError&) {
       return;
@@ -117,18 +94,12 @@ class Harness {
     check_results_finite(*response, states);
   }
 
-  const std::filesystem::path store_directory_;
-  ModelStore store_;
-  Metrics metrics_;
-  MemoryBudget memory_;
-  WorkspacePool workspaces_;
-  ModelCatalog catalog_;
+  BundledCatalog bundled_;
   Executor executor_;
   BatchRunner runner_;
   const std::atomic<bool> ready_{true};
   AccessControl access_;  // every call open
   DynamicsService service_;
-  std::map<std::string, std::string> ids_;  // bundled model name -> id
 };
 
 }  // namespace

@@ -29,12 +29,14 @@
 
 #include "tests/server/bitwise.hpp"
 #include "tests/server/server_process.hpp"
+#include "torqued/v1/control.grpc.pb.h"
 
 namespace torqued::testing {
 namespace {
 
 using Dynamics = v1::DynamicsService::Stub;
 using Models = v1::ModelService::Stub;
+using Control = v1::ControlService::Stub;
 using StatusCode = grpc::StatusCode;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -54,6 +56,9 @@ const std::vector<std::string> kServerFlags = {
     "--max-models=12",
     "--max-kinematics-frames=64",
     "--max-phases=8",
+    "--max-ocp-knots=2000",
+    "--max-cost-terms=8",
+    "--max-ocp-iterations=200",
     "--max-contacts=64",
     "--max-constraint-rows=24",
     "--max-solver-iterations=5000",
@@ -96,6 +101,7 @@ struct Shared {
   std::unique_ptr<ServerProcess> server;
   std::unique_ptr<Dynamics> dynamics;
   std::unique_ptr<Models> models;
+  std::unique_ptr<Control> control;
   std::map<std::string, v1::Model> layouts;
   v1::InverseDynamicsRequest reference_id;
   v1::ForwardDynamicsRequest reference_fd;
@@ -132,6 +138,8 @@ template <typename Stub>
 Stub& stub() {
   if constexpr (std::is_same_v<Stub, Dynamics>) {
     return *shared().dynamics;
+  } else if constexpr (std::is_same_v<Stub, Control>) {
+    return *shared().control;
   } else {
     return *shared().models;
   }
@@ -1548,7 +1556,8 @@ std::vector<Row> model_rows() {
 const std::vector<const google::protobuf::ServiceDescriptor*>& table_services() {
   static const std::vector<const google::protobuf::ServiceDescriptor*> services = {
       v1::RegisterModelRequest::descriptor()->file()->service(0),
-      v1::InverseDynamicsRequest::descriptor()->file()->service(0)};
+      v1::InverseDynamicsRequest::descriptor()->file()->service(0),
+      v1::SolveRequest::descriptor()->file()->service(0)};
   return services;
 }
 
@@ -2596,6 +2605,212 @@ std::vector<Row> dynamics_rows() {
   };
 }
 
+// ---- The rows: ControlService ----
+
+// A valid Solve of the puma reaching a point over `knots` knots.
+v1::SolveRequest solve_request(int knots = 10) {
+  v1::SolveRequest r;
+  r.set_model_id(id_of("puma560"));
+  fill(r.mutable_q0(), 6, 0.3);
+  fill(r.mutable_v0(), 6, 0.0);
+  r.set_knots(static_cast<std::uint32_t>(knots));
+  r.set_dt(0.02);
+  v1::CostTerm& reach = *r.add_running_costs();
+  reach.set_name("reach");
+  reach.mutable_residual()->set_type(v1::RESIDUAL_TYPE_FRAME_TRANSLATION);
+  reach.mutable_residual()->set_frame("link6");
+  fill(reach.mutable_residual()->mutable_reference(), 3, 0.3);
+  v1::CostTerm& effort = *r.add_running_costs();
+  effort.set_name("effort");
+  effort.mutable_residual()->set_type(v1::RESIDUAL_TYPE_CONTROL);
+  effort.set_weight(1e-3);
+  v1::CostTerm& rest = *r.add_terminal_costs();
+  rest.set_name("rest");
+  rest.mutable_residual()->set_type(v1::RESIDUAL_TYPE_STATE);
+  return r;
+}
+
+// The quadruped standing on its four feet from knot 0.
+v1::SolveRequest standing_request() {
+  v1::SolveRequest r;
+  r.set_model_id(id_of("quadruped"));
+  const v1::Model& m = layout("quadruped");
+  const std::vector<double> q = random_configurations(m, 1, 3);
+  r.mutable_q0()->Add(q.begin(), q.end());
+  fill(r.mutable_v0(), m.nv(), 0.0);
+  r.set_knots(10);
+  r.set_dt(0.02);
+  r.mutable_actuation()->set_kind(v1::ACTUATION_KIND_UNACTUATED_ROOT);
+  v1::ContactPhase& phase = *r.add_phases();
+  for (const char* foot : {"FL_foot", "FR_foot", "HL_foot", "HR_foot"}) {
+    v1::Constraint& contact = *phase.add_contacts();
+    contact.set_type(v1::CONSTRAINT_TYPE_POINT);
+    contact.mutable_frame1()->set_frame(foot);
+  }
+  v1::CostTerm& posture = *r.add_running_costs();
+  posture.mutable_residual()->set_type(v1::RESIDUAL_TYPE_STATE);
+  return r;
+}
+
+// Each row changes a valid request (the puma's reach, or the quadruped standing) in one field.
+std::vector<Row> control_rows() {
+  using C = StatusCode;
+  using Change = std::function<void(v1::SolveRequest&)>;
+  using Base = v1::SolveRequest (*)();
+  const auto row = [](
+                       std::string name, C code, std::vector<std::string> names, Change change,
+                       Base base = [] { return solve_request(); }) {
+    return Row{"Solve" + std::move(name), code, std::move(names), [change, base] {
+                 v1::SolveRequest r = base();
+                 change(r);
+                 return call(&Control::Solve, r);
+               }};
+  };
+  return {
+      row("Answers", C::OK, {}, [](v1::SolveRequest&) {}),
+      row(
+          "StandingAnswers", C::OK, {}, [](v1::SolveRequest&) {}, standing_request),
+      row("UnknownModel", C::NOT_FOUND, {"model_id"},
+          [](v1::SolveRequest& r) { r.set_model_id("no-such-model"); }),
+      row("InitialStateWrongSize", C::INVALID_ARGUMENT, {"q0", "expected 6"},
+          [](v1::SolveRequest& r) { r.mutable_q0()->RemoveLast(); }),
+      row("InitialVelocityNaN", C::INVALID_ARGUMENT, {"v0[2]", "NaN"},
+          [](v1::SolveRequest& r) { r.set_v0(2, kNaN); }),
+      row("NoKnots", C::INVALID_ARGUMENT, {"knots"}, [](v1::SolveRequest& r) { r.set_knots(0); }),
+      row("TooManyKnots", C::RESOURCE_EXHAUSTED, {"knots", "--max-ocp-knots"},
+          [](v1::SolveRequest& r) { r.set_knots(2001); }),
+      row("StepNotPositive", C::INVALID_ARGUMENT, {"dt"}, [](v1::SolveRequest& r) { r.set_dt(0); }),
+      row("TooManyCostTerms", C::RESOURCE_EXHAUSTED, {"cost terms", "--max-cost-terms"},
+          [](v1::SolveRequest& r) {
+            for (int i = 0; i < 8; ++i) {
+              v1::CostTerm& extra = *r.add_running_costs();
+              extra.set_name("extra" + std::to_string(i));
+              extra.mutable_residual()->set_type(v1::RESIDUAL_TYPE_CONTROL);
+            }
+          }),
+      row("TooManyIterations", C::RESOURCE_EXHAUSTED,
+          {"solver.max_iterations", "--max-ocp-iterations"},
+          [](v1::SolveRequest& r) { r.mutable_solver()->set_max_iterations(201); }),
+      row("UnknownFrame", C::INVALID_ARGUMENT,
+          {"running_costs[0] (\"reach\").residual.frame", "no_link"},
+          [](v1::SolveRequest& r) {
+            r.mutable_running_costs(0)->mutable_residual()->set_frame("no_link");
+          }),
+      row("ReferenceWrongSize", C::INVALID_ARGUMENT,
+          {"running_costs[0] (\"reach\").residual.reference", "expected 3", "got 2"},
+          [](v1::SolveRequest& r) {
+            r.mutable_running_costs(0)->mutable_residual()->mutable_reference()->RemoveLast();
+          }),
+      row("StateReferenceNaN", C::INVALID_ARGUMENT, {"terminal_costs[0]", "reference[4]", "NaN"},
+          [](v1::SolveRequest& r) {
+            auto* reference = r.mutable_terminal_costs(0)->mutable_residual()->mutable_reference();
+            fill(reference, 12, 0.0);
+            reference->Set(4, kNaN);
+          }),
+      row("WeightsWrongSize", C::INVALID_ARGUMENT, {"activation.weights", "expected 12"},
+          [](v1::SolveRequest& r) {
+            v1::Activation& a = *r.mutable_terminal_costs(0)->mutable_activation();
+            a.set_type(v1::ACTIVATION_TYPE_WEIGHTED_QUADRATIC);
+            fill(a.mutable_weights(), 11, 1.0);
+          }),
+      row("NegativeWeight", C::INVALID_ARGUMENT, {"running_costs[1] (\"effort\").weight"},
+          [](v1::SolveRequest& r) { r.mutable_running_costs(1)->set_weight(-1.0); }),
+      row("BarrierBoundsCrossed", C::INVALID_ARGUMENT, {"activation.lower[1]", "above"},
+          [](v1::SolveRequest& r) {
+            v1::Activation& a = *r.mutable_running_costs(0)->mutable_activation();
+            a.set_type(v1::ACTIVATION_TYPE_QUADRATIC_BARRIER);
+            fill(a.mutable_lower(), 3, 0.0);
+            fill(a.mutable_upper(), 3, 1.0);
+            a.set_lower(1, 2.0);
+          }),
+      row("SmoothingNotPositive", C::INVALID_ARGUMENT, {"activation.smoothing"},
+          [](v1::SolveRequest& r) {
+            v1::Activation& a = *r.mutable_running_costs(0)->mutable_activation();
+            a.set_type(v1::ACTIVATION_TYPE_SMOOTH_1_NORM);
+            a.set_smoothing(0.0);
+          }),
+      row("ResidualTypeUnset", C::INVALID_ARGUMENT, {"running_costs[1] (\"effort\").residual.type"},
+          [](v1::SolveRequest& r) {
+            r.mutable_running_costs(1)->mutable_residual()->set_type(v1::RESIDUAL_TYPE_UNSPECIFIED);
+          }),
+      row("KnotRangeOutsideTheHorizon", C::INVALID_ARGUMENT, {"running_costs[1]", "[4, 12)"},
+          [](v1::SolveRequest& r) {
+            r.mutable_running_costs(1)->set_first_knot(4);
+            r.mutable_running_costs(1)->set_end_knot(12);
+          }),
+      row("TerminalControlCost", C::INVALID_ARGUMENT,
+          {"terminal_costs[1]", "RESIDUAL_TYPE_CONTROL", "terminal knot"},
+          [](v1::SolveRequest& r) {
+            r.add_terminal_costs()->mutable_residual()->set_type(v1::RESIDUAL_TYPE_CONTROL);
+          }),
+      row("DuplicateTermName", C::INVALID_ARGUMENT, {"running_costs[1] (\"reach\").name"},
+          [](v1::SolveRequest& r) { r.mutable_running_costs(1)->set_name("reach"); }),
+      row("ControlBoundsCrossed", C::INVALID_ARGUMENT, {"control_bounds.lower[2]", "above"},
+          [](v1::SolveRequest& r) {
+            fill(r.mutable_control_bounds()->mutable_lower(), 6, -1.0);
+            fill(r.mutable_control_bounds()->mutable_upper(), 6, 1.0);
+            r.mutable_control_bounds()->set_lower(2, 2.0);
+          }),
+      row("ControlBoundsWrongSize", C::INVALID_ARGUMENT, {"control_bounds.upper", "expected 6"},
+          [](v1::SolveRequest& r) {
+            fill(r.mutable_control_bounds()->mutable_lower(), 6, -1.0);
+            fill(r.mutable_control_bounds()->mutable_upper(), 5, 1.0);
+          }),
+      row("GuessWrongShape", C::INVALID_ARGUMENT, {"guess_q", "expected 66"},
+          [](v1::SolveRequest& r) {
+            fill(r.mutable_guess_q(), 60, 0.0);
+            fill(r.mutable_guess_v(), 66, 0.0);
+            fill(r.mutable_guess_u(), 60, 0.0);
+          }),
+      row("GuessWithoutControls", C::INVALID_ARGUMENT, {"guess_u", "expected 60"},
+          [](v1::SolveRequest& r) {
+            fill(r.mutable_guess_q(), 66, 0.0);
+            fill(r.mutable_guess_v(), 66, 0.0);
+          }),
+      row("NegativeTimeBudget", C::INVALID_ARGUMENT, {"max_seconds"},
+          [](v1::SolveRequest& r) { r.set_max_seconds(-1.0); }),
+      row("RegularizationNotPositive", C::INVALID_ARGUMENT, {"solver.initial_regularization"},
+          [](v1::SolveRequest& r) { r.mutable_solver()->set_initial_regularization(0.0); }),
+      row(
+          "PhasesNotFromKnotZero", C::INVALID_ARGUMENT, {"phases[0].first_knot"},
+          [](v1::SolveRequest& r) { r.mutable_phases(0)->set_first_knot(3); }, standing_request),
+      row(
+          "PhasePastTheHorizon", C::INVALID_ARGUMENT, {"phases[1].first_knot", "past"},
+          [](v1::SolveRequest& r) { r.add_phases()->set_first_knot(10); }, standing_request),
+      row(
+          "FrictionNotPositive", C::INVALID_ARGUMENT, {"residual.cone.friction"},
+          [](v1::SolveRequest& r) {
+            v1::CostTerm& cone = *r.add_running_costs();
+            cone.mutable_residual()->set_type(v1::RESIDUAL_TYPE_FRICTION_CONE);
+            cone.mutable_residual()->set_frame("FL_foot");
+            cone.mutable_residual()->mutable_cone()->set_friction(0.0);
+          },
+          standing_request),
+      row(
+          "ContactCostWithoutItsContact", C::INVALID_ARGUMENT,
+          {"running_costs[1]", "not in contact at knot 0"},
+          [](v1::SolveRequest& r) {
+            v1::CostTerm& force = *r.add_running_costs();
+            force.mutable_residual()->set_type(v1::RESIDUAL_TYPE_CONTACT_FORCE);
+            force.mutable_residual()->set_frame("FL_shank");
+          },
+          standing_request),
+      row("JointLimitsNeedABarrier", C::INVALID_ARGUMENT, {"activation.type", "BARRIER"},
+          [](v1::SolveRequest& r) {
+            r.mutable_running_costs(1)->mutable_residual()->set_type(
+                v1::RESIDUAL_TYPE_JOINT_LIMITS);
+          }),
+      row(
+          "ResponsePastTheMessageSize", C::RESOURCE_EXHAUSTED, {"--max-message-bytes"},
+          [](v1::SolveRequest& r) {
+            // The quadruped's gains, 12 x 36 per knot: 6.9 MB.
+            r.set_knots(2000);
+            r.set_feedback(true);
+          },
+          standing_request),
+  };
+}
+
 // ---- The rows: calls that end early, overload ----
 
 std::vector<Row> call_rows() {
@@ -3197,8 +3412,8 @@ std::vector<Row> shared_name_rows() {
 
 std::vector<Row> all_rows() {
   std::vector<Row> rows;
-  for (auto group : {model_rows, undecodable_rows, dynamics_rows, call_rows, session_rows,
-                     health_rows, transport_rows, shared_name_rows}) {
+  for (auto group : {model_rows, undecodable_rows, dynamics_rows, control_rows, call_rows,
+                     session_rows, health_rows, transport_rows, shared_name_rows}) {
     for (Row& row : group()) rows.push_back(std::move(row));
   }
   return rows;
@@ -3236,6 +3451,7 @@ class BadInputTest : public ::testing::TestWithParam<Row> {
     ASSERT_TRUE(s.server->running());
     s.dynamics = s.server->dynamics();
     s.models = s.server->models();
+    s.control = v1::ControlService::NewStub(s.server->channel());
     v1::ListModelsResponse list;
     ASSERT_TRUE(call(&Models::ListModels, v1::ListModelsRequest(), &list).ok());
     for (const v1::ModelSummary& m : list.models())
@@ -3301,7 +3517,7 @@ TEST_P(BadInputTest, Row) {
 INSTANTIATE_TEST_SUITE_P(Table, BadInputTest, ::testing::ValuesIn(all_rows()),
                          [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
 
-// Every method of the two services has rows, named after it (a URDF, DH or spec row registers a
+// Every method of the services has rows, named after it (a URDF, DH or spec row registers a
 // model): a new RPC without rows fails here.
 TEST(BadInputTableTest, EveryMethodOfTheServicesHasRows) {
   const std::vector<Row> rows = all_rows();

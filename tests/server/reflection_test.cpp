@@ -214,7 +214,7 @@ TYPED_TEST(ReflectionTest, ListsTheRegisteredServices) {
     names.insert(service.name());
   }
   EXPECT_EQ(names, (std::set<std::string>{"grpc.health.v1.Health", "torqued.v1.ModelService",
-                                          "torqued.v1.DynamicsService",
+                                          "torqued.v1.DynamicsService", "torqued.v1.ControlService",
                                           "grpc.reflection.v1.ServerReflection",
                                           "grpc.reflection.v1alpha.ServerReflection"}));
   EXPECT_TRUE(client.finish().ok());
@@ -299,6 +299,77 @@ TYPED_TEST(ReflectionTest, DescribesTheApiWellEnoughToCallIt) {
   ASSERT_EQ(pong->GetReflection()->FieldSize(*pong, values), 2);
   EXPECT_EQ(pong->GetReflection()->GetRepeatedDouble(*pong, values, 0), 1.5);
   EXPECT_EQ(pong->GetReflection()->GetRepeatedDouble(*pong, values, 1), -2.25);
+  EXPECT_TRUE(client.finish().ok());
+}
+
+// A client that knows ControlService only from reflection solves a problem: the bundled double
+// pendulum from a bent state to rest at its neutral configuration.
+TYPED_TEST(ReflectionTest, SolvesAProblemKnownOnlyThroughReflection) {
+  ASSERT_TRUE(this->server_->running());
+  typename TestFixture::Client client(this->server_->channel());
+  const typename TestFixture::Response response =
+      client.ask(TestFixture::symbol("torqued.v1.ControlService"));
+  ASSERT_TRUE(response.has_file_descriptor_response()) << response.ShortDebugString();
+  ReflectedPool reflected(response.file_descriptor_response());
+  EXPECT_EQ(reflected.file_names().front(), "torqued/v1/control.proto");
+
+  // The pendulum's id, from ListModels (model.proto came with control.proto's imports).
+  const auto* list_models = reflected.pool().FindMethodByName("torqued.v1.ModelService.ListModels");
+  ASSERT_NE(list_models, nullptr);
+  grpc::Status status;
+  const std::unique_ptr<Message> listed = call(*this->server_, reflected, *list_models,
+                                               *reflected.make(list_models->input_type()), status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const FieldDescriptor* models = listed->GetDescriptor()->FindFieldByName("models");
+  std::string id;
+  for (int i = 0; i < listed->GetReflection()->FieldSize(*listed, models); ++i) {
+    const Message& summary = listed->GetReflection()->GetRepeatedMessage(*listed, models, i);
+    const auto* type = summary.GetDescriptor();
+    if (summary.GetReflection()->GetString(summary, type->FindFieldByName("name")) ==
+        "double_pendulum") {
+      id = summary.GetReflection()->GetString(summary, type->FindFieldByName("id"));
+    }
+  }
+  ASSERT_FALSE(id.empty()) << listed->ShortDebugString();
+
+  const auto* solve = reflected.pool().FindMethodByName("torqued.v1.ControlService.Solve");
+  ASSERT_NE(solve, nullptr);
+  std::unique_ptr<Message> request = reflected.make(solve->input_type());
+  const auto* type = solve->input_type();
+  const auto* r = request->GetReflection();
+  r->SetString(request.get(), type->FindFieldByName("model_id"), id);
+  for (const double q : {0.6, -0.4}) r->AddDouble(request.get(), type->FindFieldByName("q0"), q);
+  for (int i = 0; i < 2; ++i) r->AddDouble(request.get(), type->FindFieldByName("v0"), 0.0);
+  r->SetUInt32(request.get(), type->FindFieldByName("knots"), 50);
+  r->SetDouble(request.get(), type->FindFieldByName("dt"), 0.02);
+  const auto* residual_types = reflected.pool().FindEnumTypeByName("torqued.v1.ResidualType");
+  ASSERT_NE(residual_types, nullptr);
+  // Running: the state and the controls regularized; terminal: the state, weighed 100.
+  const auto add_term = [&](const char* list, const char* residual, double weight) {
+    Message* term = r->AddMessage(request.get(), type->FindFieldByName(list));
+    const auto* term_type = term->GetDescriptor();
+    Message* residual_message =
+        term->GetReflection()->MutableMessage(term, term_type->FindFieldByName("residual"));
+    residual_message->GetReflection()->SetEnum(
+        residual_message, residual_message->GetDescriptor()->FindFieldByName("type"),
+        residual_types->FindValueByName(residual));
+    term->GetReflection()->SetDouble(term, term_type->FindFieldByName("weight"), weight);
+  };
+  add_term("running_costs", "RESIDUAL_TYPE_STATE", 1.0);
+  add_term("running_costs", "RESIDUAL_TYPE_CONTROL", 1e-3);
+  add_term("terminal_costs", "RESIDUAL_TYPE_STATE", 100.0);
+  const std::unique_ptr<Message> solution =
+      call(*this->server_, reflected, *solve, *request, status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const auto* answer = solution->GetDescriptor();
+  const auto* s = solution->GetReflection();
+  EXPECT_EQ(s->GetEnum(*solution, answer->FindFieldByName("stop_reason"))->name(),
+            "STOP_REASON_CONVERGED");
+  const FieldDescriptor* q = answer->FindFieldByName("q");
+  ASSERT_EQ(s->FieldSize(*solution, q), 51 * 2);
+  // Near rest at the neutral configuration at the end.
+  EXPECT_LT(std::abs(s->GetRepeatedDouble(*solution, q, 100)), 0.1);
+  EXPECT_LT(std::abs(s->GetRepeatedDouble(*solution, q, 101)), 0.1);
   EXPECT_TRUE(client.finish().ok());
 }
 
@@ -395,7 +466,7 @@ TYPED_TEST(ReflectionTest, AnswersWhatItCannotFindWithErrorResponses) {
 
   request.set_list_services("");
   response = client.ask(request);
-  EXPECT_EQ(response.list_services_response().service_size(), 5);
+  EXPECT_EQ(response.list_services_response().service_size(), 6);
   EXPECT_TRUE(client.finish().ok());
 }
 
@@ -475,7 +546,7 @@ TEST(ReflectionTokenTest, TheStreamNeedsTheTokenOfTokenFile) {
   for (const std::string token : {"caller-7fQ2mW9xK4", "admin-3Lp8vR1nZ6"}) {
     ReflectionClient<V1alpha> client(server.channel(), "Bearer " + token);
     ASSERT_TRUE(client.ask(list, response));
-    EXPECT_EQ(response.list_services_response().service_size(), 5);
+    EXPECT_EQ(response.list_services_response().service_size(), 6);
     EXPECT_TRUE(client.finish().ok());
   }
   {

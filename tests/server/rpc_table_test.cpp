@@ -70,10 +70,10 @@ TEST(RpcTableTest, EveryServedMethodIsCountedInTheMetrics) {
                                "\",grpc_service=\"" + method.service + "\"";
     EXPECT_NE(page.find(series), std::string::npos) << series;
   }
-  EXPECT_EQ(services,
-            (std::set<std::string>{"torqued.v1.ModelService", "torqued.v1.DynamicsService",
-                                   "grpc.reflection.v1.ServerReflection",
-                                   "grpc.reflection.v1alpha.ServerReflection"}));
+  EXPECT_EQ(services, (std::set<std::string>{
+                          "torqued.v1.ModelService", "torqued.v1.DynamicsService",
+                          "torqued.v1.ControlService", "grpc.reflection.v1.ServerReflection",
+                          "grpc.reflection.v1alpha.ServerReflection"}));
 }
 
 // Each algorithm a row declares is one row's, under a label of its own, and has its compute series

@@ -1,0 +1,200 @@
+// FDDP on a planned problem, its knots spread over the workers (see control_solver.hpp).
+#include "server/compute/control_solver.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+
+#include "server/compute/knot_parallel.hpp"
+
+namespace torqued::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The engine's test: the call's end, and the time budget while the solver runs (not while the
+// answer is completed after it). The budget ends early by the time of the last pass of
+// derivatives over the knots, which bounds the answer's own pass over them (spread the same way,
+// without derivatives), so that a deadline's answer is complete before the deadline.
+struct SolveInterruption {
+  const SolveLimit& limit;
+  bool budget_applies = true;
+  std::atomic<Clock::rep> reserve{0};
+
+  static bool requested(const void* state) {
+    const auto& self = *static_cast<const SolveInterruption*>(state);
+    return (self.budget_applies &&
+            Clock::now() + Clock::duration(self.reserve.load(std::memory_order_relaxed)) >=
+                self.limit.budget_end) ||
+           (self.limit.call_should_stop != nullptr && self.limit.call_should_stop(self.limit.call));
+  }
+};
+
+// The planned problem, whose knots' derivatives (FDDP's differentiate(), most of an iteration)
+// and final values are computed by every participant of `parallel`, each with its own scratch.
+class SpreadProblem final : public MultibodyProblem {
+ public:
+  SpreadProblem(const PlannedSolve& plan, KnotParallel& parallel, SolveInterruption& state,
+                const Interruption& interruption)
+      : MultibodyProblem(*plan.entry->model, plan.x0, plan.dynamics, plan.models, plan.knot_models,
+                         plan.terminal_model),
+        parallel_(parallel),
+        state_(state) {
+    for (int slot = 0; slot < parallel.participants(); ++slot) {
+      workers_.push_back(make_worker());
+      workers_.back()->data.interruption = interruption;
+    }
+  }
+
+  void differentiate(std::span<const Eigen::VectorXd> xs, std::span<const Eigen::VectorXd> us,
+                     std::span<KnotValues> values) override {
+    const int count = knots();
+    const Clock::time_point start = Clock::now();
+    parallel_.run(count + 1, [&](int slot, int t) {
+      const auto at = static_cast<std::size_t>(t);
+      differentiate_knot(worker(slot), t, xs[at], us[t < count ? at : at - 1], values[at]);
+    });
+    state_.reserve.store((Clock::now() - start).count(), std::memory_order_relaxed);
+  }
+
+  Worker& worker(int slot) { return *workers_[static_cast<std::size_t>(slot)]; }
+
+ private:
+  KnotParallel& parallel_;
+  SolveInterruption& state_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+v1::StopReason stop_reason(FddpOutcome outcome) {
+  switch (outcome) {
+    case FddpOutcome::kConverged:
+      return v1::STOP_REASON_CONVERGED;
+    case FddpOutcome::kIterationLimit:
+      return v1::STOP_REASON_ITERATION_LIMIT;
+    case FddpOutcome::kRegularizationLimit:
+      return v1::STOP_REASON_REGULARIZATION_LIMIT;
+    case FddpOutcome::kInterrupted:
+      return v1::STOP_REASON_TIME_BUDGET;
+  }
+  return v1::STOP_REASON_UNSPECIFIED;
+}
+
+double* sized(google::protobuf::RepeatedField<double>* field, std::size_t n) {
+  field->Resize(static_cast<int>(n), 0.0);
+  return field->mutable_data();
+}
+
+}  // namespace
+
+void solve(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit,
+           v1::SolveResponse& response) {
+  const Clock::time_point start = Clock::now();
+  const Model& model = *plan.entry->model;
+  SolveInterruption state{limit};
+  const Interruption interruption{&SolveInterruption::requested, &state};
+  KnotParallel parallel(executor, threads);
+  SpreadProblem problem(plan, parallel, state, interruption);
+  const int knots = problem.knots(), nq = model.nq, nv = model.nv, nu = problem.control_size();
+  const int ndx = 2 * nv;
+
+  std::vector<Eigen::VectorXd> cold_xs, cold_us;
+  const bool warm = !plan.xs.empty();
+  if (!warm) {
+    problem.cold_start(cold_xs, cold_us);
+    // Box-FDDP rolls out clamped controls: a guess outside the bounds (gravity beyond the
+    // torque limits) would leave every step's expectation wrong.
+    if (const ControlBounds* bounds = problem.control_bounds(); bounds != nullptr) {
+      for (Eigen::VectorXd& u : cold_us) u = u.cwiseMax(bounds->lower).cwiseMin(bounds->upper);
+    }
+  }
+  Fddp fddp(problem);
+  const FddpOutcome outcome = fddp.solve(warm ? plan.xs : cold_xs, warm ? plan.us : cold_us,
+                                         warm && plan.feasible, plan.settings, interruption);
+  // The budget, not the call, ends an interrupted solve: the call's own end is an error.
+  if (outcome == FddpOutcome::kInterrupted && limit.call_should_stop != nullptr &&
+      limit.call_should_stop(limit.call)) {
+    throw Interrupted();
+  }
+  state.budget_applies = false;
+
+  response.set_knots(static_cast<std::uint32_t>(knots));
+  response.set_nu(static_cast<std::uint32_t>(nu));
+  response.set_stop_reason(stop_reason(outcome));
+  for (const FddpIteration& it : fddp.iterations()) {
+    v1::SolverIteration& out = *response.add_iterations();
+    out.set_cost(it.cost);
+    out.set_stop(it.stop);
+    out.set_step(it.step);
+    out.set_regularization(it.regularization);
+    out.set_gaps(it.gaps);
+  }
+  double* q = sized(response.mutable_q(), static_cast<std::size_t>(knots + 1) * nq);
+  double* v = sized(response.mutable_v(), static_cast<std::size_t>(knots + 1) * nv);
+  double* u = sized(response.mutable_u(), static_cast<std::size_t>(knots) * nu);
+  for (int t = 0; t <= knots; ++t) {
+    const Eigen::VectorXd& x = fddp.xs()[static_cast<std::size_t>(t)];
+    Eigen::Map<Eigen::VectorXd>(q + static_cast<std::ptrdiff_t>(t) * nq, nq) = x.head(nq);
+    Eigen::Map<Eigen::VectorXd>(v + static_cast<std::ptrdiff_t>(t) * nv, nv) = x.tail(nv);
+    if (t < knots) {
+      Eigen::Map<Eigen::VectorXd>(u + static_cast<std::ptrdiff_t>(t) * nu, nu) =
+          fddp.us()[static_cast<std::size_t>(t)];
+    }
+  }
+  if (plan.feedback) {
+    // Rollout's sign: u = ū + K (x ⊖ x̄), where FDDP's policy is u = ū − K (x ⊖ x̄).
+    double* k = sized(response.mutable_feedback(), static_cast<std::size_t>(knots) * nu * ndx);
+    for (int t = 0; t < knots; ++t) {
+      Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+          k + static_cast<std::ptrdiff_t>(t) * nu * ndx, nu, ndx) =
+          -fddp.feedback()[static_cast<std::size_t>(t)];
+    }
+  }
+
+  // The solution's cost by term and its gaps, from one more pass over the knots, spread like the
+  // derivatives (the last iteration's values are the iterate's before its step): cost_terms()
+  // steps each running knot, leaving its next state in the worker.
+  std::vector<std::vector<double>> terms(static_cast<std::size_t>(knots) + 1);
+  std::vector<double> gaps(static_cast<std::size_t>(knots) + 1, 0.0);
+  std::vector<Eigen::VectorXd> next(static_cast<std::size_t>(parallel.participants()),
+                                    Eigen::VectorXd(nq + nv));
+  std::vector<Eigen::VectorXd> gap(static_cast<std::size_t>(parallel.participants()),
+                                   Eigen::VectorXd(ndx));
+  const Eigen::VectorXd no_control = Eigen::VectorXd::Zero(nu);
+  parallel.run(knots + 1, [&](int slot, int t) {
+    const auto at = static_cast<std::size_t>(t), s = static_cast<std::size_t>(slot);
+    const Eigen::VectorXd& x = fddp.xs()[at];
+    MultibodyProblem::Worker& worker = problem.worker(slot);
+    terms[at].resize(problem.knot_model(t).costs.size());
+    problem.cost_terms(worker, t, x, t < knots ? fddp.us()[at] : no_control, terms[at]);
+    if (t < knots) {
+      next[s] << worker.q_next, worker.v_next;
+      problem.difference(fddp.xs()[at + 1], next[s], gap[s]);
+      gaps[at + 1] = gap[s].lpNorm<Eigen::Infinity>();
+    } else {
+      problem.difference(fddp.xs()[0], problem.initial_state(), gap[s]);
+      gaps[0] = gap[s].lpNorm<Eigen::Infinity>();
+    }
+  });
+  std::vector<double> by_term(plan.term_names.size(), 0.0);
+  for (int t = 0; t <= knots; ++t) {
+    const auto at = static_cast<std::size_t>(t);
+    const int index = t < knots ? plan.knot_models[at] : plan.terminal_model;
+    const std::vector<int>& term_of = plan.terms_of_model[static_cast<std::size_t>(index)];
+    for (std::size_t i = 0; i < terms[at].size(); ++i) {
+      by_term[static_cast<std::size_t>(term_of[i])] += terms[at][i];
+    }
+  }
+  double cost = 0.0;
+  for (std::size_t i = 0; i < by_term.size(); ++i) {
+    v1::CostValue& out = *response.add_cost_terms();
+    out.set_name(plan.term_names[i]);
+    out.set_value(by_term[i]);
+    cost += by_term[i];
+  }
+  response.set_cost(cost);
+  response.set_max_gap(*std::max_element(gaps.begin(), gaps.end()));
+  response.set_feasible(fddp.feasible());
+  response.set_solve_seconds(std::chrono::duration<double>(Clock::now() - start).count());
+}
+
+}  // namespace torqued::server

@@ -1,0 +1,56 @@
+// ControlService.Solve's work: a planned optimal-control problem (engine/optimal_control's
+// MultibodyProblem) solved by FDDP on an executor's worker, its knots' derivatives spread over
+// the free workers (knot_parallel.hpp), and the answer written into the response.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "engine/optimal_control/fddp.hpp"
+#include "engine/optimal_control/multibody_problem.hpp"
+#include "server/compute/executor.hpp"
+#include "server/models/served_models.hpp"
+#include "torqued/v1/control.pb.h"
+
+namespace torqued::server {
+
+// A Solve request as its plan read it: the engine's problem in parts, the solver's settings and
+// guess, and what the answer includes.
+struct PlannedSolve {
+  RegisteredModelPtr entry;
+  Eigen::VectorXd x0;
+  MultibodyDynamics dynamics;
+  // knot_models[t] indexes `models` for running knot t; models[terminal_model] is the terminal
+  // knot's.
+  std::vector<KnotModel> models;
+  std::vector<int> knot_models;
+  int terminal_model = 0;
+  // The request's cost terms in its order (running, then terminal), and for each knot model the
+  // term each of its costs is.
+  std::vector<std::string> term_names;
+  std::vector<std::vector<int>> terms_of_model;
+  FddpSettings settings;
+  // A warm start's guess (empty for a cold one), and FDDP's is_feasible.
+  std::vector<Eigen::VectorXd> xs, us;
+  bool feasible = false;
+  bool feedback = false;
+  double max_seconds = 0.0;  // 0: none
+};
+
+// When a solve must end: `stop` says so for the call (its client gone, the server's bound), and
+// `budget_end` for its time budget.
+struct SolveLimit {
+  bool (*call_should_stop)(const void* state) = nullptr;
+  const void* call = nullptr;
+  std::chrono::steady_clock::time_point budget_end = std::chrono::steady_clock::time_point::max();
+};
+
+// Solves `plan` into `response` on a task of `executor` (null: the calling thread only) with at
+// most `threads` workers. A time budget that runs out answers the best iterate so far
+// (STOP_REASON_TIME_BUDGET). Throws Interrupted when the call itself must stop, and what the
+// engine throws (SingularSystemError when a knot's dynamics is singular at the cold start).
+void solve(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit,
+           v1::SolveResponse& response);
+
+}  // namespace torqued::server

@@ -1,0 +1,158 @@
+// ControlService's registration and handler (see control_service.hpp).
+#include "server/services/control_service.hpp"
+
+#include <grpcpp/impl/codegen/server_callback_handlers.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+#include "engine/algorithms/interruption.hpp"
+#include "server/base/wire_counts.hpp"
+#include "server/compute/batch_runner.hpp"
+#include "server/services/control_plan.hpp"
+#include "server/services/request_checks.hpp"
+#include "server/transport/byte_buffers.hpp"
+#include "server/transport/unary_call.hpp"
+
+namespace torqued::server {
+namespace {
+
+using UnaryHandler = grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+const google::protobuf::ServiceDescriptor& control_service_descriptor() {
+  return *v1::SolveRequest::descriptor()->file()->FindServiceByName("ControlService");
+}
+
+bool call_should_stop(const void* state) {
+  return !check_alive(*static_cast<const CallLimit*>(state)).ok();
+}
+
+// The deadline's margin: the time the answer needs to be completed and sent, a tenth of the
+// time left when the solve starts, at most 20 ms.
+std::chrono::steady_clock::time_point budget_end(const grpc::CallbackServerContext& context,
+                                                 double max_seconds) {
+  using std::chrono::steady_clock;
+  const steady_clock::time_point now = steady_clock::now();
+  steady_clock::time_point end = steady_clock::time_point::max();
+  if (max_seconds > 0) {
+    end = now + std::chrono::duration_cast<steady_clock::duration>(
+                    std::chrono::duration<double>(std::min(max_seconds, 1e9)));
+  }
+  const auto deadline = deadline_of(context);
+  if (deadline != std::chrono::system_clock::time_point::max()) {
+    const auto left = std::chrono::duration_cast<steady_clock::duration>(
+        deadline - std::chrono::system_clock::now());
+    const auto margin = std::min<steady_clock::duration>(left / 10, std::chrono::milliseconds(20));
+    end = std::min(end, now + left - margin);
+  }
+  return end;
+}
+
+}  // namespace
+
+std::vector<std::string> ControlService::algorithm_names() {
+  return {std::string(kFddp.name), std::string(kBoxFddp.name)};
+}
+
+ControlService::ControlService(const ModelCatalog& catalog, Executor& executor, Metrics& metrics,
+                               MemoryBudget& budget, const AccessControl& access,
+                               const RequestLimits& limits, double max_call_seconds,
+                               const std::atomic<bool>& ready)
+    : catalog_(catalog),
+      executor_(executor),
+      metrics_(metrics),
+      budget_(budget),
+      access_(access),
+      limits_(limits),
+      max_call_seconds_(max_call_seconds),
+      ready_(ready),
+      solve_method_(method_id(control_service_descriptor().full_name(), "Solve")) {
+  const google::protobuf::ServiceDescriptor& service = control_service_descriptor();
+  const google::protobuf::MethodDescriptor& solve = *service.FindMethodByName("Solve");
+  MarkMethodRawCallback(solve.index(), new UnaryHandler([this](grpc::CallbackServerContext* context,
+                                                               const grpc::ByteBuffer* request,
+                                                               grpc::ByteBuffer* response) {
+                          return serve_solve(context, request, response);
+                        }));
+  for (int m = 0; m < service.method_count(); ++m) {
+    if (service.method(m) != &solve) {
+      throw std::logic_error(service.method(m)->full_name() +
+                             " has no handler in server/services/control_service.cpp");
+    }
+  }
+}
+
+grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContext* context,
+                                                      const grpc::ByteBuffer* request_bytes,
+                                                      grpc::ByteBuffer* response_bytes) {
+  const UnaryCall call(context, solve_method_, metrics_, &budget_);
+  struct Exchange {
+    v1::SolveRequest request;
+    v1::SolveResponse response;
+    PlannedSolve plan;
+  };
+  auto exchange = std::make_shared<Exchange>();
+  grpc::Status status = access_.check(*context, solve_method_);
+  if (status.ok()) {
+    status = call.reserve(decoded_bytes(*request_bytes, v1::SolveRequest::descriptor()),
+                          "the decoded request");
+  }
+  if (status.ok()) status = decode(*request_bytes, "request", exchange->request);
+  if (status.ok() && !ready_.load(std::memory_order_acquire)) {
+    status = {grpc::StatusCode::UNAVAILABLE,
+              "the server is still loading its models; retry shortly"};
+  }
+  RegisteredModelPtr entry;
+  if (status.ok()) {
+    entry = catalog_.find(exchange->request.model_id());
+    if (!entry) {
+      status = {grpc::StatusCode::NOT_FOUND, "model_id: no model " +
+                                                 quote_input(exchange->request.model_id()) +
+                                                 " on this server (register it first)"};
+    }
+  }
+  Reservation memory;
+  if (status.ok()) {
+    status = plan_solve(planning_, entry, exchange->request, executor_.workers(), exchange->plan,
+                        memory);
+  }
+  call.hold(std::move(memory));
+  if (!status.ok()) return call.finish(status);
+  const double max_call_seconds = max_call_seconds_;
+  run_call_task(
+      executor_, client_address(*context), call,
+      [this, call, exchange, response_bytes, max_call_seconds]() -> grpc::Status {
+        grpc::CallbackServerContext& context = *call.context();
+        const CallLimit limit{
+            &context,
+            max_call_seconds > 0
+                ? std::chrono::system_clock::now() +
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                          std::chrono::duration<double>(max_call_seconds))
+                : std::chrono::system_clock::time_point::max(),
+            max_call_seconds};
+        const SolveLimit solve_limit{&call_should_stop, &limit,
+                                     budget_end(context, exchange->plan.max_seconds)};
+        const Algorithm algorithm =
+            exchange->plan.dynamics.control_bounds.lower.size() > 0 ? kBoxFddp : kFddp;
+        const Clock::time_point start = metrics_.start();
+        try {
+          solve(exchange->plan, &executor_, executor_.workers(), solve_limit, exchange->response);
+        } catch (const SingularSystemError& e) {
+          return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+        } catch (const Interrupted&) {
+          const grpc::Status alive = check_alive(limit);
+          return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled")
+                            : alive;
+        } catch (const std::bad_alloc&) {
+          return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+                  "the server could not allocate the memory this call needs"};
+        }
+        metrics_.compute(algorithm.name, start);
+        return encode(exchange->response, response_bytes);
+      });
+  return call.reactor();
+}
+
+}  // namespace torqued::server

@@ -1,0 +1,54 @@
+// torqued.v1.ControlService on the callback API: Solve, a robot's optimal-control problem solved
+// on the server (control_plan.hpp reads and checks it, control_solver.hpp solves it). A Solve runs
+// as one task of the executor, in its client's turn, and spreads its knots over the free workers.
+// Its time budget and its deadline end it with the best iterate; its client going away, the
+// server's --max-call-seconds or a drain end it with that status, between iterations or inside
+// one (within milliseconds).
+#pragma once
+
+#include <atomic>
+
+#include "server/base/memory_budget.hpp"
+#include "server/base/rpc_methods.hpp"
+#include "server/compute/control_solver.hpp"
+#include "server/compute/executor.hpp"
+#include "server/models/model_catalog.hpp"
+#include "server/services/dynamics_plans.hpp"
+#include "server/transport/access_tokens.hpp"
+#include "torqued/v1/control.grpc.pb.h"
+
+namespace torqued::server {
+
+// The solver's label in the compute-time metrics: FDDP, or box-FDDP under control bounds.
+inline constexpr Algorithm kFddp{"fddp", {}};
+inline constexpr Algorithm kBoxFddp{"box_fddp", {}};
+
+class ControlService final : public v1::ControlService::Service {
+ public:
+  // Registers every method of the service; throws std::logic_error naming a method of its
+  // descriptor that nothing serves.
+  ControlService(const ModelCatalog& catalog, Executor& executor, Metrics& metrics,
+                 MemoryBudget& budget, const AccessControl& access, const RequestLimits& limits,
+                 double max_call_seconds, const std::atomic<bool>& ready);
+
+  // The labels of the service's algorithms, for the metrics.
+  static std::vector<std::string> algorithm_names();
+
+ private:
+  grpc::ServerUnaryReactor* serve_solve(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request_bytes,
+                                        grpc::ByteBuffer* response_bytes);
+
+  const ModelCatalog& catalog_;
+  Executor& executor_;
+  Metrics& metrics_;
+  MemoryBudget& budget_;
+  const AccessControl& access_;
+  const RequestLimits limits_;
+  const Planning planning_{limits_, budget_};
+  const double max_call_seconds_;
+  const std::atomic<bool>& ready_;
+  const MethodId solve_method_;
+};
+
+}  // namespace torqued::server

@@ -1,0 +1,66 @@
+// What the service fuzzers share: the bundled models (deploy/models) registered in a catalog over
+// a store in a fresh temporary directory, with the memory budget and workspace pool the services
+// take, and the models' ids by name, since a content hash is nothing a mutation would find.
+#pragma once
+
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "server/base/config.hpp"
+#include "server/models/model_catalog.hpp"
+
+namespace torqued::server {
+
+class BundledCatalog {
+ public:
+  BundledCatalog()
+      : store_directory_(make_store_directory()),
+        store_(store_directory_, Config{}.max_model_bytes),
+        memory_(std::size_t{1} << 30),
+        workspaces_(64 << 20, 64 << 20, memory_),
+        catalog_(store_, model_limits(Config{}), metrics_, workspaces_) {
+    spdlog::set_level(spdlog::level::warn);
+    if (catalog_.load_repository(TORQUED_REPOSITORY_DIR) == 0) {
+      throw std::runtime_error("no bundled model in " TORQUED_REPOSITORY_DIR);
+    }
+    for (const RegisteredModelPtr& entry : catalog_.list()) ids_[entry->layout.name()] = entry->id;
+  }
+  ~BundledCatalog() {
+    std::error_code ignored;
+    std::filesystem::remove_all(store_directory_, ignored);
+  }
+
+  // The id a request's model_id stands for: a bundled model's name means its id.
+  const std::string& id_of(const std::string& model_id) const {
+    const auto named = ids_.find(model_id);
+    return named == ids_.end() ? model_id : named->second;
+  }
+
+  Metrics& metrics() { return metrics_; }
+  MemoryBudget& memory() { return memory_; }
+  WorkspacePool& workspaces() { return workspaces_; }
+  ModelCatalog& catalog() { return catalog_; }
+
+ private:
+  static std::filesystem::path make_store_directory() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "torqued-fuzz-store-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    return pattern;
+  }
+
+  const std::filesystem::path store_directory_;
+  ModelStore store_;
+  Metrics metrics_;
+  MemoryBudget memory_;
+  WorkspacePool workspaces_;
+  ModelCatalog catalog_;
+  std::map<std::string, std::string> ids_;  // bundled model name -> id
+};
+
+}  // namespace torqued::server
