@@ -33,25 +33,11 @@ import tempfile
 import time
 import types
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import client_venv  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TALOS = os.path.join(ROOT, "..", "shared", "models", "talos_reduced.urdf")
-
-
-def in_venv(argv):
-    """Re-runs this script in a venv holding the Python client; returns its exit code."""
-    work = tempfile.mkdtemp(prefix="torqued-horizon-")
-    package = os.path.join(work, "package")
-    os.makedirs(package)
-    for name in ("pyproject.toml", "setup.py", "torqued"):
-        source = os.path.join(ROOT, "clients", "python", name)
-        subprocess.run(["cp", "-r", source, package], check=True)
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", "--without-pip",
-                    os.path.join(work, "venv")], check=True)
-    python = os.path.join(work, "venv", "bin", "python")
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-build-isolation",
-                    "--no-index", package], check=True,
-                   env={**os.environ, "TORQUED_PROTO_DIR": os.path.join(ROOT, "proto")})
-    return subprocess.run([python, "-P", os.path.abspath(__file__), "--in-venv", *argv]).returncode
 
 
 def step_ns(exe, knots, threads):
@@ -197,7 +183,7 @@ def main():
     if not os.path.exists(TALOS):
         sys.exit(f"{TALOS} is not checked out beside the repository")
     if not a.in_venv:
-        sys.exit(in_venv(sys.argv[1:]))
+        sys.exit(client_venv.rerun_in_venv(__file__, sys.argv[1:]))
     a.build = os.path.abspath(a.build)
     run(a)
 

@@ -1,4 +1,5 @@
-"""The contact snippets of docs/operating.md run as written and hold the feet where they stand.
+"""The snippets of the docs run as written: docs/operating.md's contact snippets hold the feet
+where they stand, and docs/optimal-control.md's reach converges to its target.
 
 The Python blocks after a `<!-- snippet: contacts -->` marker (Linearize's, then Rollout's and
 the contact schedule's, which go on inside the first one's `with`) run in one namespace against a
@@ -19,6 +20,7 @@ import torqued
 from conftest import TorquedProcess
 
 OPERATING = Path(__file__).resolve().parents[3] / "docs" / "operating.md"
+OPTIMAL_CONTROL = OPERATING.with_name("optimal-control.md")
 SNIPPET = re.compile(r"<!-- snippet: contacts -->\n```python\n(.*?)```", re.DOTALL)
 FEET = ["FL_foot", "FR_foot", "HL_foot", "HR_foot"]
 # Held with the deadbeat gains, a foot moves by one step's residual, O(dt²) of the curvature terms
@@ -64,3 +66,18 @@ def test_contact_snippets_run_as_written_and_hold_the_feet_where_they_stand(
     assert {k: v.size for k, v in trot.knots.impulses.items()} == {22: 6, 34: 12}
     assert trot.knots.friction_cones[10].shape == (2, 5)
     assert trot.knots.dfriction_cones_dx[40].shape == (4, 5, 2 * dog.nv)
+
+
+def test_the_solve_snippet_runs_as_written_and_reaches_its_target(
+    server: TorquedProcess, client: torqued.Client
+) -> None:
+    snippet = re.compile(r"<!-- snippet: solve -->\n```python\n(.*?)```", re.DOTALL)
+    (code,) = snippet.findall(OPTIMAL_CONTROL.read_text())
+    scope: dict = {}
+    exec(compile(code.replace('"localhost:50051"', repr(server.address)),
+                 str(OPTIMAL_CONTROL), "exec"), scope)
+    solution, arm = scope["solution"], scope["arm"]
+    assert solution.stop_reason == "converged"
+    assert solution.feedback.shape == (40, 6, 12)
+    reached = client.kinematics(arm.id, solution.q[-1], frames=["link6"]).positions
+    assert np.linalg.norm(reached.reshape(3) - np.array([0.4, 0.2, 0.3])) < 1e-2

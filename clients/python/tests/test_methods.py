@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 import torqued
-from torqued.v1 import dynamics_pb2, model_pb2
+from torqued.v1 import control_pb2, dynamics_pb2, model_pb2
 
 # RPC name -> Client method, where it is not the snake_case of the name.
 EXCEPTIONS = {"RegisterModel": "register"}
 
 SERVICES = [
     service
-    for module in (model_pb2, dynamics_pb2)
+    for module in (model_pb2, dynamics_pb2, control_pb2)
     for service in module.DESCRIPTOR.services_by_name.values()
 ]
 
@@ -29,10 +29,11 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def test_the_services_are_the_model_and_dynamics_services() -> None:
+def test_the_services_are_the_model_dynamics_and_control_services() -> None:
     assert [s.full_name for s in SERVICES] == [
         "torqued.v1.ModelService",
         "torqued.v1.DynamicsService",
+        "torqued.v1.ControlService",
     ]
 
 

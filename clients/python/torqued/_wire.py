@@ -1,8 +1,9 @@
-"""Packed doubles between numpy and the wire: a DynamicsService call's repeated double fields
-are encoded and decoded as raw little-endian bytes, the rest by protobuf."""
+"""Packed doubles between numpy and the wire: a DynamicsService (or ControlService) call's
+repeated double fields are encoded and decoded as raw little-endian bytes, the rest by protobuf."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any, Iterable, Iterator
 
 import grpc
@@ -70,7 +71,9 @@ class Reply:
 
 
 class PackedCall:
-    """A DynamicsService RPC whose repeated double fields go between numpy and the wire directly.
+    """A unary RPC whose repeated double fields go between numpy and the wire directly; its
+    messages are the classes of `messages`, the generated module of its service (dynamics_pb2
+    unless said).
 
     protobuf's Python containers cost about a microsecond per number each way (seconds for a
     batch of 10^4 mass matrices); packed doubles are plain little-endian bytes, so they are
@@ -84,9 +87,15 @@ class PackedCall:
     took 0.3 ms).
     """
 
-    def __init__(self, channel: grpc.Channel, method: Any, borrowed: Iterable[str] = ()) -> None:
-        self.request_class = getattr(dynamics_pb2, method.input_type.name)
-        self.response_class = getattr(dynamics_pb2, method.output_type.name)
+    def __init__(
+        self,
+        channel: grpc.Channel,
+        method: Any,
+        borrowed: Iterable[str] = (),
+        messages: ModuleType = dynamics_pb2,
+    ) -> None:
+        self.request_class = getattr(messages, method.input_type.name)
+        self.response_class = getattr(messages, method.output_type.name)
         self.request_doubles = {f.name: f.number for f in repeated_doubles(method.input_type)}
         self.response_doubles = {f.number: f.name for f in repeated_doubles(method.output_type)}
         self.borrowed = frozenset(borrowed)

@@ -22,14 +22,22 @@ A library. close() (or a `with` block) ends the channel; a client never closed i
 is collected or at the interpreter's exit, so a script that forgets it still exits. The process's
 allocator is left as it is unless keep_freed_memory=True asks for the server's mallopt settings.
 
+Optimal control. Client.solve solves an OptimalControlProblem on the server (ControlService):
+the problem is built as Crocoddyl builds one, from the cost terms of torqued.residuals and
+torqued.activations and the contacts of torqued.contact (see torqued/_control.py).
+
 Modules. The methods live by service: _connection.py (the channel, retries, re-registration,
-health, sessions, Echo), _models.py (ModelService), _dynamics.py (the batched dynamics) and
-_trajectory.py (Linearize and Rollout, with _euler_step_jacobians.py); results.py holds what they
-return, _conversions.py the arguments' conversions, _wire.py the packed doubles on the wire.
+health, sessions, Echo), _models.py (ModelService), _dynamics.py (the batched dynamics),
+_trajectory.py (Linearize and Rollout, with _euler_step_jacobians.py) and _control.py
+(ControlService's Solve and the problem it takes, with residuals.py and activations.py);
+results.py holds what they return, _conversions.py the arguments' conversions, _wire.py the
+packed doubles on the wire.
 """
 
 from __future__ import annotations
 
+from torqued import activations, residuals
+from torqued._control import ControlMethods, OptimalControlProblem, contact
 from torqued._dynamics import DynamicsMethods
 from torqued._models import ModelMethods
 from torqued._trajectory import TrajectoryMethods
@@ -45,11 +53,13 @@ from torqued.results import (
     Linearization,
     Rollouts,
     Simulation,
+    Solution,
+    SolverIteration,
 )
 from torqued.session import Session, SessionReply
 
-# What `import torqued` exports: the client, its errors and sessions, and the results of its
-# methods.
+# What `import torqued` exports: the client, its errors and sessions, the results of its
+# methods, and what an optimal-control problem is built from.
 __all__ = [
     "AccelerationsAndForces",
     "Centroidal",
@@ -61,19 +71,25 @@ __all__ = [
     "Error",
     "Kinematics",
     "Linearization",
+    "OptimalControlProblem",
     "Rollouts",
     "Session",
     "SessionReply",
     "Simulation",
+    "Solution",
+    "SolverIteration",
+    "activations",
+    "contact",
+    "residuals",
 ]
 
 
-class Client(ModelMethods, DynamicsMethods, TrajectoryMethods):
+class Client(ModelMethods, DynamicsMethods, TrajectoryMethods, ControlMethods):
     """A connection to torqued (one server, or several behind a DNS name or a proxy).
 
     The methods are grouped by module: torqued/_connection.py (the channel, retries, health,
-    sessions, echo), _models.py (ModelService), _dynamics.py (the batched dynamics) and
-    _trajectory.py (Linearize and Rollout).
+    sessions, echo), _models.py (ModelService), _dynamics.py (the batched dynamics),
+    _trajectory.py (Linearize and Rollout) and _control.py (Solve).
 
     Example:
         with torqued.Client("localhost:50051") as client:

@@ -251,3 +251,55 @@ class Rollouts(NamedTuple):
     frame_jacobians: Optional[Array]
     rows: list[model_pb2.ConstraintRows]
     knots: Any = None
+
+
+class SolverIteration(NamedTuple):
+    """One FDDP iteration, as Crocoddyl's verbose callback prints it.
+
+    Attributes:
+        cost: the total cost after the iteration's step.
+        stop: the stopping criterion |d1 + d2/2|.
+        step: the step length alpha of the last step tried.
+        regularization: mu after the iteration.
+        gaps: the largest gap at the iteration's start (infinity norm).
+    """
+
+    cost: float
+    stop: float
+    step: float
+    regularization: float
+    gaps: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Solution:
+    """The answer of an optimal-control solve over T running knots.
+
+    Attributes:
+        q, v: the states x_0 ... x_T, (T + 1, nq) and (T + 1, nv).
+        u: the controls u_0 ... u_{T-1}, (T, nu).
+        feedback: with feedback=True, the gains K_t, (T, nu, 2 nv), so that
+            u_t(x) = u_t + K_t (x - x_t) (x - x_t the tangent difference, dq then dv), the sign
+            Client.rollout takes them with (minus Crocoddyl's K); else None.
+        stop_reason: "converged", "iteration_limit", "regularization_limit" or "time_budget".
+        iterations: the iterations done, in order.
+        cost: the total cost of the solution.
+        cost_terms: each term's part, by name, in the problem's order (running terms, then
+            terminal ones); a running term's is summed over its knots, times dt.
+        max_gap: the largest remaining gap between a step's end and the next state (0 when
+            feasible).
+        feasible: whether the states are the rollout of the controls (no gaps).
+        solve_seconds: the server's compute time for the solve.
+    """
+
+    q: Array
+    v: Array
+    u: Array
+    feedback: Optional[Array]
+    stop_reason: str
+    iterations: list[SolverIteration]
+    cost: float
+    cost_terms: dict[str, float]
+    max_gap: float
+    feasible: bool
+    solve_seconds: float

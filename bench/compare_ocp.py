@@ -1,0 +1,299 @@
+#!/usr/bin/python3
+"""Optimal control over the wire beside Crocoddyl: the problems of ../shared/anchors' anchor_ocp
+(Crocoddyl 3.0.1's SolverFDDP) solved by torqued's ControlService through the Python client.
+
+    /usr/bin/python3 bench/compare_ocp.py TORQUED [--describe FILE] [--dump FILE]
+                                          [--anchor PATH] [--models DIR] [--workers 1,2]
+                                          [--repeats 5] [--problem NAME|all]
+
+TORQUED is a torqued server binary; for each --workers count the script starts it on loopback
+with that many workers and runs anchor_ocp with as many threads. The problems are read from
+`anchor_ocp --describe FILE`'s JSON (without --describe, the script runs anchor_ocp --repeats 0
+to write it) and built as bench/ocp_bench.cpp builds them: the URDF named there (from --models,
+default ../shared/models), registered with a free-flyer root when the base floats; x0 and every
+state reference and weight moved from the description's joint layout to the server's
+(ModelService.GetModel), joint by joint; the contacts held from knot 0 at their reference
+placements; the costs; the solver's thresholds. Each solve starts cold (x0 at every knot, the
+quasi-static controls); --repeats solves per problem, the first discarded.
+
+Crocoddyl's figures come from anchor_ocp --dump (its iterations, final cost, task error and
+median solve time): the --dump FILE given, for the thread count it was written with, otherwise a
+run of anchor_ocp (looked up in $ANCHORS_DIR/native, default ~/.cache/torqued-anchors/native,
+where ../shared/anchors/build.sh puts it). Printed per problem and workers count: iterations of
+each, torqued's final cost over Crocoddyl's, the task frame's distance to its target at the last
+knot for each (torqued's from a Kinematics call), and the time per iteration: torqued's on the
+server (solve_seconds) and end to end in the client, Crocoddyl's in process.
+
+The script installs the Python client into a temporary venv first, as
+tests/clients/python/run_pytest.sh does.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import client_venv  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = os.path.join(ROOT, "..", "shared", "models")
+# Crocoddyl's SolverFDDP settings that SolveRequest has no field for: reg_decfactor is
+# reg_incfactor there, so a description with others cannot be reproduced.
+
+
+class Server:
+    """The torqued binary on loopback with `workers` workers and a data directory of its own."""
+
+    def __init__(self, binary, workers):
+        import torqued
+        from service_scenarios import free_port
+
+        self.port = free_port()
+        self.data = tempfile.mkdtemp(prefix="torqued-ocp-data-")
+        self.log = open(os.path.join(self.data, "torqued.log"), "w+")
+        self.process = subprocess.Popen(
+            [binary, "--address=127.0.0.1", f"--port={self.port}", "--metrics-port=0",
+             f"--data-dir={self.data}/store", f"--model-repository={ROOT}/deploy/models",
+             f"--workers={workers}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        with torqued.Client(self.address, retries=0) as probe:
+            while time.monotonic() < deadline and self.process.poll() is None:
+                try:
+                    if probe.health(timeout=1.0) == "SERVING":
+                        return
+                except torqued.Error:
+                    pass
+                time.sleep(0.05)
+        self.log.seek(0)
+        log = self.log.read()
+        self.stop()
+        raise RuntimeError("torqued did not start:\n" + log)
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=60)
+        self.log.close()
+
+
+def crocoddyl_runs(anchor, models, threads, repeats, problem):
+    """anchor_ocp's --dump for `threads` threads: its problems by name."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as dump:
+        subprocess.run([anchor, "--threads", str(threads), "--repeats", str(repeats),
+                        "--problem", problem, "--models", models, "--dump", dump.name],
+                       check=True, capture_output=True)
+        return {p["name"]: p for p in json.load(open(dump.name))["problems"]}
+
+
+class Layout:
+    """The description's joint layout against the server's, joint by joint (ocp_bench.cpp's
+    state_of): where each of its q and v coordinates goes in the model's."""
+
+    def __init__(self, model, described):
+        ours = {joint.name: joint for joint in model.joints}
+        self.nq, self.nv = model.nq, model.nv
+        self.described_nq = described["nq"]
+        self.q_at, self.v_at = [0] * described["nq"], [0] * described["nv"]
+        for joint in described["joints"]:
+            if joint["name"] not in ours:
+                raise SystemExit(f"{model.name}: no joint named {joint['name']}")
+            mine = ours[joint["name"]]
+            for k in range(joint["nq"]):
+                self.q_at[joint["idx_q"] + k] = mine.idx_q + k
+            for k in range(joint["nv"]):
+                self.v_at[joint["idx_v"] + k] = mine.idx_v + k
+        self.root_dofs = 6 if described["base"] == "floating" else 0
+
+    def state(self, x):
+        """x = (q, v) in the model's layout."""
+        out = [0.0] * (self.nq + self.nv)
+        for k, at in enumerate(self.q_at):
+            out[at] = x[k]
+        for k, at in enumerate(self.v_at):
+            out[self.nq + at] = x[self.described_nq + k]
+        return out
+
+    def tangent(self, values):
+        """A tangent vector (dq, dv), 2 nv values such as a state residual's weights."""
+        nv = len(self.v_at)
+        out = [0.0] * (2 * self.nv)
+        for k, at in enumerate(self.v_at):
+            out[at] = values[k]
+            out[self.nv + at] = values[nv + k]
+        return out
+
+    def control(self, values):
+        """Controls: the actuated DOFs, those past the root's in v's order."""
+        out = [0.0] * (self.nv - self.root_dofs)
+        for k, at in enumerate(self.v_at[self.root_dofs:]):
+            out[at - self.root_dofs] = values[k]
+        return out
+
+
+def problem_of(client, described, models):
+    """The OptimalControlProblem of a described problem, its model and its layout."""
+    import numpy as np
+
+    import torqued
+
+    floating = described["base"] == "floating"
+    model = client.register(urdf=Path(models) / Path(described["model"]).name,
+                            floating_base=floating)
+    layout = Layout(model, described)
+    x0 = layout.state(described["x0"])
+    problem = torqued.OptimalControlProblem(model, x0[:model.nq], x0[model.nq:],
+                                            knots=described["K"], dt=described["dt"])
+    problem.actuation("unactuated_root" if floating else "all")
+    if described["contacts"]:
+        contacts = []
+        for c in described["contacts"]:
+            if any(c["baumgarte_gains"]):
+                raise SystemExit(f"{described['name']}: contacts with Baumgarte's gains")
+            anchor = c["reference_placement"]
+            contacts.append(torqued.contact(
+                c["frame"], "point" if c["type"] == "ContactModel3D" else "weld",
+                translation=anchor["translation"], rotation=np.array(anchor["rotation_rows"])))
+        problem.add_phase(0, contacts)
+    for add, terms in ((problem.add_running_cost, described["running_costs"]),
+                       (problem.add_terminal_cost, described["terminal_costs"])):
+        for term in terms:
+            residual, activation = term["residual"], term["activation"]
+            reference = residual.get("reference")
+            kind = residual["type"]
+            if kind == "frame_translation":
+                made = torqued.residuals.frame_translation(residual["frame"], reference)
+            elif kind == "state":
+                made = torqued.residuals.state(layout.state(reference))
+            elif kind == "control":
+                made = torqued.residuals.control(layout.control(reference))
+            elif kind == "control_gravity":
+                made = torqued.residuals.control_gravity()
+            elif kind == "com_position":
+                made = torqued.residuals.center_of_mass(reference)
+            else:
+                raise SystemExit(f"{described['name']}: unknown residual {kind}")
+            if activation["type"] == "quad":
+                weighed = torqued.activations.quadratic()
+            elif activation["type"] == "weighted_quad":
+                weights = activation["weights"]
+                if kind == "state":
+                    weights = layout.tangent(weights)
+                weighed = torqued.activations.weighted_quadratic(weights)
+            else:
+                raise SystemExit(f"{described['name']}: unknown activation {activation['type']}")
+            add(term["name"], made, weighed, weight=term["weight"])
+    solver = described["solver"]
+    if solver["reg_decfactor"] != solver["reg_incfactor"]:
+        print(f"warning: {described['name']}: reg_decfactor {solver['reg_decfactor']} is not "
+              f"reg_incfactor {solver['reg_incfactor']}; the server takes one factor")
+    problem.solver(max_iterations=solver["maxiter"], stop_threshold=solver["th_stop"],
+                   initial_regularization=solver["reg_min"],
+                   min_regularization=solver["reg_min"], max_regularization=solver["reg_max"],
+                   regularization_factor=solver["reg_incfactor"],
+                   accept_ratio=solver["th_acceptstep"],
+                   accept_gap_ratio=solver["th_acceptnegstep"],
+                   gradient_threshold=solver["th_grad"], decrease_above=solver["th_stepdec"],
+                   increase_at_most=solver["th_stepinc"])
+    return problem, model
+
+
+def torqued_runs(client, described, models, repeats):
+    """Solves the problem `repeats` times from the same cold start (the first discarded when more
+    than one): the last solution, its task error and the median server and client seconds."""
+    import numpy as np
+
+    problem, model = problem_of(client, described, models)
+    server_seconds, client_seconds = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        solution = client.solve(problem, timeout=600)
+        client_seconds.append(time.perf_counter() - start)
+        server_seconds.append(solution.solve_seconds)
+    if repeats > 1:
+        del server_seconds[0], client_seconds[0]
+    task = described["task"]
+    reached = client.kinematics(model.id, solution.q[-1], frames=[task["frame"]]).positions[0]
+    return {"solution": solution,
+            "task_error": float(np.linalg.norm(reached - np.array(task["target"]))),
+            "server_seconds": statistics.median(server_seconds),
+            "client_seconds": statistics.median(client_seconds)}
+
+
+def run(a):
+    import torqued
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    if a.describe is None:
+        a.describe = os.path.join(tempfile.mkdtemp(prefix="torqued-ocp-"), "describe.json")
+        subprocess.run([a.anchor, "--repeats", "0", "--models", a.models,
+                        "--describe", a.describe], check=True, capture_output=True)
+    problems = [p for p in json.load(open(a.describe))["problems"]
+                if a.problem in ("all", p["name"])]
+    dump = json.load(open(a.dump)) if a.dump else None
+    print("| problem | workers / threads | iterations (torqued, Crocoddyl) | stop (torqued) "
+          "| cost torqued / Crocoddyl | task error torqued, Crocoddyl (m) "
+          "| torqued ms/iter, server | torqued ms/iter, end to end | Crocoddyl ms/iter |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for workers in a.workers:
+        if dump is not None and dump["threads"] == workers:
+            theirs = {p["name"]: p for p in dump["problems"]}
+        else:
+            theirs = crocoddyl_runs(a.anchor, a.models, workers, a.repeats, a.problem)
+        server = Server(a.binary, workers)
+        try:
+            with torqued.Client(server.address, timeout=600) as client:
+                for described in problems:
+                    ours = torqued_runs(client, described, a.models, a.repeats)
+                    crocoddyl = theirs[described["name"]]
+                    solution = ours["solution"]
+                    iterations = max(len(solution.iterations), 1)
+                    print(f"| {described['name']} | {workers} "
+                          f"| {len(solution.iterations)}, {crocoddyl['iterations']} "
+                          f"| {solution.stop_reason} "
+                          f"| {solution.cost / crocoddyl['cost']:.12f} "
+                          f"| {ours['task_error']:.2e}, {crocoddyl['task_error']:.2e} "
+                          f"| {ours['server_seconds'] * 1e3 / iterations:.3f} "
+                          f"| {ours['client_seconds'] * 1e3 / iterations:.3f} "
+                          f"| {crocoddyl['median_ms'] / max(crocoddyl['iterations'], 1):.3f} |",
+                          flush=True)
+        finally:
+            server.stop()
+    print(f"\nmedians of {a.repeats} solves each from the same cold start"
+          f"{' (the first discarded)' if a.repeats > 1 else ''}; client and server share the "
+          "machine's CPUs")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("binary", help="the torqued server binary")
+    ap.add_argument("--describe", help="anchor_ocp --describe's JSON; default: written now")
+    ap.add_argument("--dump", help="anchor_ocp --dump's JSON, for its thread count")
+    ap.add_argument("--anchor", default=os.path.join(
+        os.environ.get("ANCHORS_DIR", os.path.expanduser("~/.cache/torqued-anchors")),
+        "native", "anchor_ocp"))
+    ap.add_argument("--models", default=MODELS)
+    ap.add_argument("--workers", default="1,2",
+                    type=lambda text: [int(w) for w in text.split(",")])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--problem", default="all")
+    ap.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if not a.in_venv:
+        sys.exit(client_venv.rerun_in_venv(__file__, sys.argv[1:]))
+    a.binary = os.path.abspath(a.binary)
+    a.models = os.path.abspath(a.models)
+    run(a)
+
+
+if __name__ == "__main__":
+    main()
