@@ -13,19 +13,34 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The engine's test: the call's end, and the time budget while the solver runs (not while the
-// answer is completed after it). The budget ends early by the time of the last pass of
-// derivatives over the knots, which bounds the answer's own pass over them (spread the same way,
-// without derivatives), so that a deadline's answer is complete before the deadline.
+// answer is completed after it). The budget ends early by the time of a pass of derivatives over
+// the knots (the last one, or the one under way projected from its knots done so far), which
+// bounds the answer's own pass over them (spread the same way, without derivatives), so that a
+// deadline's answer is complete before the deadline.
 struct SolveInterruption {
   const SolveLimit& limit;
   bool budget_applies = true;
-  std::atomic<Clock::rep> reserve{0};
+  std::atomic<Clock::rep> last_pass{0};
+  std::atomic<Clock::rep> pass_start{0};  // 0 between passes
+  std::atomic<int> pass_knots{0}, knots_done{0};
+
+  Clock::duration reserve() const {
+    Clock::duration reserve(last_pass.load(std::memory_order_relaxed));
+    const Clock::rep start = pass_start.load(std::memory_order_relaxed);
+    const int done = knots_done.load(std::memory_order_relaxed);
+    const int knots = pass_knots.load(std::memory_order_relaxed);
+    // Projected once a sixteenth of the knots is done: the first ones pay the pass's first
+    // touches of memory.
+    if (start != 0 && done > 0 && done >= knots / 16) {
+      const Clock::duration elapsed = Clock::now().time_since_epoch() - Clock::duration(start);
+      reserve = std::max(reserve, elapsed * knots / done);
+    }
+    return reserve;
+  }
 
   static bool requested(const void* state) {
     const auto& self = *static_cast<const SolveInterruption*>(state);
-    return (self.budget_applies &&
-            Clock::now() + Clock::duration(self.reserve.load(std::memory_order_relaxed)) >=
-                self.limit.budget_end) ||
+    return (self.budget_applies && Clock::now() + self.reserve() >= self.limit.budget_end) ||
            (self.limit.call_should_stop != nullptr && self.limit.call_should_stop(self.limit.call));
   }
 };
@@ -50,11 +65,18 @@ class SpreadProblem final : public MultibodyProblem {
                      std::span<KnotValues> values) override {
     const int count = knots();
     const Clock::time_point start = Clock::now();
+    state_.pass_knots.store(count + 1, std::memory_order_relaxed);
+    state_.knots_done.store(0, std::memory_order_relaxed);
+    state_.pass_start.store(start.time_since_epoch().count(), std::memory_order_relaxed);
     parallel_.run(count + 1, [&](int slot, int t) {
+      // A small model's knot is below the engine's own polling: ask before each one.
+      if (SolveInterruption::requested(&state_)) throw Interrupted();
       const auto at = static_cast<std::size_t>(t);
       differentiate_knot(worker(slot), t, xs[at], us[t < count ? at : at - 1], values[at]);
+      state_.knots_done.fetch_add(1, std::memory_order_relaxed);
     });
-    state_.reserve.store((Clock::now() - start).count(), std::memory_order_relaxed);
+    state_.pass_start.store(0, std::memory_order_relaxed);
+    state_.last_pass.store((Clock::now() - start).count(), std::memory_order_relaxed);
   }
 
   Worker& worker(int slot) { return *workers_[static_cast<std::size_t>(slot)]; }

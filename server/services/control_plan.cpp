@@ -602,8 +602,9 @@ grpc::Status plan_solve(const Planning& planning, const RegisteredModelPtr& entr
         !s.ok()) {
       return s;
     }
-    const std::span<const BilateralConstraint> held =
-        AnchoredConstraints(planned[at].contacts).at(m, data, out.x0.head(m.nq));
+    // The span points into `anchoring`'s copy, which must outlive the assignment.
+    AnchoredConstraints anchoring(planned[at].contacts);
+    const std::span<const BilateralConstraint> held = anchoring.at(m, data, out.x0.head(m.nq));
     anchored[at].assign(held.begin(), held.end());
   }
 

@@ -229,6 +229,9 @@ TEST_F(ControlServiceTest, ControlBoundsHold) {
   const LocalModel& arm = model("puma560");
   const Model& m = *arm.model;
   v1::SolveRequest request = reach(arm);
+  // Below gravity's torques at the start: the arm cannot hold itself, and box-FDDP does not
+  // converge within the iterations; its iterates keep to the bounds.
+  request.mutable_solver()->set_max_iterations(20);
   for (int i = 0; i < m.nv; ++i) {
     request.mutable_control_bounds()->add_lower(-20.0);
     request.mutable_control_bounds()->add_upper(20.0);
@@ -336,11 +339,15 @@ TEST_F(ControlServiceTest, QuadrupedShiftsItsTrunkThroughATouchdown) {
   EXPECT_GT(response.cost_terms(3).value(), 0.0);
 }
 
-// A 10,000-knot reach with a 100 ms budget: the best iterate, soon after the budget, and nothing
-// left running on the server.
+// A long horizon: 10,000 knots, or 1,000 under a sanitizer, whose allocations alone (FDDP's
+// matrices of every knot, before the solve can be interrupted) take seconds for 10,000.
+constexpr int kLongHorizon = kSanitizedBuild ? 1000 : 10000;
+
+// A long reach with a 100 ms budget: the best iterate, soon after the budget, and nothing left
+// running on the server.
 TEST_F(ControlServiceTest, TimeBudgetAnswersTheBestIterate) {
   const LocalModel& arm = model("puma560");
-  v1::SolveRequest request = reach(arm, 10000);
+  v1::SolveRequest request = reach(arm, kLongHorizon);
   request.set_max_seconds(0.1);
   request.mutable_solver()->set_max_iterations(1000);
   request.mutable_solver()->set_stop_threshold(0.0);
@@ -351,10 +358,8 @@ TEST_F(ControlServiceTest, TimeBudgetAnswersTheBestIterate) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(response.stop_reason(), v1::STOP_REASON_TIME_BUDGET);
-  EXPECT_EQ(response.q_size(), 10001 * arm.model->nq);
+  EXPECT_EQ(response.q_size(), (kLongHorizon + 1) * arm.model->nq);
   EXPECT_LT(seconds, 0.1 + 2.0);
-  std::cerr << "call " << seconds << " s, solve " << response.solve_seconds() << " s, "
-            << response.iterations_size() << " iterations\n";
   // Idle: the busy-workers gauge back to zero.
   bool idle = false;
   for (int i = 0; i < 50 && !idle; ++i) {
@@ -368,7 +373,7 @@ TEST_F(ControlServiceTest, TimeBudgetAnswersTheBestIterate) {
 // A deadline the solve cannot finish within ends it with its best iterate, not an error.
 TEST_F(ControlServiceTest, DeadlineAnswersTheBestIterate) {
   const LocalModel& arm = model("puma560");
-  v1::SolveRequest request = reach(arm, 10000);
+  v1::SolveRequest request = reach(arm, kLongHorizon);
   request.mutable_solver()->set_max_iterations(1000);
   request.mutable_solver()->set_stop_threshold(0.0);
   v1::SolveResponse response;
