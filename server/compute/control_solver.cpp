@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
+#include <span>
+#include <string>
 
 #include "server/compute/knot_parallel.hpp"
 
@@ -99,6 +102,34 @@ v1::StopReason stop_reason(FddpOutcome outcome) {
       return v1::STOP_REASON_TIME_BUDGET;
   }
   return v1::STOP_REASON_UNSPECIFIED;
+}
+
+// Throws SolveOverflow naming the first of the answer's values that is not finite.
+void check_finite(const v1::SolveResponse& response) {
+  const auto check = [](const char* field, std::span<const double> values) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!std::isfinite(values[i])) {
+        throw SolveOverflow(std::string("the solution's ") + field + "[" + std::to_string(i) +
+                            "] is not finite (inf or NaN): the problem's values (its states, "
+                            "references or weights) overflow its costs or dynamics");
+      }
+    }
+  };
+  check("q", {response.q().data(), static_cast<std::size_t>(response.q_size())});
+  check("v", {response.v().data(), static_cast<std::size_t>(response.v_size())});
+  check("u", {response.u().data(), static_cast<std::size_t>(response.u_size())});
+  check("feedback",
+        {response.feedback().data(), static_cast<std::size_t>(response.feedback_size())});
+  const double totals[] = {response.cost(), response.max_gap()};
+  check("cost", totals);
+  for (int i = 0; i < response.cost_terms_size(); ++i) {
+    const double value = response.cost_terms(i).value();
+    check("cost_terms value", {&value, 1});
+  }
+  for (const v1::SolverIteration& it : response.iterations()) {
+    const double logged[] = {it.cost(), it.stop(), it.step(), it.regularization(), it.gaps()};
+    check("iterations", logged);
+  }
 }
 
 double* sized(google::protobuf::RepeatedField<double>* field, std::size_t n) {
@@ -216,6 +247,7 @@ void solve(const PlannedSolve& plan, Executor* executor, int threads, const Solv
   response.set_cost(cost);
   response.set_max_gap(*std::max_element(gaps.begin(), gaps.end()));
   response.set_feasible(fddp.feasible());
+  check_finite(response);
   response.set_solve_seconds(std::chrono::duration<double>(Clock::now() - start).count());
 }
 

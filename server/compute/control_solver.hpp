@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ struct PlannedSolve {
   double max_seconds = 0.0;  // 0: none
 };
 
+// A solve whose answer is not finite: finite inputs within their ranges (a joint angle of 1e161,
+// a weight of 1e300) overflow its costs or dynamics. FAILED_PRECONDITION in the server, never an
+// OK answer holding inf or NaN.
+class SolveOverflow : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // When a solve must end: `stop` says so for the call (its client gone, the server's bound), and
 // `budget_end` for its time budget.
 struct SolveLimit {
@@ -48,8 +57,8 @@ struct SolveLimit {
 
 // Solves `plan` into `response` on a task of `executor` (null: the calling thread only) with at
 // most `threads` workers. A time budget that runs out answers the best iterate so far
-// (STOP_REASON_TIME_BUDGET). Throws Interrupted when the call itself must stop, and what the
-// engine throws (SingularSystemError when a knot's dynamics is singular at the cold start).
+// (STOP_REASON_TIME_BUDGET). Throws Interrupted when the call itself must stop, SolveOverflow, and
+// what the engine throws (SingularSystemError when a knot's dynamics is singular at the guess).
 void solve(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit,
            v1::SolveResponse& response);
 

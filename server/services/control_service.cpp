@@ -141,6 +141,8 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
           solve(exchange->plan, &executor_, executor_.workers(), solve_limit, exchange->response);
         } catch (const SingularSystemError& e) {
           return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+        } catch (const SolveOverflow& e) {
+          return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
         } catch (const Interrupted&) {
           const grpc::Status alive = check_alive(limit);
           return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled")

@@ -2677,6 +2677,9 @@ std::vector<Row> control_rows() {
       row("InitialVelocityNaN", C::INVALID_ARGUMENT, {"v0[2]", "NaN"},
           [](v1::SolveRequest& r) { r.set_v0(2, kNaN); }),
       row("NoKnots", C::INVALID_ARGUMENT, {"knots"}, [](v1::SolveRequest& r) { r.set_knots(0); }),
+      // A finite angle whose square overflows the terminal state cost (the fuzzer's find).
+      row("OverflowingStateFails", C::FAILED_PRECONDITION, {"not finite", "overflow"},
+          [](v1::SolveRequest& r) { r.set_q0(0, 1.4e161); }),
       row("TooManyKnots", C::RESOURCE_EXHAUSTED, {"knots", "--max-ocp-knots"},
           [](v1::SolveRequest& r) { r.set_knots(2001); }),
       row("StepNotPositive", C::INVALID_ARGUMENT, {"dt"}, [](v1::SolveRequest& r) { r.set_dt(0); }),
