@@ -5,7 +5,8 @@
 // restarted server answers, round_robin spreads calls over two servers, deadlines surface as
 // DEADLINE_EXCEEDED, and list_models() walks every page of ListModels. Every method of the
 // services has a client call (checked against their descriptors and the server's metrics),
-// Session streams answer in order, and call_method() calls any unary method by its descriptor.
+// Session streams answer in order, call_method() calls any unary method by its descriptor, and
+// solve() lays an optimal-control answer out by knot.
 #include "torqued/client.hpp"
 
 #include <google/protobuf/dynamic_message.h>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/constrained_dynamics.hpp"
@@ -704,6 +706,27 @@ const std::map<std::string, ClientCall>& client_calls() {
            EXPECT_LT((second.fu[k] - knots.fu[k]).cwiseAbs().maxCoeff(), 1e-12) << k;
          }
        }},
+      {"Solve",
+       [](Client& c, const CallInputs& in) {
+         // The quadruped from the first state towards rest at its neutral configuration over 3
+         // knots, every DOF actuated.
+         v1::SolveRequest request;
+         request.set_model_id(in.id);
+         client::copy_values(in.q.row(0), request.mutable_q0());
+         client::copy_values(in.v.row(0), request.mutable_v0());
+         request.set_knots(3);
+         request.set_dt(0.01);
+         request.add_running_costs()->mutable_residual()->set_type(v1::RESIDUAL_TYPE_CONTROL);
+         request.add_terminal_costs()->mutable_residual()->set_type(v1::RESIDUAL_TYPE_STATE);
+         const client::SolveResult solution = c.solve(request);
+         EXPECT_EQ(solution.q.rows(), 4);
+         EXPECT_EQ(solution.q.cols(), 19);
+         EXPECT_EQ(solution.v.cols(), 18);
+         EXPECT_EQ(solution.u.rows(), 3);
+         EXPECT_EQ(solution.u.cols(), 18);
+         EXPECT_TRUE(solution.feedback.empty());
+         EXPECT_EQ(solution.cost_terms.size(), 2u);
+       }},
       {"Session",
        [](Client& c, const CallInputs& in) {
          client::Session session = c.session();
@@ -717,7 +740,8 @@ const std::map<std::string, ClientCall>& client_calls() {
   return calls;
 }
 
-// Every method of ModelService and DynamicsService, from their descriptors, has its client call,
+// Every method of ModelService, DynamicsService and ControlService, from their descriptors, has its
+// client call,
 // and that call reaches that method (the server's metrics count it answered OK).
 TEST_F(ClientTest, EveryMethodOfTheServicesHasAClientCall) {
   ServerProcess::Options options = server_options("a");
@@ -752,6 +776,140 @@ TEST_F(ClientTest, EveryMethodOfTheServicesHasAClientCall) {
     EXPECT_EQ(methods.count(name), 1u) << name << " is no method of the services";
   }
   EXPECT_EQ(client::find_method("NoSuchMethod"), nullptr);
+}
+
+// Crocoddyl's arm-reaching example on the bundled arm (control_service_test's reach): the tip of
+// its last link from a bent configuration to a point in front of it, the state and the controls
+// regularized, at rest at the end.
+v1::SolveRequest reach_request(const std::string& arm_id, const Eigen::Vector3d& target) {
+  v1::SolveRequest request;
+  request.set_model_id(arm_id);
+  client::copy_values(Eigen::VectorXd::Constant(6, 0.3), request.mutable_q0());
+  client::copy_values(Eigen::VectorXd::Zero(6), request.mutable_v0());
+  request.set_knots(40);
+  request.set_dt(0.02);
+  const auto term = [](google::protobuf::RepeatedPtrField<v1::CostTerm>* terms,
+                       const std::string& name, v1::ResidualType type, double weight) {
+    v1::CostTerm* added = terms->Add();
+    added->set_name(name);
+    added->mutable_residual()->set_type(type);
+    added->set_weight(weight);
+    return added;
+  };
+  for (const auto& [terms, name, weight] :
+       {std::tuple(request.mutable_running_costs(), "tip", 1.0),
+        std::tuple(request.mutable_terminal_costs(), "tip_final", 1e3)}) {
+    v1::Residual& tip =
+        *term(terms, name, v1::RESIDUAL_TYPE_FRAME_TRANSLATION, weight)->mutable_residual();
+    tip.set_frame("link6");
+    client::copy_values(target, tip.mutable_reference());
+  }
+  term(request.mutable_running_costs(), "posture", v1::RESIDUAL_TYPE_STATE, 1e-2);
+  term(request.mutable_running_costs(), "effort", v1::RESIDUAL_TYPE_CONTROL, 1e-4);
+  v1::Activation& rest =
+      *term(request.mutable_terminal_costs(), "rest", v1::RESIDUAL_TYPE_STATE, 1.0)
+           ->mutable_activation();
+  rest.set_type(v1::ACTIVATION_TYPE_WEIGHTED_QUADRATIC);
+  // The velocities only: the configuration at the end is the tip's to choose.
+  client::copy_values(
+      (Eigen::VectorXd(12) << Eigen::VectorXd::Zero(6), Eigen::VectorXd::Ones(6)).finished(),
+      rest.mutable_weights());
+  return request;
+}
+
+// solve() lays the answer out by knot, bit for bit as the stub receives it: states and controls
+// one knot per row, the gains one nu × 2 nv matrix per knot. The tip reaches its target, a warm
+// start from the solution converges at once, a model deleted on the server is registered again,
+// and a bad problem is INVALID_ARGUMENT naming the field.
+TEST_F(ClientTest, SolvesAReachLaidOutByKnot) {
+  ServerProcess server(server_options("a"));
+  Client client(options_for(server));
+  const v1::Model arm = client.register_model(bundled_request("puma560.dh.txtpb"));
+  ASSERT_EQ(arm.nq(), 6);
+  ASSERT_EQ(arm.nv(), 6);
+  const Eigen::Vector3d target(0.4, 0.2, 0.3);
+  v1::SolveRequest request = reach_request(arm.id(), target);
+  request.set_feedback(true);
+  const client::SolveResult solution = client.solve(request);
+  v1::SolveResponse answer;
+  const grpc::Status status = with_deadline(60, [&](grpc::ClientContext* c) {
+    return v1::ControlService::NewStub(server.channel())->Solve(c, request, &answer);
+  });
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  EXPECT_EQ(solution.stop_reason, v1::STOP_REASON_CONVERGED);
+  EXPECT_EQ(answer.stop_reason(), v1::STOP_REASON_CONVERGED);
+  ASSERT_EQ(solution.q.rows(), 41);
+  ASSERT_EQ(solution.q.cols(), 6);
+  ASSERT_EQ(solution.v.rows(), 41);
+  ASSERT_EQ(solution.v.cols(), 6);
+  ASSERT_EQ(solution.u.rows(), 40);
+  ASSERT_EQ(solution.u.cols(), 6);
+  ASSERT_EQ(solution.feedback.size(), 40u);
+  for (int t = 0; t <= 40; ++t) {
+    for (int i = 0; i < 6; ++i) {
+      ASSERT_EQ(solution.q(t, i), answer.q(t * 6 + i)) << t;
+      ASSERT_EQ(solution.v(t, i), answer.v(t * 6 + i)) << t;
+      if (t < 40) ASSERT_EQ(solution.u(t, i), answer.u(t * 6 + i)) << t;
+    }
+  }
+  for (int t = 0; t < 40; ++t) {
+    ASSERT_EQ(solution.feedback[t].rows(), 6);
+    ASSERT_EQ(solution.feedback[t].cols(), 12);
+    for (int r = 0; r < 6; ++r) {
+      for (int c = 0; c < 12; ++c) {
+        ASSERT_EQ(solution.feedback[t](r, c), answer.feedback((t * 6 + r) * 12 + c)) << t;
+      }
+    }
+  }
+  ASSERT_EQ(solution.iterations.size(), static_cast<std::size_t>(answer.iterations_size()));
+  for (int i = 0; i < answer.iterations_size(); ++i) {
+    EXPECT_EQ(solution.iterations[i].cost(), answer.iterations(i).cost()) << i;
+  }
+  EXPECT_EQ(solution.cost, answer.cost());
+  std::vector<std::string> names;
+  for (const v1::CostValue& term : solution.cost_terms) names.push_back(term.name());
+  EXPECT_EQ(names, (std::vector<std::string>{"tip", "posture", "effort", "tip_final", "rest"}));
+  EXPECT_EQ(solution.cost_terms[3].value(), answer.cost_terms(3).value());
+  EXPECT_TRUE(solution.feasible);
+  EXPECT_EQ(solution.max_gap, answer.max_gap());
+  EXPECT_GT(solution.solve_seconds, 0.0);
+  EXPECT_EQ((solution.q.row(0) - Eigen::RowVectorXd::Constant(6, 0.3)).norm(), 0.0);
+
+  client::KinematicsOptions tip;
+  tip.frames = {"link6"};
+  const client::KinematicsResult reached =
+      client.kinematics(arm.id(), solution.q.bottomRows(1), Matrix(), tip);
+  EXPECT_LT((reached.positions[0].row(0).transpose() - target).norm(), 1e-2);
+
+  // A warm start from another start has gaps; from the solution's own, nothing left to gain.
+  v1::SolveRequest moved = request;
+  moved.set_q0(0, 0.31);
+  client::warm_start(solution, moved);
+  EXPECT_FALSE(moved.guess_feasible());
+  EXPECT_EQ(moved.guess_u_size(), 40 * 6);
+  client::warm_start(solution, request);
+  EXPECT_TRUE(request.guess_feasible());
+  EXPECT_EQ(request.guess_q_size(), 41 * 6);
+  request.set_feedback(false);
+  const client::SolveResult again = client.solve(request);
+  EXPECT_EQ(again.stop_reason, v1::STOP_REASON_CONVERGED);
+  EXPECT_LE(again.iterations.size(), 2u);
+  EXPECT_LE(again.cost, solution.cost * (1 + 1e-9));
+  EXPECT_TRUE(again.feedback.empty());
+
+  // Deleted behind the client's back: registered again, as for the dynamics methods.
+  ASSERT_TRUE(delete_on_server(server, arm.id()).ok());
+  EXPECT_EQ(client.solve(request).stop_reason, v1::STOP_REASON_CONVERGED);
+
+  request.set_dt(0.0);
+  try {
+    client.solve(request);
+    ADD_FAILURE() << "a solve with dt 0 succeeded";
+  } catch (const client::Error& e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+    EXPECT_NE(e.message().find("dt"), std::string::npos) << e.what();
+  }
 }
 
 // A stream's answers come in the order of its messages, each one's as its unary call's; a

@@ -1,13 +1,16 @@
 // Tests the torquectl binary end to end against a real torqued on loopback: registration of a
 // URDF and a DH table, inverse dynamics from JSON and from CSV (with and without a header)
 // printed byte for byte as --local prints it and with the engine's values, the exit codes of
-// usage, input and RPC errors, a typed command for every unary method of the DynamicsService, and
+// usage, input and RPC errors, a typed command for every unary method of the DynamicsService and
+// the ControlService, `solve` on the example problem file, its model named by id or by name, and
 // `call`: every method of the services, found by name in their descriptors, on protobuf JSON.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cctype>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -454,6 +457,10 @@ const std::map<std::string, std::string>& call_requests() {
       {"Rollout", "{" + model + q + ", " + v +
                       R"(, "knots": 2, "u": [0.3, 0.1, 0.2, 0], "dt": 0.01, "jacobians": true,
           "actuation": {"kind": "ACTUATION_KIND_UNACTUATED_ROOT"}, "frames": ["link2"]})"},
+      {"Solve", "{" + model + R"("q0": [0, 0, 1, 0, 0, 0, 1, 0.1, 0.2], "v0": [0, 0, 0, 0, 0, 0,
+          0, 0], "knots": 5, "dt": 0.01, "actuation": {"kind": "ACTUATION_KIND_UNACTUATED_ROOT"},
+          "running_costs": [{"residual": {"type": "RESIDUAL_TYPE_CONTROL"}}],
+          "terminal_costs": [{"residual": {"type": "RESIDUAL_TYPE_STATE"}}]})"},
   };
   return requests;
 }
@@ -504,21 +511,24 @@ std::string command_name(const std::string& method) {
 }
 
 // torquectl's typed commands and their help are written by hand (clients/cpp/torquectl/main.cpp):
-// there is one per unary method of the DynamicsService, named after it, with its help, and no
-// other besides the model and health commands and call.
-TEST_F(TorquectlTest, HasATypedCommandForEveryDynamicsMethod) {
+// there is one per unary method of the DynamicsService and the ControlService, named after it,
+// with its help, and no other besides the model and health commands and call.
+TEST_F(TorquectlTest, HasATypedCommandForEveryDynamicsAndControlMethod) {
   std::set<std::string> expected = {"register", "models", "get", "delete", "health", "call"};
-  const google::protobuf::ServiceDescriptor& dynamics =
-      *v1::InverseDynamicsRequest::descriptor()->file()->service(0);
-  for (int m = 0; m < dynamics.method_count(); ++m) {
-    const google::protobuf::MethodDescriptor& method = *dynamics.method(m);
-    if (method.client_streaming() || method.server_streaming()) continue;
-    const std::string name = command_name(method.name());
-    expected.insert(name);
-    const Outcome help = torquectl(name + " --help");
-    EXPECT_EQ(help.exit_code, 0) << method.name() << ": " << help.err;
-    EXPECT_EQ(help.out.rfind("usage: torquectl " + name + " ", 0), 0u)
-        << method.name() << " has no command " << name << ": " << help.out;
+  for (const google::protobuf::ServiceDescriptor* service :
+       {v1::InverseDynamicsRequest::descriptor()->file()->FindServiceByName("DynamicsService"),
+        v1::SolveRequest::descriptor()->file()->FindServiceByName("ControlService")}) {
+    ASSERT_NE(service, nullptr);
+    for (int m = 0; m < service->method_count(); ++m) {
+      const google::protobuf::MethodDescriptor& method = *service->method(m);
+      if (method.client_streaming() || method.server_streaming()) continue;
+      const std::string name = command_name(method.name());
+      expected.insert(name);
+      const Outcome help = torquectl(name + " --help");
+      EXPECT_EQ(help.exit_code, 0) << method.name() << ": " << help.err;
+      EXPECT_EQ(help.out.rfind("usage: torquectl " + name + " ", 0), 0u)
+          << method.name() << " has no command " << name << ": " << help.out;
+    }
   }
   const Outcome help = torquectl("--help");
   ASSERT_EQ(help.exit_code, 0) << help.err;
@@ -530,6 +540,86 @@ TEST_F(TorquectlTest, HasATypedCommandForEveryDynamicsMethod) {
     listed.insert(line.substr(2, line.find(' ', 2) - 2));
   }
   EXPECT_EQ(listed, expected);
+}
+
+// The example problem of the docs: the bundled arm's reach (clients/cpp/examples), its model
+// named by name. The repository's root is two levels above its model repository (deploy/models).
+const std::string kReachProblem =
+    (std::filesystem::path(repository_dir()).parent_path().parent_path() /
+     "clients/cpp/examples/puma560_reach.json")
+        .string();
+
+// The value of the summary's line that starts with `label`; "" when there is none.
+std::string summary_value(const std::string& summary, const std::string& label) {
+  std::istringstream lines(summary);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(label + "  ", 0) == 0) {
+      return line.substr(line.find_first_not_of(' ', label.size()));
+    }
+  }
+  return "";
+}
+
+// solve reads the example problem from its file or from standard input, its model named by name
+// or by id alike, and prints a summary that agrees with the response --json prints; a name no
+// model has is NOT_FOUND, one that several models have an input error.
+TEST_F(TorquectlTest, SolveSummarizesTheExampleProblem) {
+  const Outcome registered = torquectl("register --dh " + repository_dir() + "/puma560.dh.txtpb");
+  ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  const std::string id = registered.out.substr(0, registered.out.find('\n'));
+
+  const Outcome summary = torquectl("solve " + kReachProblem);
+  ASSERT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_EQ(summary_value(summary.out, "model"), "puma560 (" + id + ")") << summary.out;
+  EXPECT_EQ(summary_value(summary.out, "knots"), "40 x 0.02 s") << summary.out;
+  EXPECT_EQ(summary_value(summary.out, "stop reason"), "converged") << summary.out;
+  EXPECT_EQ(summary_value(summary.out, "feasible"), "yes") << summary.out;
+  EXPECT_EQ(summary_value(summary.out, "tip").rfind("[0, 40)  ", 0), 0u) << summary.out;
+  EXPECT_EQ(summary_value(summary.out, "rest").rfind("terminal  ", 0), 0u) << summary.out;
+
+  const Outcome json = torquectl("solve " + kReachProblem + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  v1::SolveResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &response).ok()) << json.out;
+  EXPECT_EQ(response.stop_reason(), v1::STOP_REASON_CONVERGED);
+  EXPECT_EQ(response.q_size(), 41 * 6);
+  EXPECT_EQ(response.u_size(), 40 * 6);
+  ASSERT_EQ(response.cost_terms_size(), 5);
+  EXPECT_EQ(response.cost_terms(3).name(), "tip_final");
+  double sum = 0.0;
+  for (const v1::CostValue& term : response.cost_terms()) sum += term.value();
+  EXPECT_NEAR(sum, response.cost(), 1e-12 * response.cost());
+  EXPECT_EQ(summary_value(summary.out, "iterations"), std::to_string(response.iterations_size()));
+  char cost[32];
+  std::snprintf(cost, sizeof(cost), "%.6g", response.cost());
+  EXPECT_EQ(summary_value(summary.out, "cost"), cost);
+
+  // From standard input, the model named by its id: the same solve (but for its time).
+  nlohmann::json problem = nlohmann::json::parse(read_text(kReachProblem));
+  problem["model_id"] = id;
+  for (const std::string file : {"", " -"}) {
+    const Outcome by_id = torquectl("solve" + file + " --format json", problem.dump());
+    ASSERT_EQ(by_id.exit_code, 0) << by_id.err;
+    nlohmann::json first = nlohmann::json::parse(json.out),
+                   second = nlohmann::json::parse(by_id.out);
+    first.erase("solve_seconds");
+    second.erase("solve_seconds");
+    EXPECT_EQ(first, second) << file;
+  }
+
+  problem["model_id"] = "puma600";
+  const Outcome unknown = torquectl("solve", problem.dump());
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("NOT_FOUND: no model with id or name \"puma600\""), std::string::npos)
+      << unknown.err;
+  EXPECT_EQ(torquectl("solve " + kReachProblem + " --format csv").exit_code, 2);
+  EXPECT_EQ(torquectl("solve", R"({"model_id": )").exit_code, 3);
+  EXPECT_EQ(torquectl("solve", R"({"knots": 4})").exit_code, 3) << "no model_id";
+  const Outcome namesake = torquectl("register " + kPendulum + " --name puma560");
+  ASSERT_EQ(namesake.exit_code, 0) << namesake.err;
+  const Outcome ambiguous = torquectl("solve " + kReachProblem);
+  EXPECT_EQ(ambiguous.exit_code, 3);
+  EXPECT_NE(ambiguous.err.find("2 models have this name"), std::string::npos) << ambiguous.err;
 }
 
 // What call prints is the typed commands' numbers, and --local's; Session takes a list.

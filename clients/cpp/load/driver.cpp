@@ -132,7 +132,7 @@ class UnaryDriver {
     for (int s = 0; s < concurrency; ++s) {
       control_.begin();
       slots_[s].message.reset(workload_.response_prototype->New());
-      slots_[s].next = s;
+      slots_[s].next = static_cast<std::size_t>(s) % workload_.unary_requests.size();
       next_in_slot(slots_[s]);
     }
   }

@@ -2,12 +2,14 @@
 // percentiles, throughput and errors. Requests (random states, seeded) are built before the run;
 // --echo sends Echo requests with the same payload instead, answered with as many numbers as the
 // real call answers with (one real call, before the run, counts them): the transport floor to
-// compare the real call with.
+// compare the real call with. --rpc Solve solves optimal-control problems (ControlService): a
+// built-in one from random starts, or the one of --solve-request FILE.
 //
 //   torqued-load [--target HOST:PORT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
 //                [--tls-server-name NAME] [--token-file FILE]
 //                (--model ID|NAME | --urdf FILE [--floating-base])
-//                [--rpc NAME] [--batch B] [--session [--pipeline P]] [--echo]
+//                [--rpc NAME | --solve-request FILE] [--batch B] [--session [--pipeline P]]
+//                [--echo]
 //                [--completion-queue]
 //                [--concurrency N | --rate R] [--duration S | --requests N] [--warmup S]
 //                [--pool K] [--seed N] [--json FILE]
@@ -27,6 +29,16 @@
 
 namespace torqued::load {
 namespace {
+
+// The horizon of Solve's built-in problem, from SolveRequest's `example` options: "10 knots of
+// 0.01 s".
+std::string solve_horizon() {
+  const google::protobuf::Descriptor& request = *v1::SolveRequest::descriptor();
+  std::ostringstream text;
+  text << request.FindFieldByName("knots")->options().GetExtension(v1::example) << " knots of "
+       << request.FindFieldByName("dt")->options().GetExtension(v1::example) << " s";
+  return text.str();
+}
 
 // The options, and --rpc's methods from the service's descriptor.
 std::string usage() {
@@ -57,12 +69,22 @@ std::string usage() {
          "  --model ID|NAME      a model the server has (id, or name of a repository model)\n"
          "  --urdf FILE          register this URDF and use it (with --floating-base: free-flyer "
          "root)\n"
-         "  --rpc NAME           a batched method of DynamicsService (default InverseDynamics):\n" +
+         "  --rpc NAME           a batched method of DynamicsService (default InverseDynamics), "
+         "or\n"
+         "                       ControlService's Solve:\n" +
          rpcs +
          "\n"
-         "                       (ContactDynamics and Impact without contacts, Simulate one step)\n"
-         "  --batch B            states per call (default 1)\n"
-         "  --session            send the requests as messages of Session streams\n"
+         "                       (ContactDynamics and Impact without contacts, Simulate one step;\n"
+         "                       Solve: from a random start to rest at the neutral configuration,\n"
+         "                       " +
+         solve_horizon() +
+         ", unless --solve-request)\n"
+         "  --solve-request FILE --rpc Solve with this problem, a SolveRequest in protobuf JSON,\n"
+         "                       at every call; its model_id (an id or a name) is the model "
+         "unless\n"
+         "                       --model or --urdf says otherwise\n"
+         "  --batch B            states per call (default 1; Solve: 1)\n"
+         "  --session            send the requests as messages of Session streams (not Solve)\n"
          "  --pipeline P         Session, closed loop: messages in flight per stream (default 1)\n"
          "  --completion-queue   closed loop on the completion-queue API, a thread per call or\n"
          "                       stream in flight (fewer thread wake-ups than the callback API)\n"
@@ -91,6 +113,7 @@ struct Options {
   WorkloadSpec workload;
   RunSpec run;
   std::string json;
+  std::string solve_request;  // --solve-request's file
 };
 
 using torqued::client::CredentialFiles;
@@ -112,7 +135,7 @@ double number(const std::string& flag, const char* text) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  o.workload.rpc = "InverseDynamics";
+  bool rpc_given = false;
   for (int i = 1; i < argc; ++i) {
     // --flag value, or --flag=value.
     std::string flag = argv[i];
@@ -143,6 +166,9 @@ Options parse(int argc, char** argv) {
       o.model.floating_base = true;
     } else if (flag == "--rpc") {
       o.workload.rpc = value();
+      rpc_given = true;
+    } else if (flag == "--solve-request") {
+      o.solve_request = value();
     } else if (flag == "--batch") {
       o.workload.batch = static_cast<int>(number(flag, value()));
     } else if (flag == "--session") {
@@ -172,6 +198,19 @@ Options parse(int argc, char** argv) {
     } else {
       throw std::runtime_error("unknown option " + flag + " (see --help)");
     }
+  }
+  if (!o.solve_request.empty()) {
+    if (rpc_given && o.workload.rpc != "Solve") {
+      throw std::runtime_error("--solve-request is a problem of --rpc Solve, not of --rpc " +
+                               o.workload.rpc);
+    }
+    o.workload.rpc = "Solve";
+    o.workload.solve_request = read_solve_request(o.solve_request);
+    if (o.model.model.empty() && o.model.urdf.empty()) {
+      o.model.model = o.workload.solve_request->model_id();
+    }
+  } else if (!rpc_given) {
+    o.workload.rpc = "InverseDynamics";
   }
   if (o.model.model.empty() == o.model.urdf.empty()) {
     throw std::runtime_error("give one of --model and --urdf (see --help)");
@@ -273,6 +312,9 @@ int main(int argc, char** argv) {
           real_response_values(channel, model, options.workload);
     }
     const Workload workload = make_workload(model, options.workload);
+    if (options.run.session && workload.session_requests.empty()) {
+      throw std::runtime_error("--session: no Session message carries " + options.workload.rpc);
+    }
     const auto results = run_load(channel, model, workload, options.run);
     report_text(options, model, workload, *results);
     if (!options.json.empty()) {

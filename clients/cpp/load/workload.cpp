@@ -2,6 +2,7 @@
 #include "clients/cpp/load/workload.hpp"
 
 #include <google/protobuf/reflection.h>
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/support/proto_buffer_writer.h>
@@ -65,6 +66,12 @@ class StateSource {
 const google::protobuf::ServiceDescriptor& dynamics_service() {
   return *v1::SessionRequest::descriptor()->file()->FindServiceByName("DynamicsService");
 }
+
+const google::protobuf::ServiceDescriptor& control_service() {
+  return *v1::SolveRequest::descriptor()->file()->FindServiceByName("ControlService");
+}
+
+constexpr char kSolve[] = "Solve";
 
 // The field of SessionRequest that carries `method`'s request; null when there is none.
 const google::protobuf::FieldDescriptor* session_field(
@@ -138,17 +145,11 @@ int shape_values(const v1::Model& model, const google::protobuf::Message& reques
   return values;
 }
 
-// Sets the request's model and batch size and its scalars that carry an `example` option, then
-// fills its repeated double fields, but those `left_empty`: q with random valid configurations,
-// a field with an `example_shape` option with that many random numbers per state, and v, a, tau
-// and u (the controls of every DOF) with nv per state. Its other fields stay empty.
-void fill_by_names(const v1::Model& model, int batch, const std::set<std::string>& left_empty,
-                   StateSource& states, google::protobuf::Message& request) {
+// Sets the request's scalars that carry an `example` option to their examples.
+void set_examples(google::protobuf::Message& request) {
   using google::protobuf::FieldDescriptor;
   const google::protobuf::Descriptor& d = *request.GetDescriptor();
   const google::protobuf::Reflection& r = *request.GetReflection();
-  r.SetString(&request, d.FindFieldByName("model_id"), model.id());
-  r.SetUInt32(&request, d.FindFieldByName("batch_size"), static_cast<std::uint32_t>(batch));
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor* f = d.field(i);
     if (f->is_repeated() || !f->options().HasExtension(v1::example)) continue;
@@ -161,6 +162,20 @@ void fill_by_names(const v1::Model& model, int batch, const std::set<std::string
       throw std::logic_error(f->full_name() + ": an example of a type torqued-load cannot set");
     }
   }
+}
+
+// Sets the request's model and batch size and its scalars that carry an `example` option, then
+// fills its repeated double fields, but those `left_empty`: q with random valid configurations,
+// a field with an `example_shape` option with that many random numbers per state, and v, a, tau
+// and u (the controls of every DOF) with nv per state. Its other fields stay empty.
+void fill_by_names(const v1::Model& model, int batch, const std::set<std::string>& left_empty,
+                   StateSource& states, google::protobuf::Message& request) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Descriptor& d = *request.GetDescriptor();
+  const google::protobuf::Reflection& r = *request.GetReflection();
+  r.SetString(&request, d.FindFieldByName("model_id"), model.id());
+  r.SetUInt32(&request, d.FindFieldByName("batch_size"), static_cast<std::uint32_t>(batch));
+  set_examples(request);
   for (int i = 0; i < d.field_count(); ++i) {
     const FieldDescriptor* f = d.field(i);
     if (!f->is_repeated() || f->cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE ||
@@ -183,19 +198,35 @@ void fill_by_names(const v1::Model& model, int batch, const std::set<std::string
   }
 }
 
-// The Echo request with the same payload as `request`: its model id as bytes and all its
-// numbers.
-v1::EchoRequest echo_of(const google::protobuf::Message& request) {
-  v1::EchoRequest echo;
-  const google::protobuf::Descriptor* d = request.GetDescriptor();
-  const google::protobuf::Reflection* r = request.GetReflection();
+// Appends the numbers of `message`'s repeated double fields, nested messages' included, to
+// `echo`'s values.
+void add_doubles(const google::protobuf::Message& message, v1::EchoRequest& echo) {
+  const google::protobuf::Descriptor* d = message.GetDescriptor();
+  const google::protobuf::Reflection* r = message.GetReflection();
   for (int i = 0; i < d->field_count(); ++i) {
     const google::protobuf::FieldDescriptor* f = d->field(i);
-    if (f->name() == "model_id") echo.set_payload(r->GetString(request, f));
     if (f->is_repeated() && f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) {
-      for (double x : r->GetRepeatedFieldRef<double>(request, f)) echo.add_values(x);
+      for (double x : r->GetRepeatedFieldRef<double>(message, f)) echo.add_values(x);
+    } else if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (f->is_repeated()) {
+        for (int k = 0; k < r->FieldSize(message, f); ++k) {
+          add_doubles(r->GetRepeatedMessage(message, f, k), echo);
+        }
+      } else if (r->HasField(message, f)) {
+        add_doubles(r->GetMessage(message, f), echo);
+      }
     }
   }
+}
+
+// The Echo request with the same payload as `request`: its model id as bytes and all its
+// numbers (a Solve problem's cost terms' too).
+v1::EchoRequest echo_of(const google::protobuf::Message& request) {
+  v1::EchoRequest echo;
+  const google::protobuf::FieldDescriptor* id =
+      request.GetDescriptor()->FindFieldByName("model_id");
+  if (id != nullptr) echo.set_payload(request.GetReflection()->GetString(request, id));
+  add_doubles(request, echo);
   return echo;
 }
 
@@ -229,6 +260,65 @@ grpc::ByteBuffer serialize(const google::protobuf::Message& message) {
   return buffer;
 }
 
+// Adds the Echo standing in for `request` (echo_of, answered with spec.echo_response_values
+// numbers), as a unary request and as a Session message.
+void add_echo(const google::protobuf::Message& request, const WorkloadSpec& spec, Workload& w) {
+  v1::SessionRequest message;
+  *message.mutable_echo() = echo_of(request);
+  message.mutable_echo()->set_response_values(spec.echo_response_values);
+  w.unary_requests.push_back(serialize(message.echo()));
+  message.mutable_echo()->clear_payload();
+  w.session_requests.push_back(std::move(message));
+}
+
+// Solve's built-in problem (make_workload) from a random start.
+v1::SolveRequest built_in_problem(const v1::Model& model, StateSource& states) {
+  v1::SolveRequest request;
+  request.set_model_id(model.id());
+  set_examples(request);
+  states.configurations(1, request.mutable_q0());
+  states.values(model.nv(), request.mutable_v0());
+  const auto add_term = [](v1::CostTerm* term, const char* name, v1::ResidualType residual,
+                           double weight) {
+    term->set_name(name);
+    term->mutable_residual()->set_type(residual);
+    term->set_weight(weight);
+  };
+  add_term(request.add_running_costs(), "posture", v1::RESIDUAL_TYPE_STATE, 1.0);
+  add_term(request.add_running_costs(), "effort", v1::RESIDUAL_TYPE_CONTROL, 1e-3);
+  add_term(request.add_terminal_costs(), "rest", v1::RESIDUAL_TYPE_STATE, 100.0);
+  return request;
+}
+
+Workload make_solve_workload(const v1::Model& model, const WorkloadSpec& spec) {
+  if (spec.batch != 1) {
+    throw std::runtime_error("--batch " + std::to_string(spec.batch) +
+                             ": Solve solves one problem per call (batch 1)");
+  }
+  const google::protobuf::MethodDescriptor& sent =
+      spec.echo ? *dynamics_service().FindMethodByName("Echo")
+                : *control_service().FindMethodByName(kSolve);
+  Workload w;
+  w.method = "/" + sent.service()->full_name() + "/" + sent.name();
+  w.response_prototype =
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(sent.output_type());
+  StateSource states(model, spec.seed);
+  // A problem from a file is the same at every call: one request.
+  const int requests = spec.solve_request ? 1 : spec.pool;
+  for (int k = 0; k < requests; ++k) {
+    v1::SolveRequest request =
+        spec.solve_request ? *spec.solve_request : built_in_problem(model, states);
+    request.set_model_id(model.id());
+    if (spec.echo) {
+      add_echo(request, spec, w);
+    } else {
+      w.unary_requests.push_back(serialize(request));
+    }
+  }
+  w.request_bytes = w.unary_requests.front().Length();
+  return w;
+}
+
 }  // namespace
 
 void add_random_configurations(const v1::Model& model, int states, std::mt19937& rng,
@@ -260,6 +350,7 @@ const std::vector<std::string>& known_rpcs() {
       const std::string& name = dynamics_service().method(m)->name();
       if (batched_method(name) != nullptr) batched.push_back(name);
     }
+    batched.push_back(kSolve);
     return batched;
   }();
   return names;
@@ -308,12 +399,13 @@ v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const Mod
 }
 
 Workload make_workload(const v1::Model& model, const WorkloadSpec& spec) {
+  if (spec.rpc == kSolve) return make_solve_workload(model, spec);
   const google::protobuf::MethodDescriptor* method = batched_method(spec.rpc);
   if (method == nullptr) {
     std::string names;
     for (const std::string& name : known_rpcs()) names += (names.empty() ? "" : ", ") + name;
-    throw std::runtime_error("--rpc " + spec.rpc + ": not a batched method of " +
-                             dynamics_service().full_name() + " (" + names + ")");
+    throw std::runtime_error("--rpc " + spec.rpc + ": neither a batched method of " +
+                             dynamics_service().full_name() + " nor Solve (" + names + ")");
   }
   const google::protobuf::MethodDescriptor& sent =
       spec.echo ? *dynamics_service().FindMethodByName("Echo") : *method;
@@ -332,19 +424,30 @@ Workload make_workload(const v1::Model& model, const WorkloadSpec& spec) {
                   states, *request);
     if (specific && specific->complete) specific->complete(model, message);
     if (spec.echo) {
-      *message.mutable_echo() = echo_of(*request);
-      message.mutable_echo()->set_response_values(spec.echo_response_values);
-      w.unary_requests.push_back(serialize(message.echo()));
-      message.mutable_echo()->clear_payload();
+      add_echo(*request, spec, w);
     } else {
       w.unary_requests.push_back(serialize(*request));
       request->GetReflection()->ClearField(request,
                                            request->GetDescriptor()->FindFieldByName("model_id"));
+      w.session_requests.push_back(std::move(message));
     }
-    w.session_requests.push_back(std::move(message));
   }
   w.request_bytes = w.unary_requests.front().Length();
   return w;
+}
+
+v1::SolveRequest read_solve_request(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  v1::SolveRequest request;
+  const auto status = google::protobuf::util::JsonStringToMessage(text.str(), &request);
+  if (!status.ok()) {
+    throw std::runtime_error(
+        path + ": not a torqued.v1.SolveRequest in protobuf JSON: " + status.ToString());
+  }
+  return request;
 }
 
 grpc::Status call_raw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,

@@ -2,7 +2,8 @@
 // pool of requests with random states built once, before the timed run, both as serialized unary
 // requests and as Session messages. Requests are built from the descriptors: any batched method
 // of DynamicsService runs with no code of its own here when its request's double fields are
-// states named q, v, a or tau.
+// states named q, v, a or tau. ControlService's Solve runs a built-in problem from random starts,
+// or one problem read from a file.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -11,10 +12,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "torqued/v1/control.pb.h"
 #include "torqued/v1/dynamics.pb.h"
 #include "torqued/v1/model.pb.h"
 
@@ -30,8 +33,11 @@ struct ModelChoice {
 v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const ModelChoice& choice);
 
 struct WorkloadSpec {
-  std::string rpc;  // a batched method of DynamicsService (known_rpcs())
-  int batch = 1;
+  std::string rpc;  // a batched method of DynamicsService, or Solve (known_rpcs())
+  int batch = 1;    // Solve: 1, one problem per call
+  // Solve: the problem every call sends, its model_id replaced by the model's id; unset: the
+  // built-in problem (make_workload) from a random start per request of the pool.
+  std::optional<v1::SolveRequest> solve_request;
   int pool = 64;
   // Send Echo requests carrying the real requests' payload (model id and every number) instead.
   bool echo = false;
@@ -43,10 +49,12 @@ struct WorkloadSpec {
 };
 
 struct Workload {
-  // "/torqued.v1.DynamicsService/<rpc>" for unary calls (Echo with echo).
+  // "/torqued.v1.DynamicsService/<rpc>" ("/torqued.v1.ControlService/Solve") for unary calls
+  // (Echo with echo).
   std::string method;
   std::vector<grpc::ByteBuffer> unary_requests;
-  // The same requests as Session messages, without model ids (the stream carries it once).
+  // The same requests as Session messages, without model ids (the stream carries it once); empty
+  // for a method no Session message carries (Solve).
   std::vector<v1::SessionRequest> session_requests;
   // An empty response of the right type, to parse unary responses into.
   const google::protobuf::Message* response_prototype = nullptr;
@@ -58,9 +66,17 @@ struct Workload {
 // random valid configurations (add_random_configurations), v, a and tau with nv numbers in
 // [-1, 1] per state; its other fields stay empty. Methods that need more say so in workload.cpp
 // (HybridDynamics's inputs; Derivatives of inverse dynamics, ConstrainedDynamics in forward mode
-// and Simulate's one step). ContactDynamics and Impact run without contacts. Throws
-// std::runtime_error for an rpc that is not in known_rpcs().
+// and Simulate's one step). ContactDynamics and Impact run without contacts. Solve's built-in
+// problem takes the model from a random start (q0 a random configuration, v0 nv numbers in
+// [-1, 1]) towards rest at its neutral configuration, every DOF actuated: the state (weight 1) and
+// the controls (1e-3) regularized at every knot and the state (100) at the end, over the knots
+// and the step of SolveRequest's `example` options. Throws std::runtime_error for an rpc that is
+// not in known_rpcs(), and for Solve with a batch other than 1.
 Workload make_workload(const v1::Model& model, const WorkloadSpec& spec);
+
+// A SolveRequest in protobuf JSON from the file at `path`; throws std::runtime_error naming the
+// file when it cannot be read or parsed.
+v1::SolveRequest read_solve_request(const std::string& path);
 
 // The numbers in the answer to one real `spec.rpc` call of `spec.batch` states (every repeated
 // double field): what an Echo standing in for that call should answer with. Throws
@@ -79,8 +95,9 @@ grpc::Status call_raw(const std::shared_ptr<grpc::Channel>& channel, const std::
 void add_random_configurations(const v1::Model& model, int states, std::mt19937& rng,
                                google::protobuf::RepeatedField<double>* out);
 
-// The methods make_workload() builds requests for, from the descriptor: every unary method of
-// DynamicsService whose request has a model_id and a batch_size and a field in SessionRequest.
+// The methods make_workload() builds requests for, from the descriptors: every unary method of
+// DynamicsService whose request has a model_id and a batch_size and a field in SessionRequest,
+// then ControlService's Solve.
 const std::vector<std::string>& known_rpcs();
 
 }  // namespace torqued::load

@@ -1,5 +1,6 @@
-// torquectl: torqued from the command line. Registers and manages models, checks health, and
-// runs every dynamics RPC on states read from JSON or CSV, printing JSON or CSV. `call` sends
+// torquectl: torqued from the command line. Registers and manages models, checks health, runs
+// every dynamics RPC on states read from JSON or CSV, printing JSON or CSV, and solves
+// optimal-control problems read as protobuf JSON, printing a summary. `call` sends
 // any method of the services by name, its request and response in protobuf JSON, found by the
 // descriptors alone: a new RPC is callable here before it has a command. With --local the same
 // calls go to a torqued server inside this process (no socket), built from a model file, so its
@@ -11,7 +12,9 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +75,7 @@ const std::map<std::string, OptionSpec>& option_specs() {
         "$TORQUED_TOKEN_FILE; else the token itself from $TORQUED_TOKEN)"}},
       {"--format", {"json|csv", "output format (default json)"}},
       {"--help", {"", "this text"}},
+      {"--json", {"", "print the whole response, every field, as protobuf JSON"}},
       {"--input",
        {"FILE",
         "states as JSON or CSV; call: the request as protobuf JSON (default: standard input)"}},
@@ -1447,6 +1451,106 @@ int run_call(const Args& args) {
   return 0;
 }
 
+// The model `reference` names: the one of that id, else the one of that name, so that a problem
+// file names its model portably (ids are content hashes). Throws client::Error NOT_FOUND when
+// there is none, and InputError when several models share the name.
+v1::ModelSummary find_model(Client& client, const std::string& reference) {
+  try {
+    const v1::Model model = client.get_model(reference);
+    v1::ModelSummary found;
+    found.set_id(model.id());
+    found.set_name(model.name());
+    return found;
+  } catch (const client::Error& e) {
+    if (e.code() != grpc::StatusCode::NOT_FOUND) throw;
+  }
+  std::vector<v1::ModelSummary> named;
+  for (const v1::ModelSummary& model : client.list_models()) {
+    if (model.name() == reference) named.push_back(model);
+  }
+  if (named.empty()) {
+    throw client::Error(grpc::StatusCode::NOT_FOUND,
+                        "no model with id or name \"" + reference + "\"");
+  }
+  if (named.size() > 1) {
+    std::string ids;
+    for (const v1::ModelSummary& model : named) ids += (ids.empty() ? "" : ", ") + model.id();
+    throw InputError("input: model_id \"" + reference + "\": " + std::to_string(named.size()) +
+                     " models have this name (" + ids + "); give one's id");
+  }
+  return named.front();
+}
+
+// A number for a person to read: six significant digits (--json has them all).
+std::string readable(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.6g", x);
+  return buffer;
+}
+
+// STOP_REASON_ITERATION_LIMIT as "iteration limit".
+std::string stop_reason_words(v1::StopReason reason) {
+  std::string words = v1::StopReason_Name(reason).substr(std::string("STOP_REASON_").size());
+  for (char& c : words) {
+    c = c == '_' ? ' ' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return words;
+}
+
+// solve's summary: the solve, then each cost term's part with the knots it covers.
+void print_solve_summary(const v1::ModelSummary& model, const v1::SolveRequest& request,
+                         const v1::SolveResponse& response) {
+  write_text_table(std::cout, {{"model", model.name() + " (" + model.id() + ")"},
+                               {"knots", std::to_string(response.knots()) + " x " +
+                                             readable(request.dt()) + " s"},
+                               {"stop reason", stop_reason_words(response.stop_reason())},
+                               {"iterations", std::to_string(response.iterations_size())},
+                               {"cost", readable(response.cost())},
+                               {"max gap", readable(response.max_gap())},
+                               {"feasible", response.feasible() ? "yes" : "no"},
+                               {"solve time", readable(response.solve_seconds()) + " s"}});
+  std::vector<std::vector<std::string>> terms = {{"cost term", "knots", "cost", "share"}};
+  for (int i = 0; i < response.cost_terms_size(); ++i) {
+    const v1::CostValue& term = response.cost_terms(i);
+    std::string knots = "terminal";
+    if (i < request.running_costs_size()) {
+      const v1::CostTerm& running = request.running_costs(i);
+      knots = "[" + std::to_string(running.first_knot()) + ", " +
+              std::to_string(running.has_end_knot() ? running.end_knot() : request.knots()) + ")";
+    }
+    const double share = response.cost() > 0 ? 100 * term.value() / response.cost() : 0.0;
+    char percent[16];
+    std::snprintf(percent, sizeof(percent), "%.1f%%", share);
+    terms.push_back({term.name(), knots, readable(term.value()), percent});
+  }
+  std::cout << "\n";
+  write_text_table(std::cout, terms);
+}
+
+int run_solve(const Args& args) {
+  const std::string format = args.value("--format", "");
+  if (format == "csv") {
+    throw UsageError(
+        "--format csv: solve prints a summary, or with --json the response in protobuf JSON");
+  }
+  v1::SolveRequest request;
+  parse_json(read_file(args.positional.empty() ? "-" : args.positional[0]), request);
+  if (request.model_id().empty()) {
+    throw InputError("input: model_id: empty; name the model by its id or its name");
+  }
+  Client client(client_options(args));
+  const v1::ModelSummary model = find_model(client, request.model_id());
+  request.set_model_id(model.id());
+  v1::SolveResponse response;
+  client.call_method(*client::find_method("Solve"), request, &response);
+  if (args.has("--json") || format == "json") {
+    std::cout << json_of(response, true);
+  } else {
+    print_solve_summary(model, request, response);
+  }
+  return 0;
+}
+
 // call's help: what it does, and the methods it takes, from the services' descriptors.
 std::string call_summary() {
   std::ostringstream out;
@@ -1491,6 +1595,17 @@ std::vector<Command> commands() {
        {"--payload"},
        run_echo},
       {"call", "METHOD [ID|FILE]", call_summary(), kModelOptions, run_call},
+      {"solve",
+       "[FILE]",
+       "Solves an optimal-control problem on the server (ControlService.Solve). Reads a\n"
+       "SolveRequest in protobuf JSON (control.proto's field names) from FILE, or standard\n"
+       "input when FILE is - or left out; its model_id is a model's id or its name. Prints\n"
+       "the stop reason, iterations, cost, largest gap and the server's solve time, then each\n"
+       "cost term's part; with --json (or --format json) the whole response instead.\n"
+       "clients/cpp/examples/puma560_reach.json reaches a point with the bundled arm.\n"
+       "A solve still running near the deadline (--deadline) answers its best iterate so far.",
+       {"--json"},
+       run_solve},
   };
   const std::map<std::string, std::pair<std::string, std::vector<std::string>>> dynamics_help = {
       {"inverse-dynamics",
@@ -1589,7 +1704,8 @@ std::string general_help(const std::vector<Command>& list) {
   out << "usage: torquectl COMMAND [ARGS] [options]   (torquectl COMMAND --help for details)\n\n"
          "Dynamics commands take a model id, or with --local a model FILE computed in this\n"
          "process, and read states (JSON or CSV) from --input or standard input. call sends any\n"
-         "method's request in protobuf JSON (torquectl call --help lists the methods).\n\n"
+         "method's request in protobuf JSON (torquectl call --help lists the methods); solve\n"
+         "sends an optimal-control problem in protobuf JSON and prints a summary.\n\n"
          "commands:\n";
   for (const Command& c : list) out << "  " << c.name << " " << c.arguments << "\n";
   out << "\nEvery command takes --server ADDR ($TORQUED_SERVER), --deadline S, TLS and mutual TLS\n"

@@ -1,5 +1,6 @@
 // torquectl's batch I/O: states read from JSON or CSV into named (batch, width) matrices, and
-// results written as JSON or CSV with every number printed round-trip exact (%.17g).
+// results written as JSON or CSV with every number printed round-trip exact (%.17g); and text
+// tables for a person to read (solve's summary).
 //
 // Input. JSON: {"q": [[...], ...], "v": [[...], ...]} (one row per state; a flat list is one
 // state) or a list of objects, one per state, each with flat lists. CSV: with a header, columns
@@ -63,6 +64,10 @@ struct Output {
 void write_json(std::ostream& out, const Output& output);
 // A header "FIELD:label:label,..." and one line per state.
 void write_csv(std::ostream& out, const Output& output);
+
+// Rows of cells as text columns, each as wide as its widest cell and two spaces from the next,
+// left-aligned; no trailing spaces.
+void write_text_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
 
 // One state's matrices as one row each: (batch, rows · cols).
 Matrix flatten(const client::Matrices& per_state);

@@ -349,6 +349,7 @@ Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
       channel_(std::move(channel)),
       models_(v1::ModelService::NewStub(channel_)),
       dynamics_(v1::DynamicsService::NewStub(channel_)),
+      control_(v1::ControlService::NewStub(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)) {}
 
 Clock::time_point Client::deadline_of(const CallOptions& call) const {
@@ -976,10 +977,43 @@ RolloutResult Client::rollout(const std::string& model_id, const MatrixRef& q0, 
   return out;
 }
 
+void copy_values(const MatrixRef& values, DoubleArray* field) { put(values, field); }
+
+void warm_start(const SolveResult& solution, v1::SolveRequest& request) {
+  put(solution.q, request.mutable_guess_q());
+  put(solution.v, request.mutable_guess_v());
+  put(solution.u, request.mutable_guess_u());
+  const auto starts_at = [](const Matrix& states, const DoubleArray& start) {
+    return states.rows() > 0 && states.cols() == start.size() &&
+           states.row(0) == Eigen::Map<const Eigen::RowVectorXd>(start.data(), start.size());
+  };
+  request.set_guess_feasible(solution.feasible && starts_at(solution.q, request.q0()) &&
+                             starts_at(solution.v, request.v0()));
+}
+
+SolveResult Client::solve(const v1::SolveRequest& request, const CallOptions& call) {
+  v1::SolveResponse response;
+  call_model(request.model_id(), call,
+             [&](grpc::ClientContext* c) { return control_->Solve(c, request, &response); });
+  const std::uint32_t knots = response.knots();
+  return {to_matrix(response.q(), knots + 1),
+          to_matrix(response.v(), knots + 1),
+          to_matrix(response.u(), knots),
+          to_matrices(response.feedback(), knots, response.nu()),
+          response.stop_reason(),
+          {response.iterations().begin(), response.iterations().end()},
+          response.cost(),
+          {response.cost_terms().begin(), response.cost_terms().end()},
+          response.max_gap(),
+          response.feasible(),
+          response.solve_seconds()};
+}
+
 const std::vector<const google::protobuf::ServiceDescriptor*>& services() {
   static const std::vector<const google::protobuf::ServiceDescriptor*> all = {
       v1::Model::descriptor()->file()->FindServiceByName("ModelService"),
-      v1::SessionRequest::descriptor()->file()->FindServiceByName("DynamicsService")};
+      v1::SessionRequest::descriptor()->file()->FindServiceByName("DynamicsService"),
+      v1::SolveRequest::descriptor()->file()->FindServiceByName("ControlService")};
   return all;
 }
 

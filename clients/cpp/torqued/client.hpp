@@ -1,7 +1,7 @@
-// torqued's C++ client: the ModelService and DynamicsService RPCs with Eigen batches in and out,
-// per-call deadlines, retries on UNAVAILABLE and transparent re-registration of models that a
-// server does not hold (a replica that never saw them, or one that lost them). Depends on gRPC,
-// protobuf and Eigen only, never on the engine.
+// torqued's C++ client: the ModelService, DynamicsService and ControlService RPCs with Eigen
+// batches in and out, per-call deadlines, retries on UNAVAILABLE and transparent re-registration of
+// models that a server does not hold (a replica that never saw them, or one that lost them).
+// Depends on gRPC, protobuf and Eigen only, never on the engine.
 //
 // Batches: one state per row, so q is (batch, nq) and v, a, tau are (batch, nv); any Eigen
 // matrix converts (a single state is a 1 × n row, e.g. `q.transpose()`). Results come back the
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "torqued/v1/control.grpc.pb.h"
 #include "torqued/v1/dynamics.grpc.pb.h"
 #include "torqued/v1/model.grpc.pb.h"
 
@@ -372,7 +373,37 @@ struct RolloutResult {
   std::vector<v1::ConstraintRows> rows;     // the model's loop closures, then the constraints
 };
 
-// torqued.v1.ModelService and DynamicsService: the API this client covers, method by method.
+// The solution of an optimal-control problem (Client::solve) over T running knots.
+struct SolveResult {
+  Matrix q;  // (T + 1, nq): x_0 ... x_T
+  Matrix v;  // (T + 1, nv)
+  Matrix u;  // (T, nu)
+  // With the request's `feedback`: the gains K_t, nu × 2 nv per knot, of the local policy
+  // u_t(x) = u_t + K_t (x ⊖ x_t) in Linearize's tangent coordinates, as RolloutOptions::feedback
+  // takes them; else empty.
+  Matrices feedback;
+  v1::StopReason stop_reason = v1::STOP_REASON_UNSPECIFIED;
+  std::vector<v1::SolverIteration> iterations;  // in order
+  double cost = 0.0;
+  // Each term's part, running terms then terminal ones in the request's order (a running term
+  // and a terminal one may share a name).
+  std::vector<v1::CostValue> cost_terms;
+  double max_gap = 0.0;  // the largest remaining gap; 0 when feasible
+  bool feasible = false;
+  double solve_seconds = 0.0;  // the server's compute time
+};
+
+// Sets a repeated double field of a request to `values`, row by row: a SolveRequest's q0 and v0,
+// a residual's reference, an activation's weights or bounds.
+void copy_values(const MatrixRef& values, google::protobuf::RepeatedField<double>* field);
+
+// Makes `solution` the request's initial guess (a warm start): its states and controls, marked
+// feasible when it was and it starts at the request's x̂₀ (from another start its gaps are for
+// FDDP to close).
+void warm_start(const SolveResult& solution, v1::SolveRequest& request);
+
+// torqued.v1.ModelService, DynamicsService and ControlService: the API this client covers, method
+// by method.
 const std::vector<const google::protobuf::ServiceDescriptor*>& services();
 
 // The method of services() named `name` ("InverseDynamics", "ListModels"...); null when there is
@@ -510,6 +541,12 @@ class Client {
                         const Matrices& u, const RolloutOptions& options,
                         const CallOptions& call = {});
 
+  // ControlService.Solve: the optimal-control problem as control.proto states it, its model_id
+  // re-registered as the dynamics methods' are. The call's deadline bounds the solve: near it the
+  // server answers its best iterate so far (STOP_REASON_TIME_BUDGET), not an error, so a long
+  // problem needs a long deadline.
+  SolveResult solve(const v1::SolveRequest& request, const CallOptions& call = {});
+
   // A Session stream, its deadline the call's (see Session).
   Session session(const CallOptions& call = {});
 
@@ -546,6 +583,7 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ModelService::Stub> models_;
   std::unique_ptr<v1::DynamicsService::Stub> dynamics_;
+  std::unique_ptr<v1::ControlService::Stub> control_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   std::mutex registered_mutex_;
   std::map<std::string, v1::RegisterModelRequest> registered_;

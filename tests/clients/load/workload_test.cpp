@@ -3,12 +3,16 @@
 //   answer are counted, --echo's requests carry the real call's payload and ask for an answer of
 //   the real call's size, and every batched method of DynamicsService, from its descriptor, gets
 //   requests the server answers, unary and in a Session, with the state fields filled by name.
+//   Solve sends its built-in problem from random starts, or the problem of a file, its model
+//   named by name there.
 // - Its drivers (clients/cpp/load/driver.cpp), through the binary in each of its modes: unary
 //   calls and Session streams, closed and open loop, on the callback API and on completion queues.
 //   Every call of a run is answered OK and counted once. In the TSan stage the binary is built
 //   with ThreadSanitizer and exits non-zero on a report: the callback Session driver once parsed
 //   each answer in gRPC's completion of its read, on whichever gRPC thread ran it, which with 4
-//   streams of 2 messages in flight was reported as a race in most runs of 200 calls.
+//   streams of 2 messages in flight was reported as a race in most runs of 200 calls. Solve runs
+//   closed loop with more calls in flight than requests in its pool (a problem from a file is
+//   one request): each call's request is the pool's next, never past its end.
 #include "clients/cpp/load/workload.hpp"
 
 #include <google/protobuf/reflection.h>
@@ -19,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -179,7 +184,125 @@ TEST_F(WorkloadTest, EveryBatchedMethodOfTheDescriptorIsAnswered) {
     }
     EXPECT_TRUE(stream->Finish().ok()) << method.name();
   }
-  EXPECT_EQ(static_cast<std::size_t>(methods), known.size());
+  // Then Solve, ControlService's, which no Session message carries.
+  EXPECT_EQ(static_cast<std::size_t>(methods) + 1, known.size());
+  EXPECT_EQ(known.back(), "Solve");
+}
+
+// The example problem of the docs: the bundled arm's reach (clients/cpp/examples), its model named
+// by name. The repository's root is two levels above its model repository (deploy/models).
+const std::string kReachProblem =
+    (std::filesystem::path(repository_dir()).parent_path().parent_path() /
+     "clients/cpp/examples/puma560_reach.json")
+        .string();
+
+v1::SolveRequest parse_solve_request(grpc::ByteBuffer buffer) {
+  v1::SolveRequest request;
+  EXPECT_TRUE(
+      (grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::SolveRequest>(&buffer, &request))
+          .ok());
+  return request;
+}
+
+// Solve's built-in problem: a random start per request (a valid configuration, velocities in
+// [-1, 1]) towards rest, over the knots and step of SolveRequest's `example` options, which the
+// server solves; it has no Session messages and one problem per call.
+TEST_F(WorkloadTest, SolveSendsABuiltInProblemFromRandomStarts) {
+  const v1::Model model = quadruped();
+  load::WorkloadSpec spec;
+  spec.rpc = "Solve";
+  spec.pool = 3;
+  const load::Workload workload = load::make_workload(model, spec);
+  EXPECT_EQ(workload.method, "/torqued.v1.ControlService/Solve");
+  EXPECT_EQ(workload.response_prototype->GetDescriptor(), v1::SolveResponse::descriptor());
+  EXPECT_TRUE(workload.session_requests.empty());
+  ASSERT_EQ(workload.unary_requests.size(), 3u);
+  std::set<double> first_coordinates;
+  for (const grpc::ByteBuffer& buffer : workload.unary_requests) {
+    const v1::SolveRequest request = parse_solve_request(buffer);
+    EXPECT_EQ(request.model_id(), model.id());
+    EXPECT_EQ(request.knots(), 10u);
+    EXPECT_EQ(request.dt(), 0.01);
+    ASSERT_EQ(request.q0_size(), 19);
+    ASSERT_EQ(request.v0_size(), 18);
+    double norm = 0.0;  // the free-flyer's quaternion, q0[3..6]
+    for (int k = 3; k < 7; ++k) norm += request.q0(k) * request.q0(k);
+    EXPECT_NEAR(norm, 1.0, 1e-12);
+    for (const double v : request.v0()) EXPECT_LE(std::abs(v), 1.0);
+    first_coordinates.insert(request.q0(0));
+    ASSERT_EQ(request.running_costs_size(), 2);
+    EXPECT_EQ(request.running_costs(1).residual().type(), v1::RESIDUAL_TYPE_CONTROL);
+    ASSERT_EQ(request.terminal_costs_size(), 1);
+    EXPECT_EQ(request.terminal_costs(0).weight(), 100.0);
+
+    grpc::ByteBuffer answer;
+    const grpc::Status status =
+        load::call_raw(server_->channel(), workload.method, buffer, &answer, deadline_in(60));
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    const auto response = parse(*workload.response_prototype, answer);
+    const auto& solution = static_cast<const v1::SolveResponse&>(*response);
+    EXPECT_EQ(solution.stop_reason(), v1::STOP_REASON_CONVERGED);
+    ASSERT_EQ(solution.q_size(), 11 * 19);
+    EXPECT_EQ(solution.q(0), request.q0(0));
+    EXPECT_LT(solution.cost(), solution.iterations(0).cost());
+  }
+  EXPECT_EQ(first_coordinates.size(), 3u) << "three starts";
+
+  spec.batch = 2;
+  EXPECT_THROW(load::make_workload(model, spec), std::runtime_error);
+}
+
+// --solve-request's problem is one request, sent as the file has it but for its model_id, the
+// model's id where the file names it by name; with --echo its numbers, nested ones included, go
+// out in an Echo that asks for as many numbers as Solve answers with.
+TEST_F(WorkloadTest, SolveSendsTheProblemOfAFile) {
+  const v1::SolveRequest problem = load::read_solve_request(kReachProblem);
+  EXPECT_EQ(problem.model_id(), "puma560");
+  const v1::Model model = load::resolve_model(server_->channel(), {problem.model_id(), "", false});
+  load::WorkloadSpec spec;
+  spec.rpc = "Solve";
+  spec.solve_request = problem;
+  const load::Workload workload = load::make_workload(model, spec);
+  ASSERT_EQ(workload.unary_requests.size(), 1u);
+  v1::SolveRequest sent = parse_solve_request(workload.unary_requests[0]);
+  EXPECT_EQ(sent.model_id(), model.id());
+  sent.set_model_id(problem.model_id());
+  EXPECT_EQ(sent.SerializeAsString(), problem.SerializeAsString());
+  grpc::ByteBuffer answer;
+  const grpc::Status status = load::call_raw(server_->channel(), workload.method,
+                                             workload.unary_requests[0], &answer, deadline_in(60));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::SolveResponse solution;
+  ASSERT_TRUE(
+      (grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::SolveResponse>(&answer, &solution))
+          .ok());
+  EXPECT_EQ(solution.stop_reason(), v1::STOP_REASON_CONVERGED);
+  EXPECT_EQ(solution.cost_terms_size(), 5);
+
+  spec.echo = true;
+  spec.echo_response_values = load::real_response_values(server_->channel(), model, spec);
+  // The answer's arrays: q and v of 41 states and u of 40, 6 DOFs.
+  EXPECT_EQ(spec.echo_response_values, 41u * 12 + 40 * 6);
+  const load::Workload echo = load::make_workload(model, spec);
+  EXPECT_EQ(echo.method, "/torqued.v1.DynamicsService/Echo");
+  ASSERT_EQ(echo.session_requests.size(), 1u);
+  grpc::ByteBuffer buffer = echo.unary_requests[0];
+  v1::EchoRequest request;
+  ASSERT_TRUE(
+      (grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::EchoRequest>(&buffer, &request)).ok());
+  EXPECT_EQ(request.payload(), model.id());
+  // q0 and v0, the two tips' targets and the rest term's weights.
+  EXPECT_EQ(request.values_size(), 6 + 6 + 3 + 3 + 12);
+  EXPECT_EQ(request.response_values(), spec.echo_response_values);
+
+  const std::filesystem::path broken = dir_->path() / "broken.json";
+  std::ofstream(broken) << R"({"model_id": "puma560", "knots": "many"})";
+  try {
+    load::read_solve_request(broken.string());
+    ADD_FAILURE() << "a malformed problem was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(broken.string()), std::string::npos) << e.what();
+  }
 }
 
 // The state fields are filled by their names (the methods that need more leave some empty), the
@@ -283,6 +406,42 @@ INSTANTIATE_TEST_SUITE_P(
                       Mode{"SessionOnCompletionQueues",
                            "--completion-queue --session --concurrency 2 --pipeline 3"}),
     [](const ::testing::TestParamInfo<Mode>& info) { return std::string(info.param.name); });
+
+// Runs the binary with `flags` until it has measured `calls` calls; its JSON report.
+nlohmann::json run_binary(const std::string& name, const std::string& flags, int calls,
+                          const std::filesystem::path& dir, const std::string& target) {
+  const std::filesystem::path report = dir / (name + ".json"), output = dir / (name + ".out");
+  const std::string command = std::string(TORQUED_LOAD_BINARY) + " --target " + target +
+                              " --warmup 0 --requests " + std::to_string(calls) + " " + flags +
+                              " --json " + report.string() + " > " + output.string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream printed(output);
+  const std::string out((std::istreambuf_iterator<char>(printed)), {});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  std::ifstream file(report);
+  return nlohmann::json::parse(file, nullptr, false);
+}
+
+// Solve through the binary, the built-in problem and the file's, two calls in flight: the file's
+// problem is a pool of one request, and its model_id names the model.
+TEST_F(WorkloadTest, TheBinarySolvesEveryCall) {
+  constexpr int kSolves = 40;
+  struct Run {
+    std::string name, flags, model;
+  };
+  for (const Run& run : {Run{"SolveBuiltIn", "--model double_pendulum --rpc Solve --concurrency 2",
+                             "double_pendulum"},
+                         Run{"SolveFromAFile",
+                             "--solve-request " + kReachProblem + " --concurrency 2", "puma560"}}) {
+    const nlohmann::json json =
+        run_binary(run.name, run.flags, kSolves, dir_->path(), server_->address());
+    ASSERT_FALSE(json.is_discarded()) << run.name;
+    EXPECT_EQ(json["rpc"], "Solve") << run.name;
+    EXPECT_EQ(json["model"], run.model) << run.name;
+    EXPECT_EQ(json["calls"], kSolves) << run.name;
+    EXPECT_EQ(json["codes"], nlohmann::json({{"OK", kSolves}})) << run.name;
+  }
+}
 
 }  // namespace
 }  // namespace torqued::testing
