@@ -16,10 +16,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The engine's test: the call's end, and the time budget while the solver runs (not while the
-// answer is completed after it). The budget ends early by the time of a pass of derivatives over
-// the knots (the last one, or the one under way projected from its knots done so far), which
-// bounds the answer's own pass over them (spread the same way, without derivatives), so that a
-// deadline's answer is complete before the deadline.
+// answer is completed after it). Before a deadline the solver stops earlier by the time of a pass
+// of derivatives over the knots (the last one, or the one under way projected from its knots done
+// so far), which bounds the answer's own pass over them (spread the same way, without
+// derivatives), so that the answer is complete before the deadline.
 struct SolveInterruption {
   const SolveLimit& limit;
   bool budget_applies = true;
@@ -43,8 +43,14 @@ struct SolveInterruption {
 
   static bool requested(const void* state) {
     const auto& self = *static_cast<const SolveInterruption*>(state);
-    return (self.budget_applies && Clock::now() + self.reserve() >= self.limit.budget_end) ||
-           (self.limit.call_should_stop != nullptr && self.limit.call_should_stop(self.limit.call));
+    if (self.budget_applies) {
+      const Clock::time_point now = Clock::now();
+      if (now >= self.limit.budget_end || (self.limit.answer_by != Clock::time_point::max() &&
+                                           now + self.reserve() >= self.limit.answer_by)) {
+        return true;
+      }
+    }
+    return (self.limit.call_should_stop != nullptr && self.limit.call_should_stop(self.limit.call));
   }
 };
 

@@ -47,12 +47,14 @@ class SolveOverflow : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// When a solve must end: `stop` says so for the call (its client gone, the server's bound), and
-// `budget_end` for its time budget.
+// When a solve must end: `call_should_stop` says so for the call (its client gone, the server's
+// bound); the time budget runs out at `budget_end`, and before `answer_by` the answer must be
+// complete (the deadline, less the time to send it).
 struct SolveLimit {
   bool (*call_should_stop)(const void* state) = nullptr;
   const void* call = nullptr;
   std::chrono::steady_clock::time_point budget_end = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point answer_by = std::chrono::steady_clock::time_point::max();
 };
 
 // Solves `plan` into `response` on a task of `executor` (null: the calling thread only) with at

@@ -28,25 +28,23 @@ bool call_should_stop(const void* state) {
   return !check_alive(*static_cast<const CallLimit*>(state)).ok();
 }
 
-// The deadline's margin: the time the answer needs to be completed and sent, a tenth of the
-// time left when the solve starts, at most 20 ms.
-std::chrono::steady_clock::time_point budget_end(const grpc::CallbackServerContext& context,
-                                                 double max_seconds) {
+// When the solve's time budget ends, and when its answer must be complete: the deadline less a
+// margin to send it, a tenth of the time left when the solve starts, at most 20 ms.
+void time_limits(const grpc::CallbackServerContext& context, double max_seconds,
+                 SolveLimit& limit) {
   using std::chrono::steady_clock;
   const steady_clock::time_point now = steady_clock::now();
-  steady_clock::time_point end = steady_clock::time_point::max();
   if (max_seconds > 0) {
-    end = now + std::chrono::duration_cast<steady_clock::duration>(
-                    std::chrono::duration<double>(std::min(max_seconds, 1e9)));
+    limit.budget_end = now + std::chrono::duration_cast<steady_clock::duration>(
+                                 std::chrono::duration<double>(std::min(max_seconds, 1e9)));
   }
   const auto deadline = deadline_of(context);
   if (deadline != std::chrono::system_clock::time_point::max()) {
     const auto left = std::chrono::duration_cast<steady_clock::duration>(
         deadline - std::chrono::system_clock::now());
     const auto margin = std::min<steady_clock::duration>(left / 10, std::chrono::milliseconds(20));
-    end = std::min(end, now + left - margin);
+    limit.answer_by = now + left - margin;
   }
-  return end;
 }
 
 }  // namespace
@@ -132,8 +130,8 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
                           std::chrono::duration<double>(max_call_seconds))
                 : std::chrono::system_clock::time_point::max(),
             max_call_seconds};
-        const SolveLimit solve_limit{&call_should_stop, &limit,
-                                     budget_end(context, exchange->plan.max_seconds)};
+        SolveLimit solve_limit{&call_should_stop, &limit};
+        time_limits(context, exchange->plan.max_seconds, solve_limit);
         const Algorithm algorithm =
             exchange->plan.dynamics.control_bounds.lower.size() > 0 ? kBoxFddp : kFddp;
         const Clock::time_point start = metrics_.start();
