@@ -4,7 +4,7 @@
 
     /usr/bin/python3 bench/compare_ocp.py TORQUED [--describe FILE] [--dump FILE]
                                           [--anchor PATH] [--models DIR] [--workers 1,2]
-                                          [--repeats 5] [--problem NAME|all]
+                                          [--repeats 5] [--rounds 5] [--problem NAME|all]
 
 TORQUED is a torqued server binary; for each --workers count the script starts it on loopback
 with that many workers and runs anchor_ocp with as many threads. The problems are read from
@@ -14,15 +14,19 @@ default ../shared/models), registered with a free-flyer root when the base float
 state reference and weight moved from the description's joint layout to the server's
 (ModelService.GetModel), joint by joint; the contacts held from knot 0 at their reference
 placements; the costs; the solver's thresholds. Each solve starts cold (x0 at every knot, the
-quasi-static controls); --repeats solves per problem, the first discarded.
+quasi-static controls).
 
-Crocoddyl's figures come from anchor_ocp --dump (its iterations, final cost, task error and
-median solve time): the --dump FILE given, for the thread count it was written with, otherwise a
-run of anchor_ocp (looked up in $ANCHORS_DIR/native, default ~/.cache/torqued-anchors/native,
-where ../shared/anchors/build.sh puts it). Printed per problem and workers count: iterations of
+--rounds rounds alternate a run of anchor_ocp (--repeats solves per problem, the first
+discarded, its median solve time and final figures in its --dump) and torqued's --repeats solves
+per problem (the first discarded), each followed by an Echo whose answer carries as many numbers
+as the solution. A --dump FILE given stands for anchor_ocp's runs at its thread count (anchor_ocp
+is looked up in $ANCHORS_DIR/native, default ~/.cache/torqued-anchors/native, where
+../shared/anchors/build.sh puts it). Printed per problem and workers count: the iterations of
 each, torqued's final cost over Crocoddyl's, the task frame's distance to its target at the last
-knot for each (torqued's from a Kinematics call), and the time per iteration: torqued's on the
-server (solve_seconds) and end to end in the client, Crocoddyl's in process.
+knot for each (torqued's from a Kinematics call), the time per iteration of torqued's solve on
+the server (solve_seconds, all of the server's compute for the solve) and of Crocoddyl's in
+process, their ratio per round, and the whole call in the client over the server's compute plus
+the Echo; medians over the rounds with their ranges.
 
 The script installs the Python client into a temporary venv first, as
 tests/clients/python/run_pytest.sh does.
@@ -207,26 +211,42 @@ def problem_of(client, described, models):
     return problem, model
 
 
-def torqued_runs(client, described, models, repeats):
+def torqued_runs(client, problem, model, described, repeats):
     """Solves the problem `repeats` times from the same cold start (the first discarded when more
-    than one): the last solution, its task error and the median server and client seconds."""
+    than one): the last solution, its task error, the median server and client seconds, and the
+    median seconds of an Echo answering the solution's bytes."""
     import numpy as np
 
-    problem, model = problem_of(client, described, models)
-    server_seconds, client_seconds = [], []
+    server_seconds, client_seconds, echo_seconds = [], [], []
     for _ in range(repeats):
         start = time.perf_counter()
         solution = client.solve(problem, timeout=600)
         client_seconds.append(time.perf_counter() - start)
         server_seconds.append(solution.solve_seconds)
+        start = time.perf_counter()
+        client.echo(response_values=answer_values(solution), timeout=600)
+        echo_seconds.append(time.perf_counter() - start)
     if repeats > 1:
-        del server_seconds[0], client_seconds[0]
+        del server_seconds[0], client_seconds[0], echo_seconds[0]
     task = described["task"]
     reached = client.kinematics(model.id, solution.q[-1], frames=[task["frame"]]).positions[0]
     return {"solution": solution,
             "task_error": float(np.linalg.norm(reached - np.array(task["target"]))),
             "server_seconds": statistics.median(server_seconds),
-            "client_seconds": statistics.median(client_seconds)}
+            "client_seconds": statistics.median(client_seconds),
+            "echo_seconds": statistics.median(echo_seconds)}
+
+
+def answer_values(solution):
+    """The numbers a SolveResponse carries: an Echo answering as many carries as many bytes."""
+    gains = 0 if solution.feedback is None else solution.feedback.size
+    return (solution.q.size + solution.v.size + solution.u.size + gains
+            + 5 * len(solution.iterations) + len(solution.cost_terms) + 3)
+
+
+def spread(values):
+    """A list of figures as its median and range."""
+    return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
 
 
 def run(a):
@@ -242,35 +262,50 @@ def run(a):
     dump = json.load(open(a.dump)) if a.dump else None
     print("| problem | workers / threads | iterations (torqued, Crocoddyl) | stop (torqued) "
           "| cost torqued / Crocoddyl | task error torqued, Crocoddyl (m) "
-          "| torqued ms/iter, server | torqued ms/iter, end to end | Crocoddyl ms/iter |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| torqued ms/iter, server | Crocoddyl ms/iter | server / Crocoddyl "
+          "| end to end / (server + Echo) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for workers in a.workers:
-        if dump is not None and dump["threads"] == workers:
-            theirs = {p["name"]: p for p in dump["problems"]}
-        else:
-            theirs = crocoddyl_runs(a.anchor, a.models, workers, a.repeats, a.problem)
         server = Server(a.binary, workers)
         try:
             with torqued.Client(server.address, timeout=600) as client:
+                built = {p["name"]: problem_of(client, p, a.models) for p in problems}
+                # Rounds alternate Crocoddyl's runs and torqued's, so that a drift of the machine
+                # hits both alike.
+                rounds = {p["name"]: [] for p in problems}
+                for _ in range(a.rounds):
+                    if dump is not None and dump["threads"] == workers:
+                        theirs = {p["name"]: p for p in dump["problems"]}
+                    else:
+                        theirs = crocoddyl_runs(a.anchor, a.models, workers, a.repeats, a.problem)
+                    for described in problems:
+                        problem, model = built[described["name"]]
+                        ours = torqued_runs(client, problem, model, described, a.repeats)
+                        rounds[described["name"]].append((ours, theirs[described["name"]]))
                 for described in problems:
-                    ours = torqued_runs(client, described, a.models, a.repeats)
-                    crocoddyl = theirs[described["name"]]
+                    runs = rounds[described["name"]]
+                    ours, crocoddyl = runs[-1]
                     solution = ours["solution"]
                     iterations = max(len(solution.iterations), 1)
+                    theirs_iterations = max(crocoddyl["iterations"], 1)
+                    server_ms = [o["server_seconds"] * 1e3 / iterations for o, _ in runs]
+                    crocoddyl_ms = [c["median_ms"] / theirs_iterations for _, c in runs]
+                    ratios = [mine / theirs for mine, theirs in zip(server_ms, crocoddyl_ms)]
+                    wire = [o["client_seconds"] / (o["server_seconds"] + o["echo_seconds"])
+                            for o, _ in runs]
                     print(f"| {described['name']} | {workers} "
                           f"| {len(solution.iterations)}, {crocoddyl['iterations']} "
                           f"| {solution.stop_reason} "
                           f"| {solution.cost / crocoddyl['cost']:.12f} "
                           f"| {ours['task_error']:.2e}, {crocoddyl['task_error']:.2e} "
-                          f"| {ours['server_seconds'] * 1e3 / iterations:.3f} "
-                          f"| {ours['client_seconds'] * 1e3 / iterations:.3f} "
-                          f"| {crocoddyl['median_ms'] / max(crocoddyl['iterations'], 1):.3f} |",
-                          flush=True)
+                          f"| {spread(server_ms)} | {spread(crocoddyl_ms)} | {spread(ratios)} "
+                          f"| {spread(wire)} |", flush=True)
         finally:
             server.stop()
-    print(f"\nmedians of {a.repeats} solves each from the same cold start"
-          f"{' (the first discarded)' if a.repeats > 1 else ''}; client and server share the "
-          "machine's CPUs")
+    print(f"\n{a.rounds} rounds alternating Crocoddyl's runs and torqued's, each the median of "
+          f"{a.repeats} solves from the same cold start"
+          f"{' (the first discarded)' if a.repeats > 1 else ''}: medians over the rounds (range); "
+          "client and server share the machine's CPUs")
 
 
 def main():
@@ -285,6 +320,7 @@ def main():
     ap.add_argument("--workers", default="1,2",
                     type=lambda text: [int(w) for w in text.split(",")])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--problem", default="all")
     ap.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
