@@ -850,7 +850,9 @@ TEST_F(ClientTest, SolvesAReachLaidOutByKnot) {
     for (int i = 0; i < 6; ++i) {
       ASSERT_EQ(solution.q(t, i), answer.q(t * 6 + i)) << t;
       ASSERT_EQ(solution.v(t, i), answer.v(t * 6 + i)) << t;
-      if (t < 40) ASSERT_EQ(solution.u(t, i), answer.u(t * 6 + i)) << t;
+      if (t < 40) {
+        ASSERT_EQ(solution.u(t, i), answer.u(t * 6 + i)) << t;
+      }
     }
   }
   for (int t = 0; t < 40; ++t) {

@@ -326,7 +326,7 @@ TEST_F(ControlServiceTest, QuadrupedShiftsItsTrunkThroughATouchdown) {
   forward_kinematics(m, final_data, q_final);
   EXPECT_LT((frame_placement(m, final_data, m.find_frame("trunk")).translation - shifted).norm(),
             5e-3);
-  for (const std::string& foot : {"FR_foot", "HL_foot", "HR_foot"}) {
+  for (const char* foot : {"FR_foot", "HL_foot", "HR_foot"}) {
     const int f = m.find_frame(foot);
     EXPECT_LT(
         (frame_placement(m, final_data, f).translation - frame_placement(m, data, f).translation)
