@@ -18,8 +18,7 @@ std::vector<RpcMethod> list_methods() {
   // A message of each file, so that the linker keeps the file's descriptor.
   const google::protobuf::FileDescriptor* files[] = {
       v1::RegisterModelRequest::descriptor()->file(),
-      v1::InverseDynamicsRequest::descriptor()->file(),
-      v1::SolveRequest::descriptor()->file(),
+      v1::InverseDynamicsRequest::descriptor()->file(), v1::SolveRequest::descriptor()->file(),
       ::grpc::reflection::v1alpha::ServerReflectionRequest::descriptor()->file(),
       ::grpc::reflection::v1::ServerReflectionRequest::descriptor()->file()};
   std::vector<RpcMethod> methods;
