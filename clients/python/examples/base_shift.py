@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""iLQR over torqued: a quadruped shifts its base while its four feet stay in rigid contact.
+"""Optimal control on torqued: a quadruped shifts its base while its four feet stay in rigid
+contact, solved on the server.
 
     python3 base_shift.py [--server localhost:50051]
                           [--model ../../../deploy/models/quadruped.urdf] [--base trunk]
@@ -16,20 +17,20 @@ starts with a minus sign as --shift=-0.02,...). The default is the quadruped of 
 deploy/models/.
 
 The robot stands in --stance, its base lowered until the lowest foot touches z = 0. Each foot is
-a rigid 3D contact with the ground (Rollout's constraints: CONSTRAINT_TYPE_POINT from the foot's
-frame to the point of the world where it stands), the free-flyer base is unactuated (u = tau of
-the other joints) and the solver is ilqr.py's, one Rollout and one Linearize call per iteration.
-The cost: 0.5 w_u |u - u0|^2 + 0.5 w_v |v|^2 per knot (u0: the torques that hold the stance),
-then 0.5 w_p |p_base - target|^2 + 0.5 w_r |log(R_base R0^T)|^2 + 0.5 w_v |v_K|^2, the base's
-placement and Jacobian at the last state coming with the rollout.
+a rigid 3D contact with the ground, held where it stands (a point contact without an anchor),
+the free-flyer base is unactuated (u = tau of the other joints), and ControlService.Solve (FDDP)
+solves the problem in one call from a cold start: the stance at every knot, and the torques and
+contact forces that hold it (the quasi-static guess). The cost, per knot: w_u |u|^2 / 2 and
+w_v |v|^2 / 2, each times dt; at the end the base's placement, w_p on its distance to the target
+and w_r on its turn (the log of its rotation against the start's), and w_v |v_K|^2 / 2.
 
 The contacts hold the feet at the acceleration level, and a discrete step lets a foot move by
 O(dt^2) of its curvature terms; without stabilization those errors add up over the horizon.
 Baumgarte's gains pull them back: with the deadbeat pair K_p = 1/dt^2, K_d = 1/dt a semi-implicit
 step removes a foot's position and velocity error within two steps, so that the residual stays at
-one step's error, O(dt^2). The script prints the cost per iteration, the base's distance to its
-target and the feet's largest distance from where they stood, plots the cost (--plot), and exits
-0 when the base ends within --tolerance of its target with that residual within --residual.
+one step's error, O(dt^2). The script prints the solver's cost per iteration, the base's distance
+to its target and the feet's largest distance from where they stood, plots the cost (--plot), and
+exits 0 when the base ends within --tolerance of its target with that residual within --residual.
 """
 from __future__ import annotations
 
@@ -37,16 +38,19 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 import torqued
-from torqued.v1 import model_pb2
+from torqued import activations, residuals
+from torqued.v1 import control_pb2, model_pb2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ilqr  # noqa: E402 (beside this script)
+import figures  # noqa: E402 (beside this script)
 import robots  # noqa: E402 (beside this script)
+
+# The weights: the torques, the velocities, the base's distance to its target and its turn.
+W_U, W_V, W_P, W_R = 1e-3, 1e-1, 1e6, 1e5
 
 
 def rotation(quaternion: np.ndarray) -> np.ndarray:
@@ -61,126 +65,6 @@ def rotation(quaternion: np.ndarray) -> np.ndarray:
     )
 
 
-def log3(r: np.ndarray) -> np.ndarray:
-    """The rotation vector of r."""
-    cosine = np.clip((np.trace(r) - 1) / 2, -1.0, 1.0)
-    theta = np.arccos(cosine)
-    axis = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
-    if theta < 1e-8:
-        return 0.5 * axis
-    return theta / (2 * np.sin(theta)) * axis
-
-
-@dataclass
-class BaseShift:
-    client: torqued.Client
-    model_id: str
-    nv: int
-    dt: float
-    target: np.ndarray  # the base's position
-    rotation0: np.ndarray  # the base's orientation to keep
-    footholds: np.ndarray  # (feet, 3): where the feet stand
-    base_frame: str = "trunk"
-    feet: list[str] = field(default_factory=list)
-    u_ref: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    w_u: float = 1e-3
-    w_v: float = 1e-1
-    w_p: float = 1e6
-    w_r: float = 1e5
-    # Baumgarte's gains on the contacts; with the deadbeat pair (1/dt^2, 1/dt) a semi-implicit
-    # step removes a foot's position and velocity error within two steps.
-    position_gain: float = 0.0
-    velocity_gain: float = 0.0
-
-    @property
-    def contacts(self) -> list[dict]:
-        """Each foot held at the point of the ground where it stands (frame2: the world, placed
-        there), the point Baumgarte's position gain pulls it back to."""
-        return [
-            {
-                "type": "CONSTRAINT_TYPE_POINT",
-                "frame1": {"frame": foot},
-                "frame2": {"placement": {"xyz": dict(zip("xyz", map(float, point)))}},
-            }
-            for foot, point in zip(self.feet, self.footholds)
-        ]
-
-    @property
-    def step(self) -> dict:
-        """Linearize's and Rollout's step: the legs actuated, the feet held with the gains."""
-        return {
-            "dt": self.dt,
-            "actuation": "unactuated_root",
-            "constraints": self.contacts,
-            "position_gain": self.position_gain,
-            "velocity_gain": self.velocity_gain,
-        }
-
-    def rollout(
-        self,
-        q0: np.ndarray,
-        v0: np.ndarray,
-        u: np.ndarray,
-        nominal: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-    ) -> torqued.Rollouts:
-        return self.client.rollout(
-            self.model_id,
-            q0,
-            v0,
-            u,
-            **self.step,
-            **ilqr.feedback(nominal),
-            frames=[self.base_frame, *self.feet],
-            frame_jacobians=True,
-            reference="local_world_aligned",
-        )
-
-    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
-        out = self.client.linearize(self.model_id, q, v, u, **self.step)
-        return out.fx, out.fu
-
-    def running(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
-        return ilqr.quadratic_running(v, u, self.u_ref, self.w_u, self.w_v)
-
-    def terminal(self, out: torqued.Rollouts, r: int) -> tuple[float, np.ndarray, np.ndarray]:
-        position = out.frame_positions[r, -1, 0]
-        turn = log3(out.frame_rotations[r, -1, 0] @ self.rotation0.T)
-        jacobian = out.frame_jacobians[r, -1, 0]
-        v = out.v[r, -1]
-        error = position - self.target
-        nv = self.nv
-        value = 0.5 * self.w_p * error @ error + 0.5 * self.w_r * turn @ turn
-        value += 0.5 * self.w_v * v @ v
-        weights = np.concatenate([np.full(3, self.w_p), np.full(3, self.w_r)])
-        residual = np.concatenate([error, turn])
-        # The gradient and Gauss-Newton Hessian, the turn's Jacobian taken as the angular rows.
-        vx = np.concatenate([jacobian.T @ (weights * residual), self.w_v * v])
-        vxx = np.zeros((2 * nv, 2 * nv))
-        vxx[:nv, :nv] = jacobian.T @ (weights[:, None] * jacobian)
-        vxx[nv:, nv:] = self.w_v * np.eye(nv)
-        return float(value), vx, vxx
-
-    def holding_torques(self, q: np.ndarray) -> np.ndarray:
-        """The leg torques that hold q at rest on the feet: a = a0 + (da/dtau) B u is affine in u,
-        so its least-squares zero is one solve."""
-        zero_v, zero_u = np.zeros(self.nv), np.zeros(self.nv - 6)
-        out = self.client.linearize(
-            self.model_id, q, zero_v, zero_u, **self.step, continuous_derivatives=True
-        )
-        a0 = out.v_next / self.dt
-        return np.linalg.lstsq(out.da_dtau[:, 6:], -a0, rcond=None)[0]
-
-    def base(self, q: np.ndarray) -> np.ndarray:
-        """The base's position."""
-        return self.client.kinematics(self.model_id, q, frames=[self.base_frame]).positions[0]
-
-    def feet_residual(self, q: np.ndarray) -> float:
-        """The feet's constraint residual over the trajectory: the largest distance a foot is from
-        where it stood at the first knot, metres."""
-        feet = self.client.kinematics(self.model_id, q, frames=self.feet).positions
-        return float(np.max(np.linalg.norm(feet - feet[0], axis=-1)))
-
-
 def standing(
     client: torqued.Client, model_id: str, nq: int, stance: np.ndarray, feet: list[str]
 ) -> np.ndarray:
@@ -191,6 +75,55 @@ def standing(
     positions = client.kinematics(model_id, q, frames=feet).positions
     q[2] -= positions[:, 2].min()
     return q
+
+
+def legged_robot(
+    client: torqued.Client, ap: argparse.ArgumentParser, a: argparse.Namespace
+) -> tuple[model_pb2.Model, np.ndarray]:
+    """The robot of --model, registered and checked to float, and its --stance standing on
+    --feet (see standing())."""
+    model = robots.register(client, a.model)
+    if not model.joints or model.joints[0].type != model_pb2.JOINT_TYPE_FREE_FLYER:
+        ap.error(f"--model: {model.name}'s first joint is not a free flyer")
+    if len(a.stance) != model.nq - 7:
+        ap.error(
+            f"--stance: {model.name} has {model.nq - 7} joint coordinates after its free flyer, "
+            f"got {len(a.stance)}"
+        )
+    return model, standing(client, model.id, model.nq, a.stance, a.feet)
+
+
+def velocity_weights(nv: int) -> control_pb2.Activation:
+    """|v|^2: a state residual x (-) x* weighed on its velocity rows only."""
+    return activations.weighted_quadratic(np.concatenate([np.zeros(nv), np.ones(nv)]))
+
+
+def base_shift_problem(
+    model: model_pb2.Model,
+    q0: np.ndarray,
+    base: str,
+    feet: list[str],
+    target: np.ndarray,
+    knots: int,
+    dt: float,
+    gains: tuple[float, float],
+) -> torqued.OptimalControlProblem:
+    """The base shift of the module's docstring: from q0 at rest to the base at `target`, level as
+    at q0, on the four feet."""
+    nv = model.nv
+    problem = torqued.OptimalControlProblem(model, q0, np.zeros(nv), knots=knots, dt=dt)
+    problem.actuation("unactuated_root")
+    problem.add_phase(0, feet)
+    problem.baumgarte_gains(*gains)
+    at_rest = residuals.state(np.concatenate([q0, np.zeros(nv)]))
+    problem.add_running_cost("effort", residuals.control(), weight=W_U)
+    problem.add_running_cost("velocity", at_rest, velocity_weights(nv), weight=W_V)
+    # The base's placement: the start's orientation (q0's quaternion) at the target.
+    placement = residuals.frame_placement(base, target, rotation(q0[3:7]))
+    weights = activations.weighted_quadratic([W_P] * 3 + [W_R] * 3)
+    problem.add_terminal_cost("base", placement, weights)
+    problem.add_terminal_cost("rest", at_rest, velocity_weights(nv), weight=W_V)
+    return problem
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,50 +153,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--plot", default="", help="PNG of the cost per iteration")
     a = ap.parse_args(argv)
+    gains = (
+        (1 / a.dt**2, 1 / a.dt)
+        if a.gains == "deadbeat"
+        else tuple(float(x) for x in a.gains.split(","))
+    )
     with torqued.Client(a.server) as client:
-        model = robots.register(client, a.model)
-        if not model.joints or model.joints[0].type != model_pb2.JOINT_TYPE_FREE_FLYER:
-            ap.error(f"--model: {model.name}'s first joint is not a free flyer")
-        if len(a.stance) != model.nq - 7:
-            ap.error(f"--stance: {model.name} has {model.nq - 7} joint coordinates after its "
-                     f"free flyer, got {len(a.stance)}")
-        q0 = standing(client, model.id, model.nq, a.stance, a.feet)
-        shift = a.shift
-        gains = (
-            (1 / a.dt**2, 1 / a.dt)
-            if a.gains == "deadbeat"
-            else tuple(float(x) for x in a.gains.split(","))
-        )
-        problem = BaseShift(
-            client=client,
-            model_id=model.id,
-            nv=model.nv,
-            dt=a.dt,
-            target=q0[:3] + shift,
-            rotation0=rotation(q0[3:7]),
-            footholds=client.kinematics(model.id, q0, frames=a.feet).positions,
-            base_frame=a.base,
-            feet=a.feet,
-            position_gain=gains[0],
-            velocity_gain=gains[1],
-        )
-        problem.u_ref = problem.holding_torques(q0)
-
-        def log(iteration: int, value: float) -> None:
-            print(f"iteration {iteration:2d}  cost {value:12.6g}")
-
+        model, q0 = legged_robot(client, ap, a)
+        base0 = client.kinematics(model.id, q0, frames=[a.base]).positions[0]
+        target = base0 + a.shift
+        problem = base_shift_problem(model, q0, a.base, a.feet, target, a.knots, a.dt, gains)
+        problem.solver(max_iterations=a.iterations)
         start = time.monotonic()
-        u = np.tile(problem.u_ref, (a.knots, 1))
-        result = ilqr.solve(problem, q0, np.zeros(model.nv), u, a.iterations, log)
-        distance = float(np.linalg.norm(problem.base(result.q[-1]) - problem.target))
-        residual = problem.feet_residual(result.q)
-        print(
-            f"{len(result.costs) - 1} iterations ({result.calls} calls) in "
-            f"{time.monotonic() - start:.2f} s; the base ends {distance * 1e3:.3f} mm from its "
-            f"target, the feet within {residual:.2e} m of where they stood"
-        )
+        solution = client.solve(problem)
+        seconds = time.monotonic() - start
+        reached = client.kinematics(model.id, solution.q[-1], frames=[a.base]).positions[0]
+        feet = client.kinematics(model.id, solution.q, frames=a.feet).positions
+    costs = [iteration.cost for iteration in solution.iterations]
+    for i, cost in enumerate(costs):
+        print(f"iteration {i + 1:2d}  cost {cost:12.6g}")
+    distance = float(np.linalg.norm(reached - target))
+    # The feet's constraint residual: the largest distance of a foot from where it stood.
+    residual = float(np.max(np.linalg.norm(feet - feet[0], axis=-1)))
+    print(
+        f"{len(costs)} iterations ({solution.stop_reason}) in {seconds:.3f} s, "
+        f"{solution.solve_seconds:.3f} s of them solving on the server; the base ends "
+        f"{distance * 1e3:.3f} mm from its target, the feet within {residual:.2e} m of where "
+        "they stood"
+    )
     if a.plot:
-        ilqr.plot(result.costs, "iLQR over torqued: base shift in contact", a.plot)
+        figures.costs(costs, "FDDP on torqued: base shift in contact", a.plot)
     return 0 if distance <= a.tolerance and residual <= a.residual else 1
 
 

@@ -1,4 +1,8 @@
-"""Iterative LQR over torqued, the solver the examples share (reach.py, base_shift.py, trot.py).
+#!/usr/bin/env python3
+"""Bringing one's own solver to torqued: iterative LQR over Linearize and Rollout, on the arm reach
+that reach.py solves on the server with ControlService.Solve.
+
+    python3 ilqr.py [--server localhost:50051] [reach.py's options]
 
 The solver is iterative LQR (Li & Todorov 2004) in the form Crocoddyl's DDP uses (Mastalli et al.
 2020): a backward pass on the dynamics' linearization along the current trajectory, with
@@ -11,15 +15,30 @@ trajectory's Fx and Fu for the next backward pass: the Jacobians of one rollout,
 (on a robot of talos_reduced's size those of six rollouts would cost 15 times the states alone;
 docs/benchmarks.md). The state x = (q, v) has 2 nv tangent coordinates, dq (q (+) dq on the
 configuration manifold) then dv, as Linearize's Jacobians and Rollout's feedback have them.
+
+The client computes the costs and runs the backward pass, so that every iteration ships the
+horizon's Jacobians over the wire: Solve, which does all of it on the server, takes a fraction
+of the time (docs/benchmarks.md, "Optimal control over the wire"). This is the way for a solver
+or a cost that Solve does not have. The reach's cost is reach.py's, with the torques regularized
+about the gravity compensation of the start (a constant: the client has no g(q) per knot without
+another call), its gradients from Kinematics' frame Jacobians (Gauss-Newton).
 """
 from __future__ import annotations
 
+import argparse
+import os
+import sys
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol
 
 import numpy as np
 
 import torqued
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import figures  # noqa: E402 (beside this script)
+import reach  # noqa: E402 (beside this script)
 
 # The line search's step sizes, all tried in one call; the largest that decreases the cost enough
 # is taken.
@@ -197,19 +216,98 @@ def quadratic_running(
     return value, lx, w_u * du, lxx, luu
 
 
-def plot(costs: list[float], title: str, path: str) -> None:
-    """The cost per iteration, log scale, as a PNG."""
-    import matplotlib
+@dataclass
+class Reach:
+    client: torqued.Client
+    model_id: str
+    nv: int
+    frame: str
+    target: np.ndarray
+    dt: float
+    u_ref: np.ndarray
+    w_u: float = reach.W_U
+    w_v: float = reach.W_V
+    w_p: float = reach.W_P
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
+    def end_effector(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Position (3,) and its Jacobian (3, nv) in world axes."""
+        frames = self.client.kinematics(
+            self.model_id, q, frames=[self.frame], reference="local_world_aligned", jacobians=True
+        )
+        return frames.positions[0], frames.jacobians[0, :3, :]
 
-    figure, axes = pyplot.subplots(figsize=(6, 4))
-    axes.semilogy(range(len(costs)), costs, marker="o")
-    axes.set_xlabel("iteration")
-    axes.set_ylabel("cost")
-    axes.set_title(title)
-    axes.grid(True, which="both", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    def rollout(
+        self,
+        q0: np.ndarray,
+        v0: np.ndarray,
+        u: np.ndarray,
+        nominal: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    ) -> torqued.Rollouts:
+        return self.client.rollout(
+            self.model_id,
+            q0,
+            v0,
+            u,
+            dt=self.dt,
+            **feedback(nominal),
+            frames=[self.frame],
+            frame_jacobians=True,
+            reference="local_world_aligned",
+        )
+
+    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
+        out = self.client.linearize(self.model_id, q, v, u, dt=self.dt)
+        return out.fx, out.fu
+
+    def running(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
+        return quadratic_running(v, u, self.u_ref, self.w_u, self.w_v)
+
+    def terminal(self, out: torqued.Rollouts, r: int) -> tuple[float, np.ndarray, np.ndarray]:
+        position = out.frame_positions[r, -1, 0]
+        jacobian = out.frame_jacobians[r, -1, 0, :3, :]
+        v = out.v[r, -1]
+        error = position - self.target
+        nv = self.nv
+        value = 0.5 * self.w_p * error @ error + 0.5 * self.w_v * v @ v
+        # The gradient and Gauss-Newton Hessian.
+        vx = np.concatenate([self.w_p * jacobian.T @ error, self.w_v * v])
+        vxx = np.zeros((2 * nv, 2 * nv))
+        vxx[:nv, :nv] = self.w_p * jacobian.T @ jacobian
+        vxx[nv:, nv:] = self.w_v * np.eye(nv)
+        return float(value), vx, vxx
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = reach.options(__doc__.splitlines()[0])
+    a = ap.parse_args(argv)
+    with torqued.Client(a.server) as client:
+        model, q0 = reach.arm(client, ap, a)
+        problem = Reach(
+            client=client,
+            model_id=model.id,
+            nv=model.nv,
+            frame=a.frame,
+            target=a.target,
+            dt=a.dt,
+            u_ref=client.gravity(model.id, q0),
+        )
+
+        def log(iteration: int, value: float) -> None:
+            print(f"iteration {iteration:2d}  cost {value:12.6g}")
+
+        start = time.monotonic()
+        u = np.tile(problem.u_ref, (a.knots, 1))
+        result = solve(problem, q0, np.zeros(model.nv), u, a.iterations, log)
+        distance = float(np.linalg.norm(problem.end_effector(result.q[-1])[0] - problem.target))
+        print(
+            f"{len(result.costs) - 1} iterations ({result.calls} calls) in "
+            f"{time.monotonic() - start:.2f} s; the end effector ends {distance * 1e3:.3f} mm "
+            "from the target"
+        )
+    if a.plot:
+        figures.costs(result.costs, "iLQR over torqued: reach", a.plot)
+    return 0 if distance <= a.tolerance else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

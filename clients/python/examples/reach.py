@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""iLQR over torqued: a manipulator's end effector to a target point, from a cold start.
+"""Optimal control on torqued: a manipulator's end effector to a target point, solved on the
+server.
 
     python3 reach.py [--server localhost:50051]
                      [--model ../../../deploy/models/stanford_arm.dh.txtpb]
@@ -12,15 +13,14 @@ NAME.options.txtpb, or a RegisterModelRequest in NAME.txtpb), --frame its end ef
 world coordinates, metres (give a value that starts with a minus sign as --target=-0.07,...).
 The default is the Stanford arm of the repository's deploy/models/.
 
-The solver is ilqr.py's: per iteration one Rollout call for the line search, which also returns
-the end effector's position and Jacobian at the last state for the terminal cost, and one
-Linearize call for the accepted trajectory. Every joint of the arm is actuated
-(u = tau).
-
-The cost: 0.5 w_u |u - g(q0)|^2 + 0.5 w_v |v|^2 per knot (g: gravity compensation at the start),
-then 0.5 w_p |p(q_K) - target|^2 + 0.5 w_v |v_K|^2 at the end. The script prints the cost and
-the end effector's distance to the target at each iteration, plots the cost (--plot) and exits
-0 once the end effector ends within --tolerance of the target.
+The problem is stated as Crocoddyl states one and solved by ControlService.Solve (FDDP) in one
+call, from a cold start: the arm at rest at every knot, holding itself against gravity. Every
+joint is actuated (u = tau). The cost, per knot: w_u |tau - g(q)|^2 / 2 (the torques beyond
+gravity compensation) and w_v |v|^2 / 2, each times dt; at the end w_p |p(q_K) - target|^2 / 2
+and w_v |v_K|^2 / 2. The script prints the solver's cost per iteration and the end effector's
+distance to the target, plots the cost (--plot) and exits 0 once the end effector ends within
+--tolerance of the target. ilqr.py solves the same problem with a solver of its own over
+Linearize and Rollout.
 """
 from __future__ import annotations
 
@@ -28,80 +28,40 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 import torqued
+from torqued import activations, residuals
+from torqued.v1 import model_pb2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ilqr  # noqa: E402 (beside this script)
+import figures  # noqa: E402 (beside this script)
 import robots  # noqa: E402 (beside this script)
 
-
-@dataclass
-class Reach:
-    client: torqued.Client
-    model_id: str
-    nv: int
-    frame: str
-    target: np.ndarray
-    dt: float
-    u_ref: np.ndarray
-    w_u: float = 1e-2
-    w_v: float = 1e-1
-    w_p: float = 1e5
-
-    def end_effector(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Position (3,) and its Jacobian (3, nv) in world axes."""
-        frames = self.client.kinematics(
-            self.model_id, q, frames=[self.frame], reference="local_world_aligned", jacobians=True
-        )
-        return frames.positions[0], frames.jacobians[0, :3, :]
-
-    def rollout(
-        self,
-        q0: np.ndarray,
-        v0: np.ndarray,
-        u: np.ndarray,
-        nominal: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-    ) -> torqued.Rollouts:
-        return self.client.rollout(
-            self.model_id,
-            q0,
-            v0,
-            u,
-            dt=self.dt,
-            **ilqr.feedback(nominal),
-            frames=[self.frame],
-            frame_jacobians=True,
-            reference="local_world_aligned",
-        )
-
-    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
-        out = self.client.linearize(self.model_id, q, v, u, dt=self.dt)
-        return out.fx, out.fu
-
-    def running(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
-        return ilqr.quadratic_running(v, u, self.u_ref, self.w_u, self.w_v)
-
-    def terminal(self, out: torqued.Rollouts, r: int) -> tuple[float, np.ndarray, np.ndarray]:
-        position = out.frame_positions[r, -1, 0]
-        jacobian = out.frame_jacobians[r, -1, 0, :3, :]
-        v = out.v[r, -1]
-        error = position - self.target
-        nv = self.nv
-        value = 0.5 * self.w_p * error @ error + 0.5 * self.w_v * v @ v
-        # The gradient and Gauss-Newton Hessian.
-        vx = np.concatenate([self.w_p * jacobian.T @ error, self.w_v * v])
-        vxx = np.zeros((2 * nv, 2 * nv))
-        vxx[:nv, :nv] = self.w_p * jacobian.T @ jacobian
-        vxx[nv:, nv:] = self.w_v * np.eye(nv)
-        return float(value), vx, vxx
+# The weights: the torques beyond gravity, the velocities, the end effector at the end.
+W_U, W_V, W_P = 1e-2, 1e-1, 1e5
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def reach_problem(
+    model: model_pb2.Model, q0: np.ndarray, frame: str, target: np.ndarray, knots: int, dt: float
+) -> torqued.OptimalControlProblem:
+    """The reach of the module's docstring, from q0 at rest."""
+    nv = model.nv
+    problem = torqued.OptimalControlProblem(model, q0, np.zeros(nv), knots=knots, dt=dt)
+    # x (-) (q0, 0) weighed on its velocity rows only: |v|^2.
+    velocity = activations.weighted_quadratic(np.concatenate([np.zeros(nv), np.ones(nv)]))
+    at_rest = residuals.state(np.concatenate([q0, np.zeros(nv)]))
+    problem.add_running_cost("effort", residuals.control_gravity(), weight=W_U)
+    problem.add_running_cost("velocity", at_rest, velocity, weight=W_V)
+    problem.add_terminal_cost("reach", residuals.frame_translation(frame, target), weight=W_P)
+    problem.add_terminal_cost("rest", at_rest, velocity, weight=W_V)
+    return problem
+
+
+def options(description: str) -> argparse.ArgumentParser:
+    """The reach's options (see the module), shared with ilqr.py."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--server", default="localhost:50051")
     ap.add_argument("--model", default=str(robots.MODELS / "stanford_arm.dh.txtpb"))
     ap.add_argument("--frame", default="link6", help="the end effector")
@@ -112,36 +72,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--tolerance", type=float, default=1e-3, help="metres")
     ap.add_argument("--plot", default="", help="PNG of the cost per iteration")
+    return ap
+
+
+def arm(
+    client: torqued.Client, ap: argparse.ArgumentParser, a: argparse.Namespace
+) -> tuple[model_pb2.Model, np.ndarray]:
+    """The arm of --model, registered, and its start q0 (--q0, checked against it)."""
+    model = robots.register(client, a.model)
+    q0 = np.zeros(model.nq) if a.q0 is None else a.q0
+    if len(q0) != model.nq:
+        ap.error(f"--q0: {model.name} has {model.nq} coordinates, got {len(q0)}")
+    return model, q0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = options(__doc__.splitlines()[0])
     a = ap.parse_args(argv)
     with torqued.Client(a.server) as client:
-        model = robots.register(client, a.model)
-        q0 = np.zeros(model.nq) if a.q0 is None else a.q0
-        if len(q0) != model.nq:
-            ap.error(f"--q0: {model.name} has {model.nq} coordinates, got {len(q0)}")
-        problem = Reach(
-            client=client,
-            model_id=model.id,
-            nv=model.nv,
-            frame=a.frame,
-            target=a.target,
-            dt=a.dt,
-            u_ref=client.gravity(model.id, q0),
-        )
-
-        def log(iteration: int, value: float) -> None:
-            print(f"iteration {iteration:2d}  cost {value:12.6g}")
-
+        model, q0 = arm(client, ap, a)
+        problem = reach_problem(model, q0, a.frame, a.target, a.knots, a.dt)
+        problem.solver(max_iterations=a.iterations)
         start = time.monotonic()
-        u = np.tile(problem.u_ref, (a.knots, 1))
-        result = ilqr.solve(problem, q0, np.zeros(model.nv), u, a.iterations, log)
-        distance = float(np.linalg.norm(problem.end_effector(result.q[-1])[0] - problem.target))
-        print(
-            f"{len(result.costs) - 1} iterations ({result.calls} calls) in "
-            f"{time.monotonic() - start:.2f} s; the end effector ends {distance * 1e3:.3f} mm "
-            "from the target"
-        )
+        solution = client.solve(problem)
+        seconds = time.monotonic() - start
+        reached = client.kinematics(model.id, solution.q[-1], frames=[a.frame]).positions[0]
+    costs = [iteration.cost for iteration in solution.iterations]
+    for i, cost in enumerate(costs):
+        print(f"iteration {i + 1:2d}  cost {cost:12.6g}")
+    distance = float(np.linalg.norm(reached - a.target))
+    print(
+        f"{len(costs)} iterations ({solution.stop_reason}) in {seconds:.3f} s, "
+        f"{solution.solve_seconds:.3f} s of them solving on the server; the end effector ends "
+        f"{distance * 1e3:.3f} mm from the target"
+    )
     if a.plot:
-        ilqr.plot(result.costs, "iLQR over torqued: reach", a.plot)
+        figures.costs(costs, "FDDP on torqued: reach", a.plot)
     return 0 if distance <= a.tolerance else 1
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""iLQR over torqued: a quadruped trots forward, its diagonal feet swapping, through a contact
-schedule.
+"""Optimal control on torqued: a quadruped trots forward, its diagonal feet swapping, through a
+contact schedule solved on the server.
 
     python3 trot.py [--server localhost:50051]
                     [--model ../../../deploy/models/quadruped.urdf] [--base trunk]
@@ -16,19 +16,21 @@ stand while the two others swing for --step-knots knots, then they swap; each sw
 foot --stride metres forward and --height up at mid-swing, and the base follows, --cycles x
 --stride metres in all; then the four feet stand again for --stand-knots knots.
 
-The schedule is one Rollout and one Linearize call per iteration of ilqr.py's solver, as
-Crocoddyl builds a locomotion problem (Mastalli et al. 2020, §IV-B): a phase per support, each
-foot a rigid 3D contact (CONSTRAINT_TYPE_POINT to the world, no anchor: the foot is held where it
-lands) with deadbeat Baumgarte gains, and at each phase that adds feet their touchdown's impact
-(plastic), whose derivatives are in the step's Jacobians. The cost, per knot: the base's distance
-to its reference (its start moved forward at the trot's pace), its tilt, the joints' distance
-to the stance, the velocities and the torques about those that hold the stance, and each swinging
-foot's distance to its arc; the terminal cost holds the base at the end of its path, level and
-at rest. Their gradients come from Kinematics' frame Jacobians (Gauss-Newton).
+The problem is built as Crocoddyl builds a locomotion problem (Mastalli et al. 2020, §IV-B) and
+solved by ControlService.Solve (FDDP) in one call, from a cold start (the stance at every knot,
+with each knot's quasi-static torques and forces). A phase per support, each foot a rigid 3D
+contact anchored at its foothold (CONSTRAINT_TYPE_POINT to a point of the world: where it stood,
+then where its swing ends) with deadbeat Baumgarte gains; each phase that adds feet begins with
+their touchdown's impact (plastic). The cost, per knot: the base's placement against its
+reference (its start moved forward at the trot's pace, level; a term per knot), the joints'
+distance to the stance and the velocities, the torques, and each swinging foot's distance to its
+arc (a term per foot and knot, the landing knot weighed most); the terminal cost holds the base
+at the end of its path, level, in the stance and at rest. The default gait has 156 terms and
+three cycles 228, within the server's --max-cost-terms (256); a longer trot needs it raised.
 
-The script prints the cost per iteration, how far the base went and how far any stance foot
-moved from its foothold; with --plot it draws the base's path and the feet's heights (PNG). It
-exits 0 when the base went at least --advance metres forward with every stance foot within
+The script prints the solver's cost per iteration, how far the base went and how far any stance
+foot moved from its foothold; with --plot it draws the base's path and the feet's heights (PNG).
+It exits 0 when the base went at least --advance metres forward with every stance foot within
 --residual of its foothold.
 """
 from __future__ import annotations
@@ -37,17 +39,17 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 import torqued
-from torqued.v1 import model_pb2
+from torqued import activations, residuals
+from torqued.v1 import dynamics_pb2, model_pb2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ilqr  # noqa: E402 (beside this script)
 import robots  # noqa: E402 (beside this script)
-from base_shift import log3, standing  # noqa: E402 (beside this script)
+from base_shift import legged_robot, rotation  # noqa: E402 (beside this script)
 
 # The diagonal pairs of feet (indices in --feet): FL with HR, FR with HL.
 DIAGONALS = ((0, 3), (1, 2))
@@ -90,19 +92,18 @@ class Gait:
 
 @dataclass
 class Trot:
-    client: torqued.Client
-    model_id: str
-    nv: int
-    nq: int
+    """The trot's problem: its gait, the robot's stance and footholds, the swings' shape and the
+    cost's weights."""
+
+    model: model_pb2.Model
     dt: float
     gait: Gait
     q0: np.ndarray  # the stance
     footholds: np.ndarray  # (4, 3): where the feet stand at the start
     stride: float
     height: float
-    base_frame: str = "trunk"
-    feet: list[str] = field(default_factory=list)
-    u_ref: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K, nu)
+    base_frame: str
+    feet: list[str]
     w_base: float = 1e4
     w_tilt: float = 1e4
     w_posture: float = 1e1
@@ -110,37 +111,29 @@ class Trot:
     w_u: float = 1e-3
     w_foot: float = 1e5
     w_landing: float = 1e2  # the touchdown knot's share of w_foot
-    position_gain: float = 0.0
-    velocity_gain: float = 0.0
 
     @property
     def advance(self) -> float:
         return self.gait.cycles * self.stride
 
-    @property
-    def phases(self) -> list[tuple[int, list[dict]]]:
-        """The schedule: each phase's first knot and its feet, held where they land."""
-        return [
-            (
-                first,
-                [
-                    {"type": "CONSTRAINT_TYPE_POINT", "frame1": {"frame": self.feet[f]}}
-                    for f in self.gait.stance(first)
-                ],
-            )
-            for first in self.gait.first_knots()
-        ]
+    def swings_before(self, foot: int, k: int) -> int:
+        """The swings `foot` has ended by knot k (its touchdown at or before k)."""
+        return sum(
+            1
+            for first in self.gait.first_knots()[1:-1]
+            if first + self.gait.step_knots <= k and foot not in self.gait.stance(first)
+        )
 
-    @property
-    def step(self) -> dict:
-        """Linearize's and Rollout's step: the legs actuated, the feet held by the schedule."""
-        return {
-            "dt": self.dt,
-            "actuation": "unactuated_root",
-            "phases": self.phases,
-            "position_gain": self.position_gain,
-            "velocity_gain": self.velocity_gain,
-        }
+    def foothold(self, foot: int, k: int) -> np.ndarray:
+        """Where `foot` stands at knot k, or last stood before its swing."""
+        return self.footholds[foot] + np.array([self.swings_before(foot, k) * self.stride, 0, 0])
+
+    def contacts(self, first: int) -> list[dynamics_pb2.Constraint]:
+        """The phase beginning at knot `first`: its feet, each anchored at its foothold."""
+        return [
+            torqued.contact(self.feet[f], translation=self.foothold(f, first))
+            for f in self.gait.stance(first)
+        ]
 
     def base_reference(self, k: int) -> np.ndarray:
         """The base's position at knot k: its start, moved forward at the trot's pace."""
@@ -151,128 +144,47 @@ class Trot:
     def foot_reference(self, k: int, foot: int, swing: tuple[int, int]) -> np.ndarray:
         """Where a swinging foot is at knot k: on an arc from its foothold to the next one."""
         lift_off, touchdown = swing
-        swings_before = sum(
-            1
-            for first in self.gait.first_knots()[1:-1]
-            if first + self.gait.step_knots <= lift_off and foot not in self.gait.stance(first)
-        )
-        start = self.footholds[foot] + np.array([swings_before * self.stride, 0.0, 0.0])
         s = (k - lift_off) / (touchdown - lift_off)
+        start = self.foothold(foot, lift_off)
         return start + np.array([s * self.stride, 0.0, self.height * np.sin(np.pi * s)])
 
-    def rollout(
-        self,
-        q0: np.ndarray,
-        v0: np.ndarray,
-        u: np.ndarray,
-        nominal: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-    ) -> torqued.Rollouts:
-        return self.client.rollout(
-            self.model_id,
-            q0,
-            v0,
-            u,
-            **self.step,
-            **ilqr.feedback(nominal),
-            frames=[self.base_frame],
-            frame_jacobians=True,
-            reference="local_world_aligned",
+    def problem(self) -> torqued.OptimalControlProblem:
+        """The Solve problem of the module's docstring."""
+        nv, knots = self.model.nv, self.gait.knots
+        problem = torqued.OptimalControlProblem(
+            self.model, self.q0, np.zeros(nv), knots=knots, dt=self.dt
         )
-
-    def linearize(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
-        out = self.client.linearize(self.model_id, q, v, u, **self.step)
-        return out.fx, out.fu
-
-    def base_cost(
-        self, k: int, position: np.ndarray, rotation: np.ndarray, jacobian: np.ndarray
-    ) -> tuple[float, np.ndarray, np.ndarray]:
-        """The base's distance to its reference and its tilt: value, gradient and Gauss-Newton
-        Hessian along dq (the turn's Jacobian taken as the angular rows)."""
-        residual = np.concatenate([position - self.base_reference(k), log3(rotation)])
-        weights = np.concatenate([np.full(3, self.w_base), np.full(3, self.w_tilt)])
-        value = 0.5 * float(residual @ (weights * residual))
-        return value, jacobian.T @ (weights * residual), jacobian.T @ (weights[:, None] * jacobian)
-
-    def running(self, q: np.ndarray, v: np.ndarray, u: np.ndarray):
-        knots, nv = v.shape
-        value, lx, lu, lxx, luu = ilqr.quadratic_running(v, u, self.u_ref, self.w_u, self.w_v)
-        lx, lxx = lx.copy(), lxx.copy()
-        frames = [self.base_frame, *self.feet]
-        kin = self.client.kinematics(
-            self.model_id, q, frames=frames, jacobians=True, reference="local_world_aligned"
+        problem.actuation("unactuated_root")
+        for first in self.gait.first_knots():
+            problem.add_phase(first, self.contacts(first))
+        problem.baumgarte_gains(1 / self.dt**2, 1 / self.dt)
+        level = rotation(self.q0[3:7])
+        base_weights = activations.weighted_quadratic([self.w_base] * 3 + [self.w_tilt] * 3)
+        # x (-) (q0, 0): the joints against the stance and the velocities, not the base.
+        at_rest = residuals.state(np.concatenate([self.q0, np.zeros(nv)]))
+        posture = activations.weighted_quadratic(
+            np.concatenate([np.zeros(6), np.full(nv - 6, self.w_posture), np.full(nv, self.w_v)])
         )
-        posture = q[:, 7:] - self.q0[7:]
-        value += 0.5 * self.w_posture * float(np.sum(posture * posture))
-        lx[:, 6:nv] += self.w_posture * posture
-        lxx[:, 6:nv, 6:nv] += self.w_posture * np.eye(nv - 6)
+        problem.add_running_cost("posture", at_rest, posture)
+        problem.add_running_cost("effort", residuals.control(), weight=self.w_u)
         for k in range(knots):
-            base, gradient, hessian = self.base_cost(
-                k, kin.positions[k, 0], kin.rotations[k, 0], kin.jacobians[k, 0]
-            )
-            value += base
-            lx[k, :nv] += gradient
-            lxx[k, :nv, :nv] += hessian
+            base = residuals.frame_placement(self.base_frame, self.base_reference(k), level)
+            problem.add_running_cost(f"base_{k}", base, base_weights, knots=range(k, k + 1))
             for foot in range(4):
                 swing = self.gait.swing(k, foot)
                 if swing is None:
                     continue
-                error = kin.positions[k, 1 + foot] - self.foot_reference(k, foot, swing)
-                jacobian = kin.jacobians[k, 1 + foot, :3]
-                # Landing on the ground matters most: the foot is held where it lands.
+                on_arc = self.foot_reference(k, foot, swing)
+                arc = residuals.frame_translation(self.feet[foot], on_arc)
+                # Landing where the foot's anchor is matters most: the contact holds it there.
                 weight = self.w_foot * (self.w_landing if k == swing[1] else 1.0)
-                value += 0.5 * weight * float(error @ error)
-                lx[k, :nv] += weight * jacobian.T @ error
-                lxx[k, :nv, :nv] += weight * jacobian.T @ jacobian
-        return value, lx, lu, lxx, luu
-
-    def terminal(self, out: torqued.Rollouts, r: int) -> tuple[float, np.ndarray, np.ndarray]:
-        nv = self.nv
-        value, gradient, hessian = self.base_cost(
-            self.gait.knots,
-            out.frame_positions[r, -1, 0],
-            out.frame_rotations[r, -1, 0],
-            out.frame_jacobians[r, -1, 0],
-        )
-        v = out.v[r, -1]
-        posture = out.q[r, -1, 7:] - self.q0[7:]
-        value += 0.5 * self.w_v * float(v @ v) + 0.5 * self.w_posture * float(posture @ posture)
-        vx = np.concatenate([gradient, self.w_v * v])
-        vx[6:nv] += self.w_posture * posture
-        vxx = np.zeros((2 * nv, 2 * nv))
-        vxx[:nv, :nv] = hessian
-        vxx[6:nv, 6:nv] += self.w_posture * np.eye(nv - 6)
-        vxx[nv:, nv:] = self.w_v * np.eye(nv)
-        return value, vx, vxx
-
-    def holding_torques(self) -> np.ndarray:
-        """Per knot, the leg torques that come nearest to holding the stance at rest on the
-        knot's feet: a = a0 + (da/dtau) B u is affine in u, so its least-squares zero is one
-        solve (see base_shift.py); on two feet it cannot be zero, and the swinging legs are held
-        up against gravity."""
-        zero_v, zero_u = np.zeros(self.nv), np.zeros(self.nv - 6)
-        by_support: dict[tuple[int, ...], np.ndarray] = {}
-        for _, contacts in self.phases:
-            support = tuple(c["frame1"]["frame"] for c in contacts)
-            if support in by_support:
-                continue
-            out = self.client.linearize(
-                self.model_id,
-                self.q0,
-                zero_v,
-                zero_u,
-                dt=self.dt,
-                actuation="unactuated_root",
-                constraints=contacts,
-                continuous_derivatives=True,
-            )
-            a0 = out.v_next / self.dt
-            by_support[support] = np.linalg.lstsq(out.da_dtau[:, 6:], -a0, rcond=None)[0]
-        return np.array(
-            [
-                by_support[tuple(self.feet[f] for f in self.gait.stance(k))]
-                for k in range(self.gait.knots)
-            ]
-        )
+                problem.add_running_cost(
+                    f"{self.feet[foot]}_{k}", arc, weight=weight, knots=range(k, k + 1)
+                )
+        end = residuals.frame_placement(self.base_frame, self.base_reference(knots), level)
+        problem.add_terminal_cost("base_final", end, base_weights)
+        problem.add_terminal_cost("rest", at_rest, posture)
+        return problem
 
     def stance_residual(self, feet: np.ndarray) -> float:
         """How far any stance foot moved from its foothold, metres: from the state where it lands
@@ -302,7 +214,7 @@ def plot(trot: Trot, base: np.ndarray, feet: np.ndarray, path: str) -> None:
     path_axes.plot(time_axis, base[:, 0], label="x")
     path_axes.plot(time_axis, base[:, 2], label="z")
     path_axes.set_ylabel("base position, m")
-    path_axes.set_title("iLQR over torqued: trot")
+    path_axes.set_title("FDDP on torqued: trot")
     path_axes.legend()
     for foot, name in enumerate(trot.feet):
         # The hind feet dashed: each moves as the front foot of the other side.
@@ -341,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stride", type=float, default=0.11, help="metres per swing")
     ap.add_argument("--height", type=float, default=0.04, help="metres at mid-swing")
     ap.add_argument("--dt", type=float, default=0.01)
-    ap.add_argument("--iterations", type=int, default=60)
+    ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--advance", type=float, default=0.2, help="metres the base must go")
     ap.add_argument("--residual", type=float, default=1e-3, help="metres a stance foot may move")
     ap.add_argument("--plot", default="", help="PNG of the base's path and the feet's heights")
@@ -349,20 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(a.feet) != 4:
         ap.error(f"--feet: four feet, got {len(a.feet)}")
     with torqued.Client(a.server) as client:
-        model = robots.register(client, a.model)
-        if not model.joints or model.joints[0].type != model_pb2.JOINT_TYPE_FREE_FLYER:
-            ap.error(f"--model: {model.name}'s first joint is not a free flyer")
-        if len(a.stance) != model.nq - 7:
-            ap.error(
-                f"--stance: {model.name} has {model.nq - 7} joint coordinates after its free "
-                f"flyer, got {len(a.stance)}"
-            )
-        q0 = standing(client, model.id, model.nq, a.stance, a.feet)
+        model, q0 = legged_robot(client, ap, a)
         trot = Trot(
-            client=client,
-            model_id=model.id,
-            nv=model.nv,
-            nq=model.nq,
+            model=model,
             dt=a.dt,
             gait=Gait(a.stand_knots, a.step_knots, a.cycles),
             q0=q0,
@@ -371,25 +272,24 @@ def main(argv: list[str] | None = None) -> int:
             height=a.height,
             base_frame=a.base,
             feet=a.feet,
-            position_gain=1 / a.dt**2,
-            velocity_gain=1 / a.dt,
         )
-        trot.u_ref = trot.holding_torques()
-
-        def log(iteration: int, value: float) -> None:
-            print(f"iteration {iteration:2d}  cost {value:12.6g}")
-
+        problem = trot.problem()
+        problem.solver(max_iterations=a.iterations)
         start = time.monotonic()
-        result = ilqr.solve(trot, q0, np.zeros(model.nv), trot.u_ref, a.iterations, log)
-        kin = client.kinematics(model.id, result.q, frames=[a.base, *a.feet])
-        base, feet = kin.positions[:, 0], kin.positions[:, 1:]
-        advance = float(base[-1, 0] - base[0, 0])
-        residual = trot.stance_residual(feet)
-        print(
-            f"{len(result.costs) - 1} iterations ({result.calls} calls) in "
-            f"{time.monotonic() - start:.2f} s; the base went {advance:.3f} m forward, the stance "
-            f"feet stayed within {residual:.2e} m of their footholds"
-        )
+        solution = client.solve(problem)
+        seconds = time.monotonic() - start
+        kin = client.kinematics(model.id, solution.q, frames=[a.base, *a.feet])
+    for i, iteration in enumerate(solution.iterations):
+        print(f"iteration {i + 1:2d}  cost {iteration.cost:12.6g}")
+    base, feet = kin.positions[:, 0], kin.positions[:, 1:]
+    advance = float(base[-1, 0] - base[0, 0])
+    residual = trot.stance_residual(feet)
+    print(
+        f"{len(solution.iterations)} iterations ({solution.stop_reason}) in {seconds:.3f} s, "
+        f"{solution.solve_seconds:.3f} s of them solving on the server; the base went "
+        f"{advance:.3f} m forward, the stance feet stayed within {residual:.2e} m of their "
+        "footholds"
+    )
     if a.plot:
         plot(trot, base, feet, a.plot)
     return 0 if advance >= a.advance and residual <= a.residual else 1

@@ -1,10 +1,11 @@
 """The examples of clients/python/examples run to their goals against a real torqued on the
-repository's own robots (deploy/models), with short horizons: the trajectory optimizer's reach
-ends the Stanford arm's end effector within 1 mm of the target, its base shift moves the
+repository's own robots (deploy/models), with short horizons. Solved on the server: the reach
+ends the Stanford arm's end effector within 1 mm of the target, the base shift moves the
 quadruped's base within 1 mm of its target with the feet held in contact (each within 2e-6 m of
 where it stood, at every knot), and both plot their cost; the quadruped trots two cycles through
 a contact schedule, its base at least 0.2 m forward with every stance foot within 1 mm of its
-foothold, and plots its path.
+foothold, and plots its path. The client's own iLQR over Linearize and Rollout (ilqr.py) ends
+the same reach within 1 mm too.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def example(name: str) -> ModuleType:
-    sys.path.insert(0, str(EXAMPLES))  # ilqr.py and robots.py, beside the examples
+    sys.path.insert(0, str(EXAMPLES))  # the modules they share, beside the examples
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -44,6 +45,17 @@ def test_reach_takes_the_end_effector_within_a_millimetre_of_its_target(
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The defaults: the same robot, from the repository beside the example.
     assert example("reach").main(["--server", server.address, "--knots", "20", "--dt", "0.05"]) == 0
+
+
+def test_the_clients_own_ilqr_takes_the_end_effector_within_a_millimetre_of_its_target(
+    server: TorquedProcess, tmp_path: Path
+) -> None:
+    plot = tmp_path / "ilqr.png"
+    exit_code = example("ilqr").main(
+        ["--server", server.address, "--knots", "20", "--dt", "0.05", "--plot", str(plot)]
+    )
+    assert exit_code == 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_base_shift_moves_the_quadrupeds_base_within_a_millimetre_with_its_feet_held(
