@@ -218,6 +218,9 @@ def quadratic_running(
 
 @dataclass
 class Reach:
+    """reach.py's task as this solver's Problem: the costs and their derivatives in the client,
+    the end effector's position and Jacobian at the last state brought back by the rollouts."""
+
     client: torqued.Client
     model_id: str
     nv: int
