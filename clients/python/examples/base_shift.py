@@ -43,7 +43,7 @@ import numpy as np
 
 import torqued
 from torqued import activations, residuals
-from torqued.v1 import control_pb2, model_pb2
+from torqued.v1 import model_pb2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import figures  # noqa: E402 (beside this script)
@@ -51,18 +51,6 @@ import robots  # noqa: E402 (beside this script)
 
 # The weights: the torques, the velocities, the base's distance to its target and its turn.
 W_U, W_V, W_P, W_R = 1e-3, 1e-1, 1e6, 1e5
-
-
-def rotation(quaternion: np.ndarray) -> np.ndarray:
-    """The rotation of a unit quaternion stored (x, y, z, w)."""
-    x, y, z, w = quaternion
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
 
 
 def standing(
@@ -93,36 +81,31 @@ def legged_robot(
     return model, standing(client, model.id, model.nq, a.stance, a.feet)
 
 
-def velocity_weights(nv: int) -> control_pb2.Activation:
-    """|v|^2: a state residual x (-) x* weighed on its velocity rows only."""
-    return activations.weighted_quadratic(np.concatenate([np.zeros(nv), np.ones(nv)]))
-
-
 def base_shift_problem(
     model: model_pb2.Model,
     q0: np.ndarray,
     base: str,
     feet: list[str],
     target: np.ndarray,
+    orientation: np.ndarray,
     knots: int,
     dt: float,
     gains: tuple[float, float],
 ) -> torqued.OptimalControlProblem:
-    """The base shift of the module's docstring: from q0 at rest to the base at `target`, level as
-    at q0, on the four feet."""
+    """The base shift of the module's docstring: from q0 at rest to the base at `target` in
+    `orientation` (a rotation matrix), on the four feet."""
     nv = model.nv
     problem = torqued.OptimalControlProblem(model, q0, np.zeros(nv), knots=knots, dt=dt)
     problem.actuation("unactuated_root")
     problem.add_phase(0, feet)
     problem.baumgarte_gains(*gains)
-    at_rest = residuals.state(np.concatenate([q0, np.zeros(nv)]))
+    at_rest, velocity = robots.at_rest(q0, nv)
     problem.add_running_cost("effort", residuals.control(), weight=W_U)
-    problem.add_running_cost("velocity", at_rest, velocity_weights(nv), weight=W_V)
-    # The base's placement: the start's orientation (q0's quaternion) at the target.
-    placement = residuals.frame_placement(base, target, rotation(q0[3:7]))
+    problem.add_running_cost("velocity", at_rest, velocity, weight=W_V)
+    placement = residuals.frame_placement(base, target, orientation)
     weights = activations.weighted_quadratic([W_P] * 3 + [W_R] * 3)
     problem.add_terminal_cost("base", placement, weights)
-    problem.add_terminal_cost("rest", at_rest, velocity_weights(nv), weight=W_V)
+    problem.add_terminal_cost("rest", at_rest, velocity, weight=W_V)
     return problem
 
 
@@ -160,18 +143,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     with torqued.Client(a.server) as client:
         model, q0 = legged_robot(client, ap, a)
-        base0 = client.kinematics(model.id, q0, frames=[a.base]).positions[0]
-        target = base0 + a.shift
-        problem = base_shift_problem(model, q0, a.base, a.feet, target, a.knots, a.dt, gains)
+        start = client.kinematics(model.id, q0, frames=[a.base])
+        target = start.positions[0] + a.shift
+        problem = base_shift_problem(
+            model, q0, a.base, a.feet, target, start.rotations[0], a.knots, a.dt, gains
+        )
         problem.solver(max_iterations=a.iterations)
         start = time.monotonic()
         solution = client.solve(problem)
         seconds = time.monotonic() - start
         reached = client.kinematics(model.id, solution.q[-1], frames=[a.base]).positions[0]
         feet = client.kinematics(model.id, solution.q, frames=a.feet).positions
-    costs = [iteration.cost for iteration in solution.iterations]
-    for i, cost in enumerate(costs):
-        print(f"iteration {i + 1:2d}  cost {cost:12.6g}")
+    costs = robots.print_iterations(solution)
     distance = float(np.linalg.norm(reached - target))
     # The feet's constraint residual: the largest distance of a foot from where it stood.
     residual = float(np.max(np.linalg.norm(feet - feet[0], axis=-1)))

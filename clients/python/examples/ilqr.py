@@ -25,7 +25,6 @@ another call), its gradients from Kinematics' frame Jacobians (Gauss-Newton).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time

@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 import torqued
-from torqued import activations, residuals
+from torqued import residuals
 from torqued.v1 import model_pb2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,9 +49,7 @@ def reach_problem(
     """The reach of the module's docstring, from q0 at rest."""
     nv = model.nv
     problem = torqued.OptimalControlProblem(model, q0, np.zeros(nv), knots=knots, dt=dt)
-    # x (-) (q0, 0) weighed on its velocity rows only: |v|^2.
-    velocity = activations.weighted_quadratic(np.concatenate([np.zeros(nv), np.ones(nv)]))
-    at_rest = residuals.state(np.concatenate([q0, np.zeros(nv)]))
+    at_rest, velocity = robots.at_rest(q0, nv)
     problem.add_running_cost("effort", residuals.control_gravity(), weight=W_U)
     problem.add_running_cost("velocity", at_rest, velocity, weight=W_V)
     problem.add_terminal_cost("reach", residuals.frame_translation(frame, target), weight=W_P)
@@ -97,9 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         solution = client.solve(problem)
         seconds = time.monotonic() - start
         reached = client.kinematics(model.id, solution.q[-1], frames=[a.frame]).positions[0]
-    costs = [iteration.cost for iteration in solution.iterations]
-    for i, cost in enumerate(costs):
-        print(f"iteration {i + 1:2d}  cost {cost:12.6g}")
+    costs = robots.print_iterations(solution)
     distance = float(np.linalg.norm(reached - a.target))
     print(
         f"{len(costs)} iterations ({solution.stop_reason}) in {seconds:.3f} s, "

@@ -1,5 +1,6 @@
-"""What the examples share about robots: registering one from a model file, as torqued's model
-repository reads them, and the comma-separated numbers their options take.
+"""What the examples share: registering a robot from a model file, as torqued's model repository
+reads them, the comma-separated numbers their options take, the state at rest that their
+problems regularize towards, and the solver's iterations printed.
 
 A model file is a URDF (NAME.urdf), MJCF (NAME.xml) or SDF (NAME.sdf) document, registered with
 the options of a RegisterModelRequest in NAME.options.txtpb beside it when there is one; or
@@ -15,7 +16,8 @@ import numpy as np
 from google.protobuf import text_format
 
 import torqued
-from torqued.v1 import model_pb2
+from torqued import activations, residuals
+from torqued.v1 import control_pb2, model_pb2
 
 MODELS = Path(__file__).resolve().parents[3] / "deploy" / "models"
 
@@ -57,3 +59,18 @@ def numbers(count: int | None = None):
 def names(text: str) -> list[str]:
     """An argparse type: comma-separated names."""
     return [name for name in text.split(",") if name]
+
+
+def at_rest(q0: np.ndarray, nv: int) -> tuple[control_pb2.Residual, control_pb2.Activation]:
+    """The state residual x (-) (q0, 0) and an activation that weighs its velocity rows only:
+    |v|^2 / 2."""
+    residual = residuals.state(np.concatenate([q0, np.zeros(nv)]))
+    return residual, activations.weighted_quadratic(np.concatenate([np.zeros(nv), np.ones(nv)]))
+
+
+def print_iterations(solution: torqued.Solution) -> list[float]:
+    """Prints the cost after each of the solver's iterations and returns them."""
+    costs = [iteration.cost for iteration in solution.iterations]
+    for i, cost in enumerate(costs):
+        print(f"iteration {i + 1:2d}  cost {cost:12.6g}")
+    return costs

@@ -45,11 +45,11 @@ import numpy as np
 
 import torqued
 from torqued import activations, residuals
-from torqued.v1 import dynamics_pb2, model_pb2
+from torqued.v1 import control_pb2, dynamics_pb2, model_pb2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import robots  # noqa: E402 (beside this script)
-from base_shift import legged_robot, rotation  # noqa: E402 (beside this script)
+from base_shift import legged_robot  # noqa: E402 (beside this script)
 
 # The diagonal pairs of feet (indices in --feet): FL with HR, FR with HL.
 DIAGONALS = ((0, 3), (1, 2))
@@ -99,6 +99,8 @@ class Trot:
     dt: float
     gait: Gait
     q0: np.ndarray  # the stance
+    base_position: np.ndarray  # the base frame's, in the stance
+    orientation: np.ndarray  # the base frame's rotation in the stance, kept throughout
     footholds: np.ndarray  # (4, 3): where the feet stand at the start
     stride: float
     height: float
@@ -139,7 +141,11 @@ class Trot:
         """The base's position at knot k: its start, moved forward at the trot's pace."""
         trotting = 2 * self.gait.cycles * self.gait.step_knots
         progress = np.clip((k - self.gait.stand_knots) / trotting, 0.0, 1.0)
-        return self.q0[:3] + np.array([progress * self.advance, 0.0, 0.0])
+        return self.base_position + np.array([progress * self.advance, 0.0, 0.0])
+
+    def base_placement(self, k: int) -> control_pb2.Residual:
+        """The base frame's placement against its reference at knot k, in its stance orientation."""
+        return residuals.frame_placement(self.base_frame, self.base_reference(k), self.orientation)
 
     def foot_reference(self, k: int, foot: int, swing: tuple[int, int]) -> np.ndarray:
         """Where a swinging foot is at knot k: on an arc from its foothold to the next one."""
@@ -158,18 +164,18 @@ class Trot:
         for first in self.gait.first_knots():
             problem.add_phase(first, self.contacts(first))
         problem.baumgarte_gains(1 / self.dt**2, 1 / self.dt)
-        level = rotation(self.q0[3:7])
         base_weights = activations.weighted_quadratic([self.w_base] * 3 + [self.w_tilt] * 3)
         # x (-) (q0, 0): the joints against the stance and the velocities, not the base.
-        at_rest = residuals.state(np.concatenate([self.q0, np.zeros(nv)]))
+        at_rest, _ = robots.at_rest(self.q0, nv)
         posture = activations.weighted_quadratic(
             np.concatenate([np.zeros(6), np.full(nv - 6, self.w_posture), np.full(nv, self.w_v)])
         )
         problem.add_running_cost("posture", at_rest, posture)
         problem.add_running_cost("effort", residuals.control(), weight=self.w_u)
         for k in range(knots):
-            base = residuals.frame_placement(self.base_frame, self.base_reference(k), level)
-            problem.add_running_cost(f"base_{k}", base, base_weights, knots=range(k, k + 1))
+            problem.add_running_cost(
+                f"base_{k}", self.base_placement(k), base_weights, knots=range(k, k + 1)
+            )
             for foot in range(4):
                 swing = self.gait.swing(k, foot)
                 if swing is None:
@@ -181,8 +187,7 @@ class Trot:
                 problem.add_running_cost(
                     f"{self.feet[foot]}_{k}", arc, weight=weight, knots=range(k, k + 1)
                 )
-        end = residuals.frame_placement(self.base_frame, self.base_reference(knots), level)
-        problem.add_terminal_cost("base_final", end, base_weights)
+        problem.add_terminal_cost("base_final", self.base_placement(knots), base_weights)
         problem.add_terminal_cost("rest", at_rest, posture)
         return problem
 
@@ -262,12 +267,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--feet: four feet, got {len(a.feet)}")
     with torqued.Client(a.server) as client:
         model, q0 = legged_robot(client, ap, a)
+        stance = client.kinematics(model.id, q0, frames=[a.base, *a.feet])
         trot = Trot(
             model=model,
             dt=a.dt,
             gait=Gait(a.stand_knots, a.step_knots, a.cycles),
             q0=q0,
-            footholds=client.kinematics(model.id, q0, frames=a.feet).positions,
+            base_position=stance.positions[0],
+            orientation=stance.rotations[0],
+            footholds=stance.positions[1:],
             stride=a.stride,
             height=a.height,
             base_frame=a.base,
@@ -279,8 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         solution = client.solve(problem)
         seconds = time.monotonic() - start
         kin = client.kinematics(model.id, solution.q, frames=[a.base, *a.feet])
-    for i, iteration in enumerate(solution.iterations):
-        print(f"iteration {i + 1:2d}  cost {iteration.cost:12.6g}")
+    robots.print_iterations(solution)
     base, feet = kin.positions[:, 0], kin.positions[:, 1:]
     advance = float(base[-1, 0] - base[0, 0])
     residual = trot.stance_residual(feet)
