@@ -186,6 +186,7 @@ void Server::shut_down() {
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
                             std::chrono::duration<double>(config_.drain_seconds));
   dynamics_service_.drain();
+  control_service_.drain();
   reflection_.drain();
   if (listener_) listener_->stop();
   if (server_) server_->Shutdown(deadline);

@@ -17,18 +17,6 @@ namespace {
 // often enough, and rarely enough not to show in the cost of cheap states.
 constexpr std::chrono::microseconds kSliceTarget(1000);
 
-grpc::Status queue_full(const Executor& executor) {
-  return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is overloaded: its work queue (" +
-                                                    std::to_string(executor.queue_capacity()) +
-                                                    " tasks, --queue-capacity) is full; retry with "
-                                                    "backoff"};
-}
-
-// The engine's Interruption for a call: stop once the client is gone or a deadline has passed.
-bool call_should_stop(const void* state) {
-  return !check_alive(*static_cast<const CallLimit*>(state)).ok();
-}
-
 // Runs states [begin, end) in slices, checking the call between them, and maps what the engine
 // throws to a status. On an executor's worker (`executor` not null) it stops between two slices
 // when another client's call waits for the worker: `next` is then the first state not computed
@@ -137,13 +125,7 @@ void BatchRunner::run(const UnaryCall& call, int states, Algorithm algorithm, Ch
 void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorithm algorithm,
                       ChunkKernel kernel, BatchDone done, std::int64_t cost) {
   metrics_.batch_states(states);
-  const CallLimit limit{context,
-                        max_call_seconds_ > 0
-                            ? std::chrono::system_clock::now() +
-                                  std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                                      std::chrono::duration<double>(max_call_seconds_))
-                            : std::chrono::system_clock::time_point::max(),
-                        max_call_seconds_};
+  const CallLimit limit = call_limit(context, max_call_seconds_);
   const std::int64_t work = static_cast<std::int64_t>(states) * cost;
   if (work <= inline_max_states_) {
     grpc::Status status = check_alive(limit);
@@ -167,6 +149,13 @@ void BatchRunner::run(grpc::CallbackServerContext* context, int states, Algorith
     tasks.emplace_back([job, begin, end] { job->run(begin, end); });
   }
   if (!executor_.try_submit(tasks, client_address(*context))) job->done(queue_full(executor_));
+}
+
+grpc::Status queue_full(const Executor& executor) {
+  return {grpc::StatusCode::RESOURCE_EXHAUSTED, "the server is overloaded: its work queue (" +
+                                                    std::to_string(executor.queue_capacity()) +
+                                                    " tasks, --queue-capacity) is full; retry with "
+                                                    "backoff"};
 }
 
 void run_call_task(Executor& executor, const std::string& peer, const UnaryCall& call,

@@ -35,6 +35,9 @@ using CallTask = std::function<grpc::Status()>;
 // Receives a batch's outcome once, on whichever thread ran its last chunk.
 using BatchDone = std::function<void(const grpc::Status& status)>;
 
+// RESOURCE_EXHAUSTED: the executor's queue cannot take a call's tasks.
+grpc::Status queue_full(const Executor& executor);
+
 // Runs `task` as one call's work on `executor`, in the turn of `peer` (the executor's key: an
 // address, or a connection); the task's status, or RESOURCE_EXHAUSTED when the queue is full,
 // finishes the call.

@@ -11,6 +11,7 @@
 #include "server/base/wire_counts.hpp"
 #include "server/compute/batch_runner.hpp"
 #include "server/services/control_plan.hpp"
+#include "server/services/mpc_stream.hpp"
 #include "server/services/request_checks.hpp"
 #include "server/transport/byte_buffers.hpp"
 #include "server/transport/unary_call.hpp"
@@ -19,13 +20,10 @@ namespace torqued::server {
 namespace {
 
 using UnaryHandler = grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, grpc::ByteBuffer>;
+using BidiHandler = grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>;
 
 const google::protobuf::ServiceDescriptor& control_service_descriptor() {
   return *v1::SolveRequest::descriptor()->file()->FindServiceByName("ControlService");
-}
-
-bool call_should_stop(const void* state) {
-  return !check_alive(*static_cast<const CallLimit*>(state)).ok();
 }
 
 // When the solve's time budget ends, and when its answer must be complete: the deadline less a
@@ -67,7 +65,8 @@ ControlService::ControlService(const ModelCatalog& catalog, Executor& executor, 
       limits_(limits),
       max_call_seconds_(max_call_seconds),
       ready_(ready),
-      solve_method_(method_id(control_service_descriptor().full_name(), "Solve")) {
+      solve_method_(method_id(control_service_descriptor().full_name(), "Solve")),
+      mpc_method_(method_id(control_service_descriptor().full_name(), "Mpc")) {
   const google::protobuf::ServiceDescriptor& service = control_service_descriptor();
   const google::protobuf::MethodDescriptor& solve = *service.FindMethodByName("Solve");
   MarkMethodRawCallback(solve.index(), new UnaryHandler([this](grpc::CallbackServerContext* context,
@@ -75,8 +74,12 @@ ControlService::ControlService(const ModelCatalog& catalog, Executor& executor, 
                                                                grpc::ByteBuffer* response) {
                           return serve_solve(context, request, response);
                         }));
+  const google::protobuf::MethodDescriptor& mpc = *service.FindMethodByName("Mpc");
+  MarkMethodRawCallback(mpc.index(), new BidiHandler([this](grpc::CallbackServerContext* context) {
+                          return open_mpc(context);
+                        }));
   for (int m = 0; m < service.method_count(); ++m) {
-    if (service.method(m) != &solve) {
+    if (service.method(m) != &solve && service.method(m) != &mpc) {
       throw std::logic_error(service.method(m)->full_name() +
                              " has no handler in server/services/control_service.cpp");
     }
@@ -99,19 +102,8 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
                           "the decoded request");
   }
   if (status.ok()) status = decode(*request_bytes, "request", exchange->request);
-  if (status.ok() && !ready_.load(std::memory_order_acquire)) {
-    status = {grpc::StatusCode::UNAVAILABLE,
-              "the server is still loading its models; retry shortly"};
-  }
   RegisteredModelPtr entry;
-  if (status.ok()) {
-    entry = catalog_.find(exchange->request.model_id());
-    if (!entry) {
-      status = {grpc::StatusCode::NOT_FOUND, "model_id: no model " +
-                                                 quote_input(exchange->request.model_id()) +
-                                                 " on this server (register it first)"};
-    }
-  }
+  if (status.ok()) status = find_model(exchange->request.model_id(), "model_id", entry);
   Reservation memory;
   if (status.ok()) {
     status = plan_solve(planning_, entry, exchange->request, executor_.workers(), exchange->plan,
@@ -119,42 +111,63 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
   }
   call.hold(std::move(memory));
   if (!status.ok()) return call.finish(status);
-  const double max_call_seconds = max_call_seconds_;
-  run_call_task(
-      executor_, client_address(*context), call,
-      [this, call, exchange, response_bytes, max_call_seconds]() -> grpc::Status {
-        grpc::CallbackServerContext& context = *call.context();
-        const CallLimit limit{
-            &context,
-            max_call_seconds > 0
-                ? std::chrono::system_clock::now() +
-                      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                          std::chrono::duration<double>(max_call_seconds))
-                : std::chrono::system_clock::time_point::max(),
-            max_call_seconds};
-        SolveLimit solve_limit{&call_should_stop, &limit};
-        time_limits(context, exchange->plan.max_seconds, solve_limit);
-        const Algorithm algorithm =
-            exchange->plan.dynamics.control_bounds.lower.size() > 0 ? kBoxFddp : kFddp;
-        const Clock::time_point start = metrics_.start();
-        try {
-          solve(exchange->plan, &executor_, executor_.workers(), solve_limit, exchange->response);
-        } catch (const SingularSystemError& e) {
-          return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
-        } catch (const SolveOverflow& e) {
-          return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
-        } catch (const Interrupted&) {
-          const grpc::Status alive = check_alive(limit);
-          return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled")
-                            : alive;
-        } catch (const std::bad_alloc&) {
-          return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-                  "the server could not allocate the memory this call needs"};
-        }
-        metrics_.compute(algorithm.name, start);
-        return encode(exchange->response, response_bytes);
-      });
+  run_call_task(executor_, client_address(*context), call, [this, call, exchange, response_bytes] {
+    const grpc::Status status = solve_in_call(*call.context(), exchange->plan, exchange->response);
+    return status.ok() ? encode(exchange->response, response_bytes) : status;
+  });
   return call.reactor();
+}
+
+grpc::Status ControlService::find_model(const std::string& id, const std::string& field,
+                                        RegisteredModelPtr& entry) const {
+  if (!ready_.load(std::memory_order_acquire)) {
+    return {grpc::StatusCode::UNAVAILABLE, "the server is still loading its models; retry shortly"};
+  }
+  entry = catalog_.find(id);
+  if (!entry) {
+    return {grpc::StatusCode::NOT_FOUND,
+            field + ": no model " + quote_input(id) + " on this server (register it first)"};
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::solve_in_call(grpc::CallbackServerContext& context,
+                                           const PlannedSolve& plan, v1::SolveResponse& response) {
+  const CallLimit limit = call_limit(&context, max_call_seconds_);
+  SolveLimit solve_limit{&call_should_stop, &limit};
+  time_limits(context, plan.max_seconds, solve_limit);
+  const Algorithm algorithm = plan.dynamics.control_bounds.lower.size() > 0 ? kBoxFddp : kFddp;
+  const Clock::time_point start = metrics_.start();
+  try {
+    solve(plan, &executor_, executor_.workers(), solve_limit, response);
+  } catch (const SingularSystemError& e) {
+    return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+  } catch (const SolveOverflow& e) {
+    return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+  } catch (const Interrupted&) {
+    const grpc::Status alive = check_alive(limit);
+    return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled") : alive;
+  } catch (const std::bad_alloc&) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "the server could not allocate the memory this call needs"};
+  }
+  metrics_.compute(algorithm.name, start);
+  return grpc::Status::OK;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ControlService::open_mpc(
+    grpc::CallbackServerContext* context) {
+  std::lock_guard lock(streams_mutex_);
+  auto* stream = new MpcReactor(*this, context, access_.check(*context, mpc_method_));
+  streams_.insert(stream);
+  if (draining_) stream->drain();
+  return stream;
+}
+
+void ControlService::drain() {
+  std::lock_guard lock(streams_mutex_);
+  draining_ = true;
+  for (MpcReactor* stream : streams_) stream->drain();
 }
 
 }  // namespace torqued::server

@@ -1,12 +1,15 @@
 // torqued.v1.ControlService on the callback API: Solve, a robot's optimal-control problem solved
-// on the server (control_plan.hpp reads and checks it, control_solver.hpp solves it). A Solve runs
-// as one task of the executor, in its client's turn, and spreads its knots over the free workers.
-// Its time budget and its deadline end it with the best iterate; its client going away, the
-// server's --max-call-seconds or a drain end it with that status, between iterations or inside
-// one (within milliseconds).
+// on the server (control_plan.hpp reads and checks it, control_solver.hpp solves it), and Mpc, the
+// same problem re-solved over a stream (mpc_stream.hpp). A solve runs as one task of the
+// executor, in its client's turn, and spreads its knots over the free workers. Its time budget
+// and its deadline end it with the best iterate; its client going away, the server's
+// --max-call-seconds or a drain end it with that status, between iterations or inside one (within
+// milliseconds).
 #pragma once
 
 #include <atomic>
+#include <mutex>
+#include <set>
 
 #include "server/base/memory_budget.hpp"
 #include "server/base/rpc_methods.hpp"
@@ -23,6 +26,8 @@ namespace torqued::server {
 inline constexpr Algorithm kFddp{"fddp", {}};
 inline constexpr Algorithm kBoxFddp{"box_fddp", {}};
 
+class MpcReactor;
+
 class ControlService final : public v1::ControlService::Service {
  public:
   // Registers every method of the service; throws std::logic_error naming a method of its
@@ -31,10 +36,31 @@ class ControlService final : public v1::ControlService::Service {
                  MemoryBudget& budget, const AccessControl& access, const RequestLimits& limits,
                  double max_call_seconds, const std::atomic<bool>& ready);
 
+  ~ControlService() override { std::lock_guard lock(streams_mutex_); }
+
   // The labels of the service's algorithms, for the metrics.
   static std::vector<std::string> algorithm_names();
 
+  // Ends every open Mpc stream (UNAVAILABLE once the message being solved is answered) and
+  // refuses new ones.
+  void drain();
+
  private:
+  friend class MpcReactor;
+
+  // The registered model `id` (`field` names it in errors): NOT_FOUND, or UNAVAILABLE while the
+  // server loads its models.
+  grpc::Status find_model(const std::string& id, const std::string& field,
+                          RegisteredModelPtr& entry) const;
+  // Solves `plan` into `response` on the calling executor task, bounded by the call's deadline,
+  // its client and the server's --max-call-seconds, and records its compute time. The status of
+  // a solve that cannot answer: FAILED_PRECONDITION (singular dynamics, an answer that
+  // overflows), CANCELLED or DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (allocation).
+  grpc::Status solve_in_call(grpc::CallbackServerContext& context, const PlannedSolve& plan,
+                             v1::SolveResponse& response);
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* open_mpc(
+      grpc::CallbackServerContext* context);
+
   grpc::ServerUnaryReactor* serve_solve(grpc::CallbackServerContext* context,
                                         const grpc::ByteBuffer* request_bytes,
                                         grpc::ByteBuffer* response_bytes);
@@ -49,6 +75,11 @@ class ControlService final : public v1::ControlService::Service {
   const double max_call_seconds_;
   const std::atomic<bool>& ready_;
   const MethodId solve_method_;
+  const MethodId mpc_method_;
+  // Open Mpc streams, ended by drain().
+  std::mutex streams_mutex_;
+  std::set<MpcReactor*> streams_;
+  bool draining_ = false;
 };
 
 }  // namespace torqued::server

@@ -89,6 +89,20 @@ grpc::Status check_alive(const grpc::CallbackServerContext& context) {
   return grpc::Status::OK;
 }
 
+CallLimit call_limit(const grpc::CallbackServerContext* context, double max_call_seconds) {
+  return {context,
+          max_call_seconds > 0
+              ? std::chrono::system_clock::now() +
+                    std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                        std::chrono::duration<double>(max_call_seconds))
+              : std::chrono::system_clock::time_point::max(),
+          max_call_seconds};
+}
+
+bool call_should_stop(const void* state) {
+  return !check_alive(*static_cast<const CallLimit*>(state)).ok();
+}
+
 grpc::Status check_alive(const CallLimit& limit) {
   if (grpc::Status alive = check_alive(*limit.context); !alive.ok()) return alive;
   if (std::chrono::system_clock::now() >= limit.server_deadline) {

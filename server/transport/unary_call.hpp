@@ -44,8 +44,14 @@ struct CallLimit {
   double server_seconds;  // for the message: the bound in seconds
 };
 
+// The limit of a call's work starting now, bounded by the server at `max_call_seconds` (0: none).
+CallLimit call_limit(const grpc::CallbackServerContext* context, double max_call_seconds);
+
 // check_alive(), and DEADLINE_EXCEEDED naming --max-call-seconds once the server's bound passed.
 grpc::Status check_alive(const CallLimit& limit);
+
+// The engine's Interruption test of a call's work: `state` is its CallLimit.
+bool call_should_stop(const void* state);
 
 // `status` with its message cut to 1 KB (at a UTF-8 character boundary) and its control
 // characters written as \xNN: statuses travel in HTTP/2 trailers, which gRPC bounds, and a

@@ -727,6 +727,35 @@ const std::map<std::string, ClientCall>& client_calls() {
          EXPECT_TRUE(solution.feedback.empty());
          EXPECT_EQ(solution.cost_terms.size(), 2u);
        }},
+      {"Mpc",
+       [](Client& c, const CallInputs& in) {
+         // The quadruped's Solve above on a stream, then a tick one knot later from its plan.
+         v1::MpcRequest start;
+         v1::SolveRequest& problem = *start.mutable_problem();
+         problem.set_model_id(in.id);
+         client::copy_values(in.q.row(0), problem.mutable_q0());
+         client::copy_values(in.v.row(0), problem.mutable_v0());
+         problem.set_knots(3);
+         problem.set_dt(0.01);
+         problem.add_running_costs()->mutable_residual()->set_type(v1::RESIDUAL_TYPE_CONTROL);
+         problem.add_terminal_costs()->mutable_residual()->set_type(v1::RESIDUAL_TYPE_STATE);
+         start.set_plan(true);
+         client::Mpc mpc = c.mpc(start);
+         const v1::SolveResponse& plan = mpc.first().solution();
+         ASSERT_EQ(plan.q_size(), 4 * 19);
+         v1::MpcRequest tick;
+         tick.mutable_q()->Add(plan.q().begin() + 19, plan.q().begin() + 38);
+         tick.mutable_v()->Add(plan.v().begin() + 18, plan.v().begin() + 36);
+         tick.set_time(0.01);
+         const v1::MpcResponse answer = mpc.tick(tick);
+         EXPECT_EQ(answer.shift(), 1u);
+         EXPECT_EQ(answer.u0_size(), 18);
+         v1::MpcRequest early = tick;
+         early.set_time(0.0);
+         EXPECT_THROW(mpc.tick(early), client::Error);
+         EXPECT_EQ(mpc.tick(tick).shift(), 0u);
+         mpc.finish();
+       }},
       {"Session",
        [](Client& c, const CallInputs& in) {
          client::Session session = c.session();

@@ -3154,6 +3154,242 @@ std::vector<Row> session_rows() {
   };
 }
 
+// ---- The rows: ControlService.Mpc ----
+
+const std::string kMpc = "/torqued.v1.ControlService/Mpc";
+
+// The status an Mpc answer carries (OK when it has a control).
+grpc::Status mpc_answer_status(const std::optional<std::string>& bytes) {
+  v1::MpcResponse answer;
+  if (!bytes) return {StatusCode::UNKNOWN, "no answer"};
+  if (!answer.ParseFromString(*bytes)) return {StatusCode::UNKNOWN, "the answer does not decode"};
+  if (answer.status().code() == 0 && answer.u0().empty()) {
+    return {StatusCode::UNKNOWN, "an OK answer without u0"};
+  }
+  return {static_cast<StatusCode>(answer.status().code()), answer.status().message()};
+}
+
+// The puma's reach stated on a stream.
+v1::MpcRequest mpc_start() {
+  v1::MpcRequest m;
+  m.set_sequence(1);
+  *m.mutable_problem() = solve_request();
+  return m;
+}
+
+// A tick at the reach's start state, `time` seconds in.
+v1::MpcRequest mpc_tick(double time) {
+  v1::MpcRequest m;
+  m.set_sequence(2);
+  fill(m.mutable_q(), 6, 0.3);
+  fill(m.mutable_v(), 6, 0.0);
+  m.set_time(time);
+  return m;
+}
+
+// Sends each message on one Mpc stream and returns the status of the answer to `bad`, after
+// checking that every other message was answered OK (the stream goes on past a bad message) and
+// that the stream ended OK on half-close.
+grpc::Status mpc(const std::vector<v1::MpcRequest>& messages, std::size_t bad) {
+  RawCall stream(shared().server->channel());
+  if (!stream.open(kMpc)) return {StatusCode::UNKNOWN, "the stream did not open"};
+  grpc::Status answer;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    EXPECT_TRUE(stream.write(messages[i].SerializeAsString()));
+    const grpc::Status status = mpc_answer_status(stream.read());
+    if (i == bad) {
+      answer = status;
+    } else {
+      EXPECT_TRUE(status.ok()) << "message " << i << ": " << status.error_message();
+    }
+  }
+  EXPECT_TRUE(stream.writes_done());
+  const grpc::Status end = stream.finish();
+  EXPECT_TRUE(end.ok()) << end.error_message();
+  return answer;
+}
+
+// A stated problem, a tick changed by `change`, and a good tick after it.
+grpc::Status mpc_bad_tick(const std::function<void(v1::MpcRequest&)>& change) {
+  v1::MpcRequest bad = mpc_tick(0.02);
+  change(bad);
+  return mpc({mpc_start(), bad, mpc_tick(0.04)}, 1);
+}
+
+// A solve that runs until it is stopped: 2,000 knots, no stopping threshold.
+v1::MpcRequest endless_mpc_start() {
+  v1::MpcRequest m = mpc_start();
+  m.mutable_problem()->set_knots(2000);
+  m.mutable_problem()->mutable_solver()->set_max_iterations(200);
+  m.mutable_problem()->mutable_solver()->set_stop_threshold(0.0);
+  return m;
+}
+
+std::vector<Row> mpc_rows() {
+  using C = StatusCode;
+  using Change = std::function<void(v1::MpcRequest&)>;
+  const auto tick_row = [](std::string name, StatusCode code, std::vector<std::string> names,
+                           Change change) {
+    return Row{"Mpc" + std::move(name), code, std::move(names),
+               [change] { return mpc_bad_tick(change); }};
+  };
+  return {
+      {"MpcUndecodableMessageThenValid",
+       C::INVALID_ARGUMENT,
+       {"message 1", "torqued.v1.MpcRequest"},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kMpc));
+         EXPECT_TRUE(stream.write(kUndecodable));
+         const grpc::Status first = mpc_answer_status(stream.read());
+         EXPECT_TRUE(stream.write(mpc_start().SerializeAsString()));
+         const grpc::Status second = mpc_answer_status(stream.read());
+         EXPECT_TRUE(second.ok()) << second.error_message();
+         EXPECT_TRUE(stream.writes_done());
+         EXPECT_TRUE(stream.finish().ok());
+         return first;
+       }},
+      {"MpcFirstMessageWithoutProblem",
+       C::INVALID_ARGUMENT,
+       {"problem", "first message"},
+       [] {
+         return mpc({mpc_tick(0.0), mpc_start()}, 0);
+       }},
+      {"MpcUnknownModel",
+       C::NOT_FOUND,
+       {"problem.model_id", "missing"},
+       [] {
+         v1::MpcRequest m = mpc_start();
+         m.mutable_problem()->set_model_id("missing");
+         return mpc({m, mpc_start()}, 0);
+       }},
+      {"MpcBadProblemField",
+       C::INVALID_ARGUMENT,
+       {"problem.q0", "expected 6"},
+       [] {
+         v1::MpcRequest m = mpc_start();
+         m.mutable_problem()->mutable_q0()->RemoveLast();
+         return mpc({m, mpc_start()}, 0);
+       }},
+      tick_row("TickWithoutState", C::INVALID_ARGUMENT, {"q:", "required"},
+               [](v1::MpcRequest& m) {
+                 m.clear_q();
+                 m.clear_v();
+               }),
+      tick_row("TickStateWrongSize", C::INVALID_ARGUMENT, {"v:", "expected 6"},
+               [](v1::MpcRequest& m) { m.mutable_v()->RemoveLast(); }),
+      tick_row("TickStateNaN", C::INVALID_ARGUMENT, {"q[2]"},
+               [](v1::MpcRequest& m) { m.set_q(2, kNaN); }),
+      tick_row("TimeBeforeTheLast", C::INVALID_ARGUMENT, {"time", "before"},
+               [](v1::MpcRequest& m) { m.set_time(-1.0); }),
+      tick_row("TimeNotFinite", C::INVALID_ARGUMENT, {"time"},
+               [](v1::MpcRequest& m) { m.set_time(kInf); }),
+      tick_row("UpdateOfNoTerm", C::INVALID_ARGUMENT, {"updates[0].name", "nowhere"},
+               [](v1::MpcRequest& m) { m.add_updates()->set_name("nowhere"); }),
+      tick_row("UpdateReferenceWrongSize", C::INVALID_ARGUMENT, {"reach", "reference"},
+               [](v1::MpcRequest& m) {
+                 v1::TermUpdate& update = *m.add_updates();
+                 update.set_name("reach");
+                 update.add_reference(1.0);
+               }),
+      tick_row("UpdateWeightNegative", C::INVALID_ARGUMENT, {"effort", "weight"},
+               [](v1::MpcRequest& m) {
+                 v1::TermUpdate& update = *m.add_updates();
+                 update.set_name("effort");
+                 update.set_weight(-1.0);
+               }),
+      tick_row("NewProblemOtherKnots", C::INVALID_ARGUMENT, {"problem.knots"},
+               [](v1::MpcRequest& m) { *m.mutable_problem() = solve_request(11); }),
+      tick_row("NewProblemWithAGuess", C::INVALID_ARGUMENT, {"problem.guess_q", "empty"},
+               [](v1::MpcRequest& m) {
+                 *m.mutable_problem() = solve_request();
+                 fill(m.mutable_problem()->mutable_guess_q(), 11 * 6, 0.3);
+               }),
+      tick_row("ZeroIterations", C::INVALID_ARGUMENT, {"iterations"},
+               [](v1::MpcRequest& m) { m.set_iterations(0); }),
+      tick_row("IterationsOverTheLimit", C::RESOURCE_EXHAUSTED, {"--max-ocp-iterations"},
+               [](v1::MpcRequest& m) { m.set_iterations(201); }),
+      tick_row("NegativeTimeBudget", C::INVALID_ARGUMENT, {"max_seconds"},
+               [](v1::MpcRequest& m) { m.set_max_seconds(-1.0); }),
+      {"MpcMessageOverMessageBytes",
+       C::RESOURCE_EXHAUSTED,
+       {"4194304"},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kMpc));
+         v1::MpcRequest m = mpc_start();
+         fill(m.mutable_q(), 600000, 0.3);
+         stream.write(m.SerializeAsString());
+         return stream.finish();
+       }},
+      {"MpcCancelledMidSolve",
+       C::CANCELLED,
+       {},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kMpc));
+         EXPECT_TRUE(stream.write(endless_mpc_start().SerializeAsString()));
+         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+         stream.cancel();
+         return stream.finish();
+       }},
+      {"MpcClientVanishesMidSolve",
+       C::OK,
+       {},
+       [] {
+         OwnedSocketChannel owned;
+         RawCall stream(owned.channel);
+         EXPECT_TRUE(stream.open(kMpc));
+         EXPECT_TRUE(stream.write(endless_mpc_start().SerializeAsString()));
+         EXPECT_TRUE(stream.write(mpc_tick(0.02).SerializeAsString()));
+         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+         owned.cut();
+         EXPECT_FALSE(stream.finish().ok());
+         return grpc::Status::OK;
+       }},
+      {"MpcHalfClosedWithAnAnswerPending",
+       C::OK,
+       {},
+       [] {
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kMpc));
+         EXPECT_TRUE(stream.write(mpc_start().SerializeAsString()));
+         EXPECT_TRUE(stream.write(mpc_tick(0.02).SerializeAsString()));
+         EXPECT_TRUE(stream.writes_done());
+         for (int i = 0; i < 2; ++i) {
+           const grpc::Status answer = mpc_answer_status(stream.read());
+           EXPECT_TRUE(answer.ok()) << answer.error_message();
+         }
+         return stream.finish();
+       }},
+      {"MpcNeverReadsItsAnswers",
+       C::CANCELLED,
+       {},
+       [] {
+         // Every answer is the whole plan of a 2,000-knot problem (1.4 MB), never read, and every
+         // tick carries 64 kB more in a field the server skips. The stream holds one answer and
+         // reads no further once the client's window is full, and flow control stops the
+         // client's writes.
+         RawCall stream(shared().server->channel());
+         EXPECT_TRUE(stream.open(kMpc));
+         v1::MpcRequest start = mpc_start();
+         start.mutable_problem()->set_knots(2000);
+         start.mutable_problem()->mutable_solver()->set_max_iterations(1);
+         EXPECT_TRUE(stream.write(start.SerializeAsString()));
+         v1::MpcRequest m = mpc_tick(0.0);
+         m.set_plan(true);
+         m.GetReflection()->MutableUnknownFields(&m)->AddLengthDelimited(
+             1000, std::string(64 << 10, 'p'));
+         int written = 0;
+         while (written < 1000 && stream.write(m.SerializeAsString(), 1.0)) ++written;
+         EXPECT_LT(written, 1000) << "no back-pressure";
+         expect_rss_within_bound("with the stream stuck");
+         stream.cancel();
+         return stream.finish();
+       }},
+  };
+}
+
 // ---- The rows: the transport and the metrics port ----
 
 std::vector<Row> transport_rows() {
@@ -3416,7 +3652,7 @@ std::vector<Row> shared_name_rows() {
 std::vector<Row> all_rows() {
   std::vector<Row> rows;
   for (auto group : {model_rows, undecodable_rows, dynamics_rows, control_rows, call_rows,
-                     session_rows, health_rows, transport_rows, shared_name_rows}) {
+                     session_rows, mpc_rows, health_rows, transport_rows, shared_name_rows}) {
     for (Row& row : group()) rows.push_back(std::move(row));
   }
   return rows;

@@ -4,7 +4,10 @@
 // over the workers change nothing); the bundled quadruped shifts its trunk through a touchdown
 // with its feet held; a warm start from a solution converges at once; a time budget and a
 // deadline answer the best iterate, the budget within 2 s of its end here (the benchmark's figure
-// is in docs/benchmarks.md), and the server is idle afterwards; control bounds hold.
+// is in docs/benchmarks.md), and the server is idle afterwards; control bounds hold. Over an Mpc
+// stream, the first message's answer is Solve's, a tick shifts the last solution and warm-starts
+// it, new targets steer it, and a bad message is answered with its error while the stream goes
+// on with its problem.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -384,6 +387,180 @@ TEST_F(ControlServiceTest, DeadlineAnswersTheBestIterate) {
   const grpc::Status status = solve(request, response, kSolveDeadline);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(response.stop_reason(), v1::STOP_REASON_TIME_BUDGET);
+}
+
+// ---- Mpc ----
+
+using MpcStream = grpc::ClientReaderWriter<v1::MpcRequest, v1::MpcResponse>;
+
+v1::MpcResponse exchange(MpcStream& stream, const v1::MpcRequest& request) {
+  v1::MpcResponse response;
+  EXPECT_TRUE(stream.Write(request));
+  EXPECT_TRUE(stream.Read(&response));
+  EXPECT_EQ(response.sequence(), request.sequence());
+  return response;
+}
+
+// The tick of a controller that measured the plan's state at `knot`, `knot` steps later.
+v1::MpcRequest tick(const v1::SolveResponse& plan, const Model& m, int knot, double dt,
+                    std::uint64_t sequence) {
+  v1::MpcRequest request;
+  request.set_sequence(sequence);
+  request.mutable_q()->Add(plan.q().begin() + knot * m.nq, plan.q().begin() + (knot + 1) * m.nq);
+  request.mutable_v()->Add(plan.v().begin() + knot * m.nv, plan.v().begin() + (knot + 1) * m.nv);
+  request.set_time(knot * dt);
+  request.set_plan(true);
+  return request;
+}
+
+TEST_F(ControlServiceTest, MpcAnswersSolvesFirstThenShiftsAndWarmStarts) {
+  const LocalModel& arm = model("puma560");
+  const Model& m = *arm.model;
+  const v1::SolveRequest problem = reach(arm);
+  v1::SolveRequest with_gains = problem;
+  with_gains.set_feedback(true);
+  v1::SolveResponse solved;
+  ASSERT_TRUE(solve(with_gains, solved).ok());
+
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(120));
+  std::unique_ptr<MpcStream> stream = control_->Mpc(&context);
+  v1::MpcRequest start;
+  start.set_sequence(1);
+  *start.mutable_problem() = problem;
+  start.set_plan(true);
+  const v1::MpcResponse first = exchange(*stream, start);
+  ASSERT_EQ(first.status().code(), 0) << first.status().message();
+  EXPECT_EQ(first.shift(), 0u);
+  EXPECT_EQ(first.solution().iterations_size(), solved.iterations_size());
+  EXPECT_EQ(first.solution().cost(), solved.cost());
+  ASSERT_EQ(first.u0_size(), m.nv);
+  ASSERT_EQ(first.feedback0_size(), m.nv * 2 * m.nv);
+  for (int i = 0; i < m.nv; ++i) EXPECT_EQ(first.u0(i), solved.u(i)) << i;
+  for (int i = 0; i < first.feedback0_size(); ++i)
+    EXPECT_EQ(first.feedback0(i), solved.feedback(i));
+
+  // Three knots later, at the plan's state: the plan shifted by three, one iteration.
+  v1::MpcRequest later = tick(first.solution(), m, 3, problem.dt(), 2);
+  const v1::MpcResponse shifted = exchange(*stream, later);
+  ASSERT_EQ(shifted.status().code(), 0) << shifted.status().message();
+  EXPECT_EQ(shifted.shift(), 3u);
+  EXPECT_EQ(shifted.solution().iterations_size(), 1);
+  ASSERT_EQ(shifted.solution().q_size(), (kReachKnots + 1) * m.nq);
+  for (int i = 0; i < m.nq; ++i) EXPECT_EQ(shifted.solution().q(i), later.q(i));
+  // The shifted plan warm-started the iteration: it ends far below one from a cold start.
+  v1::SolveRequest cold = problem;
+  *cold.mutable_q0() = later.q();
+  *cold.mutable_v0() = later.v();
+  cold.mutable_solver()->set_max_iterations(1);
+  v1::SolveResponse cold_iteration;
+  ASSERT_TRUE(solve(cold, cold_iteration).ok());
+  EXPECT_LT(shifted.solution().cost(), 0.5 * cold_iteration.cost());
+
+  // Without the plan the answer is u₀, K₀ and the solve's figures.
+  later = tick(shifted.solution(), m, 1, problem.dt(), 3);
+  later.set_time(4 * problem.dt());
+  later.set_plan(false);
+  const v1::MpcResponse brief = exchange(*stream, later);
+  ASSERT_EQ(brief.status().code(), 0) << brief.status().message();
+  EXPECT_EQ(brief.shift(), 1u);
+  EXPECT_EQ(brief.solution().q_size(), 0);
+  EXPECT_EQ(brief.solution().feedback_size(), 0);
+  EXPECT_EQ(brief.u0_size(), m.nv);
+  EXPECT_GT(brief.solution().cost(), 0.0);
+
+  stream->WritesDone();
+  v1::MpcResponse none;
+  EXPECT_FALSE(stream->Read(&none));
+  const grpc::Status ended = stream->Finish();
+  EXPECT_TRUE(ended.ok()) << ended.error_message();
+}
+
+TEST_F(ControlServiceTest, MpcNewTargetsSteerThePlan) {
+  const LocalModel& arm = model("puma560");
+  const Model& m = *arm.model;
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(120));
+  std::unique_ptr<MpcStream> stream = control_->Mpc(&context);
+  v1::MpcRequest start;
+  start.set_sequence(1);
+  *start.mutable_problem() = reach(arm);
+  start.set_plan(true);
+  const v1::MpcResponse first = exchange(*stream, start);
+  ASSERT_EQ(first.status().code(), 0) << first.status().message();
+
+  const Vec3 moved(0.3, -0.2, 0.4);
+  v1::MpcRequest steer = tick(first.solution(), m, 1, 0.02, 2);
+  steer.set_iterations(50);
+  for (const char* name : {"tip", "tip_final"}) {
+    v1::TermUpdate& update = *steer.add_updates();
+    update.set_name(name);
+    add_values(update.mutable_reference(), moved);
+  }
+  const v1::MpcResponse steered = exchange(*stream, steer);
+  ASSERT_EQ(steered.status().code(), 0) << steered.status().message();
+  Data data(*arm.model);
+  const Vector q_final =
+      Eigen::Map<const Vector>(steered.solution().q().data() + kReachKnots * m.nq, m.nq);
+  forward_kinematics(m, data, q_final);
+  update_frame_placements(m, data);
+  const Vec3 tip =
+      data.oMf[static_cast<std::size_t>(m.find_frame(m.body_names.back()))].translation;
+  EXPECT_LT((tip - moved).norm(), 5e-3) << tip.transpose();
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ControlServiceTest, MpcAnswersABadMessageAndGoesOn) {
+  const LocalModel& arm = model("puma560");
+  const Model& m = *arm.model;
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(120));
+  std::unique_ptr<MpcStream> stream = control_->Mpc(&context);
+  const auto refused = [&](const v1::MpcRequest& request, const std::string& names) {
+    const v1::MpcResponse answer = exchange(*stream, request);
+    EXPECT_EQ(answer.status().code(), grpc::StatusCode::INVALID_ARGUMENT) << names;
+    EXPECT_NE(answer.status().message().find(names), std::string::npos)
+        << answer.status().message();
+    EXPECT_EQ(answer.u0_size(), 0);
+  };
+  v1::MpcRequest request;
+  request.set_sequence(1);
+  refused(request, "problem");
+  *request.mutable_problem() = reach(arm);
+  request.mutable_problem()->set_dt(-1.0);
+  refused(request, "problem.dt");
+  request.mutable_problem()->set_dt(0.02);
+  const v1::MpcResponse first = exchange(*stream, request);
+  ASSERT_EQ(first.status().code(), 0) << first.status().message();
+
+  v1::MpcRequest no_state;
+  no_state.set_time(0.1);
+  refused(no_state, "q");
+  v1::MpcRequest state;
+  state.set_sequence(4);
+  add_values(state.mutable_q(), Vector::Constant(m.nq, 0.3));
+  add_values(state.mutable_v(), Vector::Zero(m.nv));
+  state.set_time(0.1);
+  v1::MpcRequest too_early = state;
+  too_early.set_time(-1.0);
+  refused(too_early, "time");
+  v1::MpcRequest unknown = state;
+  unknown.add_updates()->set_name("nowhere");
+  refused(unknown, "updates[0].name");
+  v1::MpcRequest shorter = state;
+  *shorter.mutable_problem() = reach(arm, kReachKnots - 1);
+  refused(shorter, "problem.knots");
+  v1::MpcRequest wrong_size = state;
+  wrong_size.add_updates()->set_name("tip");
+  wrong_size.mutable_updates(0)->add_reference(1.0);
+  refused(wrong_size, "reference");
+
+  const v1::MpcResponse goes_on = exchange(*stream, state);
+  ASSERT_EQ(goes_on.status().code(), 0) << goes_on.status().message();
+  EXPECT_EQ(goes_on.shift(), 5u);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace

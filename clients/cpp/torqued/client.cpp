@@ -1061,6 +1061,50 @@ void Session::finish() {
 
 Session Client::session(const CallOptions& call) { return Session(*dynamics_, deadline_of(call)); }
 
+Mpc::Mpc(v1::ControlService::Stub& stub, Clock::time_point deadline, const v1::MpcRequest& start)
+    : context_(std::make_unique<grpc::ClientContext>()) {
+  context_->set_deadline(deadline);
+  stream_ = stub.Mpc(context_.get());
+  first_ = tick(start);
+}
+
+Mpc::~Mpc() {
+  if (stream_ == nullptr) return;
+  context_->TryCancel();
+  (void)stream_->Finish();
+}
+
+v1::MpcResponse Mpc::tick(v1::MpcRequest request) {
+  if (stream_ == nullptr) throw Error(grpc::StatusCode::FAILED_PRECONDITION, "the stream ended");
+  request.set_sequence(++sequence_);
+  v1::MpcResponse response;
+  if (!stream_->Write(request) || !stream_->Read(&response)) {
+    const grpc::Status status = stream_->Finish();
+    stream_.reset();
+    throw Error(status.ok() ? grpc::StatusCode::UNKNOWN : status.error_code(),
+                status.ok() ? "the stream ended without an answer" : status.error_message());
+  }
+  if (response.status().code() != 0) {
+    throw Error(static_cast<grpc::StatusCode>(response.status().code()),
+                response.status().message());
+  }
+  return response;
+}
+
+void Mpc::finish() {
+  if (stream_ == nullptr) return;
+  (void)stream_->WritesDone();
+  for (v1::MpcResponse unread; stream_->Read(&unread);) {
+  }
+  const grpc::Status status = stream_->Finish();
+  stream_.reset();
+  if (!status.ok()) throw Error(status.error_code(), status.error_message());
+}
+
+Mpc Client::mpc(const v1::MpcRequest& start, const CallOptions& call) {
+  return Mpc(*control_, deadline_of(call), start);
+}
+
 void Client::call_method(const google::protobuf::MethodDescriptor& method,
                          const google::protobuf::Message& request,
                          google::protobuf::Message* response, const CallOptions& call) {

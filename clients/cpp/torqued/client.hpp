@@ -444,6 +444,38 @@ class Session {
   bool writes_done_ = false;
 };
 
+// A ControlService.Mpc stream (Client::mpc, see control.proto): the problem stated once and
+// re-solved at each tick's measured state, warm-started from the last solution shifted by the
+// knots elapsed. Client::mpc sends the problem and waits for its answer (first()); tick() sends a
+// message and waits for its answer, throwing Error with the message's status when it failed (the
+// stream goes on with the problem it had) or the stream's when it ended. The deadline bounds the
+// whole stream; a stream is not retried and does not re-register its model. One thread uses it
+// at a time; it lives no longer than its Client.
+class Mpc {
+ public:
+  Mpc(Mpc&&) noexcept = default;
+  Mpc& operator=(Mpc&&) noexcept = default;
+  // Cancels the stream unless finish() ended it.
+  ~Mpc();
+
+  // The answer to the problem's statement.
+  const v1::MpcResponse& first() const { return first_; }
+  // Sends `request` (numbered by the stream: its sequence is set) and returns its answer.
+  v1::MpcResponse tick(v1::MpcRequest request);
+  // Half-closes and waits for the end of the stream; throws Error unless it ended OK.
+  void finish();
+
+ private:
+  friend class Client;
+  Mpc(v1::ControlService::Stub& stub, std::chrono::system_clock::time_point deadline,
+      const v1::MpcRequest& start);
+
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::MpcRequest, v1::MpcResponse>> stream_;
+  std::uint64_t sequence_ = 0;
+  v1::MpcResponse first_;
+};
+
 class Client {
  public:
   // Over make_channel(options).
@@ -549,6 +581,9 @@ class Client {
 
   // A Session stream, its deadline the call's (see Session).
   Session session(const CallOptions& call = {});
+  // An Mpc stream on `start` (its problem, and the first solve's time, iterations, budget and
+  // plan), its deadline the call's (see Mpc). Throws Error when the first solve fails.
+  Mpc mpc(const v1::MpcRequest& start, const CallOptions& call = {});
 
   // Any unary method of services() (find_method) on messages of its input and output types,
   // generated or dynamic, so that a new RPC is callable before it has a method of its own here.
