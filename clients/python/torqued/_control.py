@@ -19,13 +19,15 @@ import functools
 import math
 from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
+import grpc
 import numpy as np
 import numpy.typing as npt
 
 from torqued._connection import Connection
 from torqued._conversions import Actuation, Integrator, actuation_message, enum_value, phase_message
 from torqued._wire import PackedCall
-from torqued.results import Solution, SolverIteration
+from torqued.mpc import Mpc
+from torqued.results import Solution, solution_from
 from torqued.v1 import control_pb2, dynamics_pb2, model_pb2
 
 # How far a rotation matrix may be from orthonormal: the rounding of a matrix computed in double
@@ -324,7 +326,7 @@ def guess_arrays(guess: Guess, nq: int) -> dict[str, npt.NDArray[np.float64]]:
 
 
 class ControlMethods(Connection):
-    """Client's ControlService method: Solve."""
+    """Client's ControlService methods: Solve, and Mpc's stream."""
 
     @functools.cached_property
     def _solve_call(self) -> PackedCall:
@@ -374,25 +376,60 @@ class ControlMethods(Connection):
         return solution_of(response)
 
 
+    @functools.cached_property
+    def _mpc_call(self) -> grpc.StreamStreamMultiCallable:
+        return self._channel.stream_stream(
+            "/torqued.v1.ControlService/Mpc",
+            response_deserializer=control_pb2.MpcResponse.FromString,
+        )
+
+    def mpc(
+        self,
+        problem: OptimalControlProblem,
+        *,
+        time: float = 0.0,
+        iterations: Optional[int] = None,
+        max_seconds: float = 0.0,
+        plan: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Mpc:
+        """Opens an Mpc stream on `problem` and solves it (see Mpc); use it as a context manager.
+
+        Args:
+            problem: the OptimalControlProblem; its x0 is the state at `time`.
+            time: the time of x0, seconds, on the clock the ticks' times follow.
+            iterations: the first solve's iterations; None: the problem's solver settings'.
+            max_seconds: the first solve's time budget; 0: none.
+            plan: also return the whole first plan in Mpc.first.
+            timeout: deadline of the whole stream in seconds; None: the client's.
+
+        Raises:
+            Error: as solve raises it, for the first solve.
+        """
+        request = problem.to_request()
+        budget = self._timeout if timeout is None else timeout
+        return Mpc(
+            self._mpc_call,
+            request,
+            len(request.v0),
+            budget,
+            self._metadata,
+            time=time,
+            iterations=iterations,
+            max_seconds=max_seconds,
+            plan=plan,
+        )
+
+
 def solution_of(response: Any) -> Solution:
     """The Solution of a SolveResponse (its double fields as arrays, see _wire.Reply)."""
     knots, nu = response.knots, response.nu
     v = response.v.reshape(knots + 1, -1)
     nv = v.shape[1]
-    reason = control_pb2.StopReason.Name(response.stop_reason)
-    return Solution(
+    return solution_from(
+        response,
         q=response.q.reshape(knots + 1, -1),
         v=v,
         u=response.u.reshape(knots, nu),
         feedback=response.feedback.reshape(knots, nu, 2 * nv) if len(response.feedback) else None,
-        stop_reason=reason[len("STOP_REASON_") :].lower(),
-        iterations=[
-            SolverIteration(i.cost, i.stop, i.step, i.regularization, i.gaps)
-            for i in response.iterations
-        ],
-        cost=response.cost,
-        cost_terms={term.name: term.value for term in response.cost_terms},
-        max_gap=response.max_gap,
-        feasible=response.feasible,
-        solve_seconds=response.solve_seconds,
     )

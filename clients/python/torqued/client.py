@@ -24,7 +24,8 @@ allocator is left as it is unless keep_freed_memory=True asks for the server's m
 
 Optimal control. Client.solve solves an OptimalControlProblem on the server (ControlService):
 the problem is built as Crocoddyl builds one, from the cost terms of torqued.residuals and
-torqued.activations and the contacts of torqued.contact (see torqued/_control.py).
+torqued.activations and the contacts of torqued.contact (see torqued/_control.py). Client.mpc
+opens a ControlService.Mpc stream that re-solves the problem at each measured state (see Mpc).
 
 Modules. The methods live by service: _connection.py (the channel, retries, re-registration,
 health, sessions, Echo), _models.py (ModelService), _dynamics.py (the batched dynamics),
@@ -56,6 +57,7 @@ from torqued.results import (
     Solution,
     SolverIteration,
 )
+from torqued.mpc import Mpc, MpcStep, term_update
 from torqued.session import Session, SessionReply
 
 # What `import torqued` exports: the client, its errors and sessions, the results of its
@@ -71,6 +73,8 @@ __all__ = [
     "Error",
     "Kinematics",
     "Linearization",
+    "Mpc",
+    "MpcStep",
     "OptimalControlProblem",
     "Rollouts",
     "Session",
@@ -81,6 +85,7 @@ __all__ = [
     "activations",
     "contact",
     "residuals",
+    "term_update",
 ]
 
 

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 import numpy.typing as npt
 
-from torqued.v1 import model_pb2
+from torqued.v1 import control_pb2, model_pb2
 
 Array = npt.NDArray[np.float64]
 
@@ -303,3 +303,26 @@ class Solution:
     max_gap: float
     feasible: bool
     solve_seconds: float
+
+
+def solution_from(
+    response: Any, q: Array, v: Array, u: Array, feedback: Optional[Array]
+) -> Solution:
+    """The Solution of a SolveResponse: its arrays, shaped, and its other fields."""
+    reason = control_pb2.StopReason.Name(response.stop_reason)
+    return Solution(
+        q=q,
+        v=v,
+        u=u,
+        feedback=feedback,
+        stop_reason=reason[len("STOP_REASON_") :].lower(),
+        iterations=[
+            SolverIteration(i.cost, i.stop, i.step, i.regularization, i.gaps)
+            for i in response.iterations
+        ],
+        cost=response.cost,
+        cost_terms={term.name: term.value for term in response.cost_terms},
+        max_gap=response.max_gap,
+        feasible=response.feasible,
+        solve_seconds=response.solve_seconds,
+    )

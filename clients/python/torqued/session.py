@@ -19,6 +19,36 @@ from torqued.v1 import dynamics_pb2
 _STATUS_CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
+class OutgoingMessages:
+    """A stream's messages for grpcio's request thread: put() queues one, end() ends the stream
+    (a half-close); iterating stops there, or once `call` (set when the stream opens) is done."""
+
+    # How often the request thread looks whether the call has ended.
+    POLL_SECONDS = 0.5
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Optional[bytes]] = queue.Queue()
+        self.call: Any = None
+
+    def put(self, message: bytes) -> None:
+        self._queue.put(message)
+
+    def end(self) -> None:
+        self._queue.put(None)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            try:
+                message = self._queue.get(timeout=self.POLL_SECONDS)
+            except queue.Empty:
+                if self.call is not None and self.call.done():
+                    return
+                continue
+            if message is None:
+                return
+            yield message
+
+
 class SessionReply(NamedTuple):
     """The answer to one message of a Session.
 
@@ -101,9 +131,6 @@ class Session:
             tau = inverse.response.tau  # (batch, nv)
     """
 
-    # How often the stream's request thread looks whether the call has ended.
-    _POLL_SECONDS = 0.5
-
     def __init__(
         self,
         rpc: grpc.StreamStreamMultiCallable,
@@ -114,26 +141,13 @@ class Session:
     ) -> None:
         self._codec = codec
         self._model_id = model_id
-        self._messages: queue.Queue[Optional[bytes]] = queue.Queue()
+        self._messages = OutgoingMessages()
         # (sequence, method, rows of the batch or None) of each message not yet answered.
         self._pending: collections.deque[tuple[int, str, Optional[int]]] = collections.deque()
         self._sequence = 0
         self._closed = False
-        self._call: Any = None
-        self._call = rpc(self._outgoing(), timeout=timeout, metadata=metadata)
-
-    def _outgoing(self) -> Iterator[bytes]:
-        """The messages, for grpcio's request thread; ends at close(), or with the call."""
-        while True:
-            try:
-                message = self._messages.get(timeout=self._POLL_SECONDS)
-            except queue.Empty:
-                if self._call is not None and self._call.done():
-                    return
-                continue
-            if message is None:
-                return
-            yield message
+        self._call = rpc(iter(self._messages), timeout=timeout, metadata=metadata)
+        self._messages.call = self._call
 
     def send(self, method: str, *, model_id: Optional[str] = None, **fields: Any) -> int:
         """Sends a request of `method` (e.g. "InverseDynamics") built from `fields`.
@@ -174,7 +188,7 @@ class Session:
         """No more messages: the stream ends once those sent are answered."""
         if not self._closed:
             self._closed = True
-            self._messages.put(None)
+            self._messages.end()
 
     def cancel(self) -> None:
         """Ends the stream now; replies not yet read are lost."""
