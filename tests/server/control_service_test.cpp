@@ -7,10 +7,12 @@
 // is in docs/benchmarks.md), and the server is idle afterwards; control bounds hold. Over an Mpc
 // stream, the first message's answer is Solve's, a tick shifts the last solution and warm-starts
 // it, new targets steer it, and a bad message is answered with its error while the stream goes
-// on with its problem.
+// on with its problem; a shutdown ends an open stream with UNAVAILABLE.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 #include "engine/algorithms/kinematics.hpp"
@@ -561,6 +563,32 @@ TEST_F(ControlServiceTest, MpcAnswersABadMessageAndGoesOn) {
   EXPECT_EQ(goes_on.shift(), 5u);
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
+}
+
+// Last: it stops the suite's server.
+TEST_F(ControlServiceTest, MpcShutdownEndsAnOpenStreamWithUnavailableAndExitsCleanly) {
+  grpc::ClientContext context;
+  context.set_deadline(deadline_in(120));
+  std::unique_ptr<MpcStream> stream = control_->Mpc(&context);
+  v1::MpcRequest start;
+  start.set_sequence(1);
+  *start.mutable_problem() = reach(model("puma560"));
+  ASSERT_EQ(exchange(*stream, start).status().code(), 0);
+
+  const auto signalled = std::chrono::steady_clock::now();
+  server_->signal(SIGTERM);
+  v1::MpcResponse response;
+  while (stream->Read(&response)) {
+  }
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  const int exit_status = server_->wait_exit(30.0);
+  ASSERT_TRUE(WIFEXITED(exit_status)) << server_->log();
+  EXPECT_EQ(WEXITSTATUS(exit_status), 0);
+  // The drain deadline is 60 s: an open stream must not hold the shutdown until then.
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count(),
+            20.0)
+      << server_->log();
 }
 
 }  // namespace
