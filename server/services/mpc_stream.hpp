@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "server/compute/control_solver.hpp"
 #include "server/services/control_service.hpp"
+#include "server/services/mpc_window.hpp"
 #include "server/transport/reactor_order.hpp"
 
 namespace torqued::server {
@@ -42,19 +42,8 @@ class MpcReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   void drain();
 
  private:
-  // The problem the stream holds, and its last solution.
-  struct Held {
-    v1::SolveRequest problem;
-    PlannedSolve plan;
-    Reservation memory;  // the plan's solve and answer
-    std::vector<Eigen::VectorXd> xs, us;
-    double time = 0.0;
-  };
-
   // On an executor worker: the message read, solved into response_.
   grpc::Status compute();
-  // The message's plan: the held one, or a new one for a new problem or new cost terms.
-  grpc::Status plan_message(const v1::MpcRequest& request, Held& next, bool& replanned);
   // Encodes response_ (or `status` in its place) and starts writing it.
   void answer(const grpc::Status& status);
   // Under the lock: whether the stream should end now, and with which status.
@@ -70,7 +59,7 @@ class MpcReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   v1::MpcRequest request_;
   v1::MpcResponse response_;
   Reservation message_memory_;  // the message's decoding and answer, until it is written
-  std::unique_ptr<Held> held_;  // null until a message states a problem
+  MpcWindow window_;
 
   std::mutex mutex_;
   bool working_ = false;  // a message is computed or its answer written
