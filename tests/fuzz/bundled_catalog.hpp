@@ -1,11 +1,14 @@
 // What the service fuzzers share: the bundled models (deploy/models) registered in a catalog over
 // a store in a fresh temporary directory, with the memory budget and workspace pool the services
-// take, and the models' ids by name, since a content hash is nothing a mutation would find.
+// take, and the models' ids by name, since a content hash is nothing a mutation would find; the
+// control fuzzers' limits, and a check of an answer's values.
 #pragma once
 
+#include <google/protobuf/repeated_field.h>
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -13,8 +16,30 @@
 
 #include "server/base/config.hpp"
 #include "server/models/model_catalog.hpp"
+#include "server/services/dynamics_plans.hpp"
 
 namespace torqued::server {
+
+// Whether every value of an answer's array is finite.
+inline bool finite(const google::protobuf::RepeatedField<double>& values) {
+  for (const double x : values) {
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
+}
+
+// The limits of the control fuzzers: every problem small enough to solve in milliseconds.
+inline RequestLimits control_fuzzing_limits() {
+  RequestLimits limits = request_limits(Config{});
+  limits.max_message_bytes = 1 << 20;
+  limits.max_workspace_bytes = 64 << 20;
+  limits.max_constraint_rows = 64;
+  limits.max_phases = 8;
+  limits.max_ocp_knots = 24;
+  limits.max_cost_terms = 16;
+  limits.max_ocp_iterations = 8;
+  return limits;
+}
 
 class BundledCatalog {
  public:

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Writes the binary seeds of tests/fuzz/corpus/ from text: RegisterModelRequests (the bundled
-# repository's .txtpb models, and specs and URDF written here), SessionRequests and SolveRequests,
-# in protobuf
-# text format encoded with protoc into the wire format the server decodes. Run it after changing
-# a bundled model or the API; the URDF and DH seeds are links to deploy/models and plain files.
+# repository's .txtpb models, and specs and URDF written here), SessionRequests, SolveRequests and
+# Mpc streams, in protobuf text format encoded with protoc into the wire format the server
+# decodes. Run it after changing a bundled model or the API; the URDF and DH seeds are links to
+# deploy/models and plain files.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 register=tests/fuzz/corpus/register_model_fuzzer
 session=tests/fuzz/corpus/session_request_fuzzer
 solve=tests/fuzz/corpus/solve_request_fuzzer
-mkdir -p "$register" "$session" "$solve"
+mpc=tests/fuzz/corpus/mpc_request_fuzzer
+mkdir -p "$register" "$session" "$solve" "$mpc"
 
 encode() {  # MESSAGE OUTPUT, text on standard input
   protoc --proto_path=proto --encode="torqued.v1.$1" torqued/v1/dynamics.proto >"$2"
@@ -125,3 +126,48 @@ running_costs { name: "effort" residual { type: RESIDUAL_TYPE_CONTROL } weight: 
 terminal_costs { name: "rest" residual { type: RESIDUAL_TYPE_STATE } weight: 10 }
 solver { max_iterations: 4 }
 TEXT
+
+# Mpc streams: MpcRequests in text, one per argument, each written with its length as a varint
+# before it (protobuf's delimited format, which mpc_request_fuzzer reads).
+varint() {
+  local n=$1
+  while ((n >= 128)); do
+    printf "\\x$(printf %02x $(((n & 127) | 128)))"
+    n=$((n >> 7))
+  done
+  printf "\\x$(printf %02x "$n")"
+}
+stream() {  # OUTPUT MESSAGE...
+  local output=$1 message bytes
+  shift
+  : >"$output"
+  for message in "$@"; do
+    bytes=$(mktemp)
+    protoc --proto_path=proto --encode=torqued.v1.MpcRequest torqued/v1/control.proto \
+      >"$bytes" <<<"$message"
+    varint "$(stat -c %s "$bytes")" >>"$output"
+    cat "$bytes" >>"$output"
+    rm "$bytes"
+  done
+}
+reach='model_id: "puma560" q0: [0.1, -0.5, 0.3, 0.2, -0.4, 0.6] v0: [0, 0, 0, 0, 0, 0] knots: 8 dt: 0.02
+running_costs { name: "tip" residual { type: RESIDUAL_TYPE_FRAME_TRANSLATION frame: "link6" reference: [0.3, 0.2, 0.4] } }
+running_costs { name: "effort" residual { type: RESIDUAL_TYPE_CONTROL_GRAVITY } weight: 0.001 }
+terminal_costs { name: "rest" residual { type: RESIDUAL_TYPE_STATE } weight: 10 }
+control_bounds { lower: [-50, -50, -50, -10, -10, -10] upper: [50, 50, 50, 10, 10, 10] }
+solver { max_iterations: 4 }'
+tick='q: [0.12, -0.49, 0.31, 0.2, -0.4, 0.6] v: [0.5, 0.2, 0.1, 0, 0, 0]'
+stream "$mpc/reach_ticks" "sequence: 1 problem { $reach } plan: true" \
+  "sequence: 2 $tick time: 0.02" "sequence: 3 $tick time: 0.07 iterations: 2 plan: true" \
+  "sequence: 4 $tick time: 0.05" \
+  "sequence: 5 $tick time: 0.1 updates { name: \"tip\" reference: [0.2, 0.3, 0.3] weight: 5 }" \
+  "sequence: 6 $tick time: 0.5 problem { $reach }"
+stream "$mpc/quadruped_new_schedule" \
+  "sequence: 1 problem { model_id: \"quadruped\" q0: [0, 0, 0.35, 0, 0, 0, 1, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2]
+v0: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] knots: 6 dt: 0.02
+actuation { kind: ACTUATION_KIND_UNACTUATED_ROOT } gains { position: 2500 velocity: 50 }
+phases { contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: \"FL_foot\" } } contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: \"HR_foot\" } } }
+running_costs { name: \"trunk\" residual { type: RESIDUAL_TYPE_FRAME_PLACEMENT frame: \"trunk\" placement { xyz { x: 0.02 z: 0.35 } } } weight: 10 }
+running_costs { name: \"effort\" residual { type: RESIDUAL_TYPE_CONTROL } weight: 0.001 }
+terminal_costs { name: \"rest\" residual { type: RESIDUAL_TYPE_STATE } weight: 10 } }" \
+  "sequence: 2 q: [0.01, 0, 0.35, 0, 0, 0, 1, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2] v: [0.1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] time: 0.02 updates { name: \"trunk\" weight: 100 }"

@@ -13,7 +13,7 @@ shift 2
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   targets=(urdf_fuzzer mjcf_fuzzer sdf_fuzzer dh_fuzzer register_model_fuzzer session_request_fuzzer
-    solve_request_fuzzer)
+    solve_request_fuzzer mpc_request_fuzzer)
 fi
 mkdir -p "$build/fuzz-artifacts"
 for target in "${targets[@]}"; do

@@ -27,25 +27,6 @@
 namespace torqued::server {
 namespace {
 
-RequestLimits fuzzing_limits() {
-  RequestLimits limits = request_limits(Config{});
-  limits.max_message_bytes = 1 << 20;
-  limits.max_workspace_bytes = 64 << 20;
-  limits.max_constraint_rows = 64;
-  limits.max_phases = 8;
-  limits.max_ocp_knots = 24;
-  limits.max_cost_terms = 16;
-  limits.max_ocp_iterations = 8;
-  return limits;
-}
-
-bool finite(const google::protobuf::RepeatedField<double>& values) {
-  for (const double x : values) {
-    if (!std::isfinite(x)) return false;
-  }
-  return true;
-}
-
 // The bundled models registered, and the plan's limits and budget.
 class Harness {
  public:
@@ -71,7 +52,7 @@ class Harness {
 
  private:
   BundledCatalog bundled_;
-  const RequestLimits limits_ = fuzzing_limits();
+  const RequestLimits limits_ = control_fuzzing_limits();
   const Planning planning_{limits_, bundled_.memory()};
 };
 
