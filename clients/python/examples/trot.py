@@ -113,6 +113,7 @@ class Trot:
     w_u: float = 1e-3
     w_foot: float = 1e5
     w_landing: float = 1e2  # the touchdown knot's share of w_foot
+    w_cone: float = 1e2
 
     @property
     def advance(self) -> float:
@@ -154,15 +155,27 @@ class Trot:
         start = self.foothold(foot, lift_off)
         return start + np.array([s * self.stride, 0.0, self.height * np.sin(np.pi * s)])
 
-    def problem(self) -> torqued.OptimalControlProblem:
-        """The Solve problem of the module's docstring."""
-        nv, knots = self.model.nv, self.gait.knots
-        problem = torqued.OptimalControlProblem(
-            self.model, self.q0, np.zeros(nv), knots=knots, dt=self.dt
-        )
+    def problem(
+        self,
+        first: int = 0,
+        knots: int | None = None,
+        state: tuple[np.ndarray, np.ndarray] | None = None,
+        friction: float | None = None,
+    ) -> torqued.OptimalControlProblem:
+        """The Solve problem of the module's docstring; with `first` and `knots`, its window of
+        `knots` knots from knot `first`, from `state` (q, v) (default: the stance at rest), as
+        an MPC tick restates it. With `friction` (mu), each stance foot's force also stays in its
+        friction cone, a quadratic barrier on the cone's faces (w_cone) per phase and foot: a
+        plant whose ground only pushes (mpc_trot.py) needs it, as the rigid contacts of the
+        problem would also pull."""
+        nv = self.model.nv
+        knots = self.gait.knots - first if knots is None else knots
+        q0, v0 = (self.q0, np.zeros(nv)) if state is None else state
+        problem = torqued.OptimalControlProblem(self.model, q0, v0, knots=knots, dt=self.dt)
         problem.actuation("unactuated_root")
-        for first in self.gait.first_knots():
-            problem.add_phase(first, self.contacts(first))
+        starts = [first, *(k for k in self.gait.first_knots() if first < k < first + knots)]
+        for k in starts:
+            problem.add_phase(k - first, self.contacts(k))
         problem.baumgarte_gains(1 / self.dt**2, 1 / self.dt)
         base_weights = activations.weighted_quadratic([self.w_base] * 3 + [self.w_tilt] * 3)
         # x (-) (q0, 0): the joints against the stance and the velocities, not the base.
@@ -172,9 +185,21 @@ class Trot:
         )
         problem.add_running_cost("posture", at_rest, posture)
         problem.add_running_cost("effort", residuals.control(), weight=self.w_u)
-        for k in range(knots):
+        if friction is not None:
+            inside = activations.quadratic_barrier([0.0] * 4, [np.inf] * 4)
+            for phase, (start, end) in enumerate(zip(starts, [*starts[1:], first + knots])):
+                for foot in self.gait.stance(start):
+                    problem.add_running_cost(
+                        f"cone_{phase}_{self.feet[foot]}",
+                        residuals.friction_cone(self.feet[foot], friction),
+                        inside,
+                        weight=self.w_cone,
+                        knots=range(start - first, end - first),
+                    )
+        for t in range(knots):
+            k = first + t
             problem.add_running_cost(
-                f"base_{k}", self.base_placement(k), base_weights, knots=range(k, k + 1)
+                f"base_{t}", self.base_placement(k), base_weights, knots=range(t, t + 1)
             )
             for foot in range(4):
                 swing = self.gait.swing(k, foot)
@@ -185,9 +210,9 @@ class Trot:
                 # Landing where the foot's anchor is matters most: the contact holds it there.
                 weight = self.w_foot * (self.w_landing if k == swing[1] else 1.0)
                 problem.add_running_cost(
-                    f"{self.feet[foot]}_{k}", arc, weight=weight, knots=range(k, k + 1)
+                    f"{self.feet[foot]}_{t}", arc, weight=weight, knots=range(t, t + 1)
                 )
-        problem.add_terminal_cost("base_final", self.base_placement(knots), base_weights)
+        problem.add_terminal_cost("base_final", self.base_placement(first + knots), base_weights)
         problem.add_terminal_cost("rest", at_rest, posture)
         return problem
 
@@ -235,8 +260,8 @@ def plot(trot: Trot, base: np.ndarray, feet: np.ndarray, path: str) -> None:
     pyplot.close(figure)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_trot_options(ap: argparse.ArgumentParser, cycles: int) -> None:
+    """The options of the robot and its gait, as the module's docstring states them."""
     ap.add_argument("--server", default="localhost:50051")
     ap.add_argument("--model", default=str(robots.MODELS / "quadruped.urdf"))
     ap.add_argument("--base", default="trunk", help="the base's frame")
@@ -252,41 +277,51 @@ def main(argv: list[str] | None = None) -> int:
         default="0,0.7,-1.4,0,0.7,-1.4,0,0.7,-1.4,0,0.7,-1.4",
         help="the joints after the free flyer",
     )
-    ap.add_argument("--cycles", type=int, default=2)
+    ap.add_argument("--cycles", type=int, default=cycles)
     ap.add_argument("--step-knots", type=int, default=12, help="knots per swing")
     ap.add_argument("--stand-knots", type=int, default=4, help="knots on four feet, each end")
     ap.add_argument("--stride", type=float, default=0.11, help="metres per swing")
     ap.add_argument("--height", type=float, default=0.04, help="metres at mid-swing")
     ap.add_argument("--dt", type=float, default=0.01)
+
+
+def trot_of(client: torqued.Client, ap: argparse.ArgumentParser, a: argparse.Namespace) -> Trot:
+    """The trot of the options: the robot registered, standing in its stance on its feet."""
+    if len(a.feet) != 4:
+        ap.error(f"--feet: four feet, got {len(a.feet)}")
+    model, q0 = legged_robot(client, ap, a)
+    stance = client.kinematics(model.id, q0, frames=[a.base, *a.feet])
+    return Trot(
+        model=model,
+        dt=a.dt,
+        gait=Gait(a.stand_knots, a.step_knots, a.cycles),
+        q0=q0,
+        base_position=stance.positions[0],
+        orientation=stance.rotations[0],
+        footholds=stance.positions[1:],
+        stride=a.stride,
+        height=a.height,
+        base_frame=a.base,
+        feet=a.feet,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_trot_options(ap, cycles=2)
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--advance", type=float, default=0.2, help="metres the base must go")
     ap.add_argument("--residual", type=float, default=1e-3, help="metres a stance foot may move")
     ap.add_argument("--plot", default="", help="PNG of the base's path and the feet's heights")
     a = ap.parse_args(argv)
-    if len(a.feet) != 4:
-        ap.error(f"--feet: four feet, got {len(a.feet)}")
     with torqued.Client(a.server) as client:
-        model, q0 = legged_robot(client, ap, a)
-        stance = client.kinematics(model.id, q0, frames=[a.base, *a.feet])
-        trot = Trot(
-            model=model,
-            dt=a.dt,
-            gait=Gait(a.stand_knots, a.step_knots, a.cycles),
-            q0=q0,
-            base_position=stance.positions[0],
-            orientation=stance.rotations[0],
-            footholds=stance.positions[1:],
-            stride=a.stride,
-            height=a.height,
-            base_frame=a.base,
-            feet=a.feet,
-        )
+        trot = trot_of(client, ap, a)
         problem = trot.problem()
         problem.solver(max_iterations=a.iterations)
         start = time.monotonic()
         solution = client.solve(problem)
         seconds = time.monotonic() - start
-        kin = client.kinematics(model.id, solution.q, frames=[a.base, *a.feet])
+        kin = client.kinematics(trot.model.id, solution.q, frames=[a.base, *a.feet])
     robots.print_iterations(solution)
     base, feet = kin.positions[:, 0], kin.positions[:, 1:]
     advance = float(base[-1, 0] - base[0, 0])
