@@ -8,6 +8,7 @@
 #include "server/transport/byte_buffers.hpp"
 
 namespace torqued::server {
+
 MpcReactor::MpcReactor(ControlService& service, grpc::CallbackServerContext* context,
                        const grpc::Status& admission)
     : service_(service), context_(context), start_(service.metrics_.start()) {
