@@ -35,9 +35,9 @@ grpc::Status apply_update(const v1::TermUpdate& update, const std::string& field
   return grpc::Status::OK;
 }
 
-// A later problem must keep what the last solution's shape depends on.
-grpc::Status check_same_shape(const v1::SolveRequest& problem, const PlannedSolve& held_plan,
-                              const v1::SolveRequest& held, int nu) {
+// A later problem must keep what the last solution's shape depends on (its controls are compared
+// once it is planned).
+grpc::Status check_same_shape(const v1::SolveRequest& problem, const v1::SolveRequest& held) {
   if (problem.model_id() != held.model_id()) {
     return invalid("problem.model_id: " + quote_input(problem.model_id()) +
                    " is not the stream's model " + quote_input(held.model_id()) +
@@ -51,12 +51,6 @@ grpc::Status check_same_shape(const v1::SolveRequest& problem, const PlannedSolv
   if (problem.dt() != held.dt()) {
     return invalid("problem.dt: " + number(problem.dt()) + ", the stream's problem has " +
                    number(held.dt()) + " (a new problem keeps its knots, dt and controls)");
-  }
-  if (static_cast<int>(held_plan.dynamics.actuated_dofs.size()) != nu) {
-    return invalid("problem.actuation: " + std::to_string(nu) +
-                   " controls, the stream's problem has " +
-                   std::to_string(held_plan.dynamics.actuated_dofs.size()) +
-                   " (a new problem keeps its knots, dt and controls)");
   }
   if (!problem.guess_q().empty() || !problem.guess_v().empty() || !problem.guess_u().empty()) {
     return invalid(
@@ -110,10 +104,7 @@ grpc::Status MpcWindow::prepare(const Planning& planning, const FindModel& find_
       return s;
     }
     if (held_ != nullptr && request.has_problem()) {
-      const auto nu = static_cast<int>(held_->plan.dynamics.actuated_dofs.size());
-      if (grpc::Status s = check_same_shape(problem, held_->plan, held_->problem, nu); !s.ok()) {
-        return s;
-      }
+      if (grpc::Status s = check_same_shape(problem, held_->problem); !s.ok()) return s;
     }
     if (grpc::Status s =
             plan_solve(planning, entry, problem, threads, replaced_->plan, replaced_->memory);
@@ -122,9 +113,12 @@ grpc::Status MpcWindow::prepare(const Planning& planning, const FindModel& find_
       return request.has_problem() ? grpc::Status(s.error_code(), "problem." + s.error_message())
                                    : s;
     }
-    if (held_ != nullptr && static_cast<int>(replaced_->plan.dynamics.actuated_dofs.size()) !=
-                                static_cast<int>(held_->plan.dynamics.actuated_dofs.size())) {
-      return invalid("problem.actuation: a new problem keeps its controls");
+    if (const std::size_t nu = replaced_->plan.dynamics.actuated_dofs.size();
+        held_ != nullptr && nu != held_->plan.dynamics.actuated_dofs.size()) {
+      return invalid("problem.actuation: " + std::to_string(nu) +
+                     " controls, the stream's problem has " +
+                     std::to_string(held_->plan.dynamics.actuated_dofs.size()) +
+                     " (a new problem keeps its knots, dt and controls)");
     }
   }
   Held& next = replaced_ ? *replaced_ : *held_;

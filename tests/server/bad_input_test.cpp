@@ -574,13 +574,17 @@ v1::RegisterModelRequest chain(int joints) {
   v1::RegisterModelRequest r;
   r.set_name("hostile_chain");
   *r.mutable_spec()->add_links() = link("l0");
+  std::string parent = "l0";
   for (int i = 1; i <= joints; ++i) {
-    *r.mutable_spec()->add_links() = link("l" + std::to_string(i));
+    const std::string number = std::to_string(i);
+    const std::string child = 'l' + number;
+    *r.mutable_spec()->add_links() = link(child);
     v1::JointSpec* joint = r.mutable_spec()->add_joints();
-    joint->set_name("j" + std::to_string(i));
+    joint->set_name('j' + number);
     joint->set_type(v1::JOINT_TYPE_REVOLUTE);
-    joint->set_parent_link("l" + std::to_string(i - 1));
-    joint->set_child_link("l" + std::to_string(i));
+    joint->set_parent_link(parent);
+    joint->set_child_link(child);
+    parent = child;
     joint->mutable_origin()->mutable_xyz()->set_x(0.1);
     joint->mutable_axis()->set_z(1.0);
   }
@@ -3300,6 +3304,14 @@ std::vector<Row> mpc_rows() {
                }),
       tick_row("NewProblemOtherKnots", C::INVALID_ARGUMENT, {"problem.knots"},
                [](v1::MpcRequest& m) { *m.mutable_problem() = solve_request(11); }),
+      tick_row("NewProblemOtherControls", C::INVALID_ARGUMENT, {"problem.actuation", "2 controls"},
+               [](v1::MpcRequest& m) {
+                 *m.mutable_problem() = solve_request();
+                 m.mutable_problem()->mutable_actuation()->set_kind(v1::ACTUATION_KIND_JOINTS);
+                 m.mutable_problem()->mutable_actuation()->add_joints("joint1");
+                 m.mutable_problem()->mutable_actuation()->add_joints("joint2");
+                 m.mutable_problem()->clear_control_bounds();
+               }),
       tick_row("NewProblemWithAGuess", C::INVALID_ARGUMENT, {"problem.guess_q", "empty"},
                [](v1::MpcRequest& m) {
                  *m.mutable_problem() = solve_request();
