@@ -4,7 +4,8 @@ every knot over a ControlService.Mpc stream and simulated by the server's Simula
 
     python3 mpc_trot.py [--server localhost:50051] [trot.py's robot and gait options]
                         [--cycles 12] [--window 40] [--iterations 1] [--friction 0.7]
-                        [--substeps 10] [--advance 1.0] [--height-band 0.03] [--plot mpc.png]
+                        [--substeps 10] [--advance 1.0] [--height-band 0.03] [--timeout 600]
+                        [--plot mpc.png]
 
 The gait is trot.py's: four feet for --stand-knots knots, then --cycles cycles of the diagonal
 pairs swapping every --step-knots knots, each swing --stride metres forward. The controller
@@ -15,6 +16,8 @@ shifted by one knot, in --iterations FDDP iterations (one: a real-time iteration
 the first control. The plant is the server's Simulate: the free-flying robot on a ground plane
 that only pushes, its feet contact candidates (friction 1), --substeps steps per knot with the
 control held. The first plan is solved to convergence (at most 50 iterations) before the loop.
+The stream's deadline, --timeout seconds, bounds the whole loop, as a control loop's stream needs
+a deadline of its own rather than a call's.
 
 The script prints the base's progress, its height about the stance's and the ticks' latency (the
 Mpc call as the client sees it); --plot draws the base's path and height (PNG). It exits 0 when
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--substeps", type=int, default=10, help="Simulate's steps per knot")
     ap.add_argument("--advance", type=float, default=1.0, help="metres the base must go")
     ap.add_argument("--height-band", type=float, default=0.03, help="metres about the stance's")
+    ap.add_argument("--timeout", type=float, default=600.0, help="the stream's deadline, seconds")
     ap.add_argument("--plot", default="", help="PNG of the base's path and height")
     a = ap.parse_args(argv)
     with torqued.Client(a.server) as client:
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         base = [client.kinematics(model.id, q, frames=[a.base]).positions[0]]
         latencies = []
         first = trot.problem(0, a.window, friction=a.friction)
-        with client.mpc(first, iterations=50) as mpc:
+        with client.mpc(first, iterations=50, timeout=a.timeout) as mpc:
             step = mpc.first
             for k in range(1, ticks + 1):
                 run = client.simulate(
