@@ -169,5 +169,6 @@ actuation { kind: ACTUATION_KIND_UNACTUATED_ROOT } gains { position: 2500 veloci
 phases { contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: \"FL_foot\" } } contacts { type: CONSTRAINT_TYPE_POINT frame1 { frame: \"HR_foot\" } } }
 running_costs { name: \"trunk\" residual { type: RESIDUAL_TYPE_FRAME_PLACEMENT frame: \"trunk\" placement { xyz { x: 0.02 z: 0.35 } } } weight: 10 }
 running_costs { name: \"effort\" residual { type: RESIDUAL_TYPE_CONTROL } weight: 0.001 }
-terminal_costs { name: \"rest\" residual { type: RESIDUAL_TYPE_STATE } weight: 10 } }" \
+terminal_costs { name: \"rest\" residual { type: RESIDUAL_TYPE_STATE } weight: 10 }
+solver { max_iterations: 4 } }" \
   "sequence: 2 q: [0.01, 0, 0.35, 0, 0, 0, 1, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2, 0, 0.6, -1.2] v: [0.1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] time: 0.02 updates { name: \"trunk\" weight: 100 }"

@@ -7,7 +7,8 @@
 // and iteration counts are all fuzzed.
 //
 // A problem's model_id naming a bundled model ("quadruped", "puma560", ...) stands for that
-// model's id. The limits are lowered as for solve_request_fuzzer. A solve may end in
+// model's id. The limits are lowered further than solve_request_fuzzer's (12 knots, 4 iterations a
+// message), since an input holds several solves. A solve may end in
 // SingularSystemError or SolveOverflow (FAILED_PRECONDITION in the server, the stream unchanged);
 // any other exception is a bug, since the server would answer it with INTERNAL.
 #include <google/protobuf/io/coded_stream.h>
@@ -30,6 +31,13 @@ namespace {
 
 constexpr int kMaxMessages = 8;
 
+RequestLimits mpc_fuzzing_limits() {
+  RequestLimits limits = control_fuzzing_limits();
+  limits.max_ocp_knots = 12;
+  limits.max_ocp_iterations = 4;
+  return limits;
+}
+
 class Harness {
  public:
   void run(const std::uint8_t* data, std::size_t size) {
@@ -50,6 +58,11 @@ class Harness {
       const grpc::ByteBuffer buffer(&slice, 1);
       v1::MpcRequest request;
       if (!decode(buffer, "message", request).ok()) continue;
+      // A problem's unset iteration count (100 in the server) is read as the limit here.
+      if (request.has_problem() && !request.problem().solver().has_max_iterations()) {
+        request.mutable_problem()->mutable_solver()->set_max_iterations(
+            static_cast<std::uint32_t>(limits_.max_ocp_iterations));
+      }
       if (!window.prepare(planning_, find_model, 1, request).ok()) continue;
       v1::SolveResponse solution;
       try {
@@ -70,7 +83,7 @@ class Harness {
 
  private:
   BundledCatalog bundled_;
-  const RequestLimits limits_ = control_fuzzing_limits();
+  const RequestLimits limits_ = mpc_fuzzing_limits();
   const Planning planning_{limits_, bundled_.memory()};
 };
 
