@@ -755,6 +755,7 @@ const std::map<std::string, ClientCall>& client_calls() {
          EXPECT_THROW(mpc.tick(early), client::Error);
          EXPECT_EQ(mpc.tick(tick).shift(), 0u);
          mpc.finish();
+         EXPECT_THROW(c.mpc(tick), client::Error);  // no problem stated
        }},
       {"Session",
        [](Client& c, const CallInputs& in) {

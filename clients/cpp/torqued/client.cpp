@@ -1065,7 +1065,16 @@ Mpc::Mpc(v1::ControlService::Stub& stub, Clock::time_point deadline, const v1::M
     : context_(std::make_unique<grpc::ClientContext>()) {
   context_->set_deadline(deadline);
   stream_ = stub.Mpc(context_.get());
-  first_ = tick(start);
+  try {
+    first_ = tick(start);
+  } catch (const Error&) {
+    // The stream is ended before it is destroyed, as the destructor would.
+    if (stream_ != nullptr) {
+      context_->TryCancel();
+      (void)stream_->Finish();
+    }
+    throw;
+  }
 }
 
 Mpc::~Mpc() {
