@@ -403,6 +403,15 @@ v1::MpcResponse exchange(MpcStream& stream, const v1::MpcRequest& request) {
   return response;
 }
 
+// The stream's first message: `problem`, with its plan in the answer when `plan`.
+v1::MpcRequest start_message(const v1::SolveRequest& problem, bool plan) {
+  v1::MpcRequest request;
+  request.set_sequence(1);
+  *request.mutable_problem() = problem;
+  request.set_plan(plan);
+  return request;
+}
+
 // The tick of a controller that measured the plan's state at `knot`, `knot` steps later.
 v1::MpcRequest tick(const v1::SolveResponse& plan, const Model& m, int knot, double dt,
                     std::uint64_t sequence) {
@@ -427,11 +436,7 @@ TEST_F(ControlServiceTest, MpcAnswersSolvesFirstThenShiftsAndWarmStarts) {
   grpc::ClientContext context;
   context.set_deadline(deadline_in(120));
   std::unique_ptr<MpcStream> stream = control_->Mpc(&context);
-  v1::MpcRequest start;
-  start.set_sequence(1);
-  *start.mutable_problem() = problem;
-  start.set_plan(true);
-  const v1::MpcResponse first = exchange(*stream, start);
+  const v1::MpcResponse first = exchange(*stream, start_message(problem, true));
   ASSERT_EQ(first.status().code(), 0) << first.status().message();
   EXPECT_EQ(first.shift(), 0u);
   EXPECT_EQ(first.solution().iterations_size(), solved.iterations_size());
@@ -484,11 +489,7 @@ TEST_F(ControlServiceTest, MpcNewTargetsSteerThePlan) {
   grpc::ClientContext context;
   context.set_deadline(deadline_in(120));
   std::unique_ptr<MpcStream> stream = control_->Mpc(&context);
-  v1::MpcRequest start;
-  start.set_sequence(1);
-  *start.mutable_problem() = reach(arm);
-  start.set_plan(true);
-  const v1::MpcResponse first = exchange(*stream, start);
+  const v1::MpcResponse first = exchange(*stream, start_message(reach(arm), true));
   ASSERT_EQ(first.status().code(), 0) << first.status().message();
 
   const Vec3 moved(0.3, -0.2, 0.4);
@@ -570,10 +571,7 @@ TEST_F(ControlServiceTest, MpcShutdownEndsAnOpenStreamWithUnavailableAndExitsCle
   grpc::ClientContext context;
   context.set_deadline(deadline_in(120));
   std::unique_ptr<MpcStream> stream = control_->Mpc(&context);
-  v1::MpcRequest start;
-  start.set_sequence(1);
-  *start.mutable_problem() = reach(model("puma560"));
-  ASSERT_EQ(exchange(*stream, start).status().code(), 0);
+  ASSERT_EQ(exchange(*stream, start_message(reach(model("puma560")), false)).status().code(), 0);
 
   const auto signalled = std::chrono::steady_clock::now();
   server_->signal(SIGTERM);
