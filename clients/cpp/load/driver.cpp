@@ -1,4 +1,5 @@
-// Closed- and open-loop drivers for unary calls and Session streams (see driver.hpp).
+// Closed- and open-loop drivers for unary calls, Session streams and Mpc streams (see
+// driver.hpp).
 #include "clients/cpp/load/driver.hpp"
 
 #include <grpcpp/generic/generic_stub.h>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "torqued/v1/control.grpc.pb.h"
 #include "torqued/v1/dynamics.grpc.pb.h"
 
 namespace torqued::load {
@@ -213,32 +215,93 @@ struct Message {
   bool measured = false;
 };
 
-// The Session stub: typed writes, answers received as bytes. An answer is parsed in OnReadDone,
-// after the order `Handoff` gives, not in gRPC's completion of the read: that runs on whichever
-// thread of gRPC's the read completed on, ordered after the previous answer's parse only in
-// gRPC's core, where ThreadSanitizer does not see it.
-using SessionStub = grpc::TemplatedGenericStub<v1::SessionRequest, grpc::ByteBuffer>;
-const std::string kSessionMethod =
-    std::string("/") + v1::DynamicsService::service_full_name() + "/Session";
-
-// One Session stream: messages wait in `pending_` (closed loop: refilled as answers come; open
-// loop: pushed by the pacer), are written one at a time, and are matched with their answers in
-// order through `in_flight_`. Writes after a broken write are dropped (their messages are
-// recorded with the stream's status when it ends).
-class SessionStream final : public grpc::ClientBidiReactor<v1::SessionRequest, grpc::ByteBuffer> {
+// The messages of a Session stream: the pool's requests in turn from `offset`, the first
+// carrying the model's id. Every message counts as a call.
+class SessionMessages {
  public:
-  SessionStream(SessionStub& stub, const v1::Model& model, const Workload& workload,
-                Control& control, int pipeline, std::size_t offset)
-      : workload_(workload), control_(control), closed_loop_(pipeline > 0), next_(offset) {
+  using Request = v1::SessionRequest;
+  using Response = v1::SessionResponse;
+  static constexpr bool kFirstIsACall = true;
+  static std::string method() {
+    return std::string("/") + v1::DynamicsService::service_full_name() + "/Session";
+  }
+
+  SessionMessages(const v1::Model& model, const Workload& workload, std::size_t offset)
+      : workload_(workload), next_(offset) {
     first_ = workload.session_requests[offset % workload.session_requests.size()];
     first_.set_model_id(model.id());
+  }
+
+  // The message to write next; it stays valid until the next call.
+  const Request& next() {
+    const Request& message =
+        sent_first_ ? workload_.session_requests[next_] : (sent_first_ = true, first_);
+    next_ = (next_ + 1) % workload_.session_requests.size();
+    return message;
+  }
+
+ private:
+  const Workload& workload_;
+  Request first_;
+  std::size_t next_;
+  bool sent_first_ = false;
+};
+
+// The messages of an Mpc stream: the pool's problem at `offset`, whose solve is not a call, then
+// its ticks, numbered from 1, each Workload::tick_seconds after the one before.
+class MpcMessages {
+ public:
+  using Request = v1::MpcRequest;
+  using Response = v1::MpcResponse;
+  static constexpr bool kFirstIsACall = false;
+  static std::string method() {
+    return std::string("/") + v1::ControlService::service_full_name() + "/Mpc";
+  }
+
+  MpcMessages(const v1::Model&, const Workload& workload, std::size_t offset)
+      : workload_(workload), pooled_(offset % workload.mpc_problems.size()) {
+    tick_ = workload.mpc_ticks[pooled_];
+  }
+
+  const Request& next() {
+    if (sequence_++ == 0) return workload_.mpc_problems[pooled_];
+    tick_.set_sequence(sequence_ - 1);
+    tick_.set_time(static_cast<double>(sequence_ - 1) * workload_.tick_seconds);
+    return tick_;
+  }
+
+ private:
+  const Workload& workload_;
+  const std::size_t pooled_;
+  Request tick_;
+  std::uint64_t sequence_ = 0;
+};
+
+// One stream of `Messages` (SessionMessages or MpcMessages), with typed writes and answers
+// received as bytes. Messages wait in `pending_` (closed loop: refilled as answers come; open
+// loop: pushed by the pacer), are written one at a time, and are matched with their answers in
+// order through `in_flight_`. Writes after a broken write are dropped (their messages are
+// recorded with the stream's status when it ends). An answer is parsed in OnReadDone, after the
+// order `Handoff` gives, not in gRPC's completion of the read: that runs on whichever thread of
+// gRPC's the read completed on, ordered after the previous answer's parse only in gRPC's core,
+// where ThreadSanitizer does not see it.
+template <typename Messages>
+class MessageStream final
+    : public grpc::ClientBidiReactor<typename Messages::Request, grpc::ByteBuffer> {
+ public:
+  using Stub = grpc::TemplatedGenericStub<typename Messages::Request, grpc::ByteBuffer>;
+
+  MessageStream(Stub& stub, const v1::Model& model, const Workload& workload, Control& control,
+                int pipeline, std::size_t offset)
+      : messages_(model, workload, offset), control_(control), closed_loop_(pipeline > 0) {
     control_.begin();
-    stub.PrepareBidiStreamingCall(&context_, kSessionMethod, {}, this);
+    stub.PrepareBidiStreamingCall(&context_, Messages::method(), {}, this);
     read_order_.before_start();
-    StartRead(&answer_bytes_);
-    StartCall();
+    this->StartRead(&answer_bytes_);
+    this->StartCall();
     Clock::time_point now = Clock::now();
-    for (int i = 0; i < pipeline; ++i) {
+    if (!Messages::kFirstIsACall) pending_.push_back({now, false});
+    for (int i = Messages::kFirstIsACall ? 0 : 1; i < pipeline; ++i) {
       bool measured = false;
       if (control_.admit(now, measured)) pending_.push_back({now, measured});
     }
@@ -298,7 +361,7 @@ class SessionStream final : public grpc::ClientBidiReactor<v1::SessionRequest, g
       }
     }
     read_order_.before_start();
-    StartRead(&answer_bytes_);
+    this->StartRead(&answer_bytes_);
     pump();
   }
 
@@ -317,7 +380,7 @@ class SessionStream final : public grpc::ClientBidiReactor<v1::SessionRequest, g
  private:
   // Starts the next write, or the half-close, if due.
   void pump() {
-    const v1::SessionRequest* write = nullptr;
+    const typename Messages::Request* write = nullptr;
     bool writes_done = false;
     {
       std::lock_guard lock(mutex_);
@@ -326,39 +389,60 @@ class SessionStream final : public grpc::ClientBidiReactor<v1::SessionRequest, g
         in_flight_.push_back(pending_.front());
         pending_.pop_front();
         writing_ = true;
-        if (!sent_first_) {
-          write = &first_;
-          sent_first_ = true;
-        } else {
-          write = &workload_.session_requests[next_];
-        }
-        next_ = (next_ + 1) % workload_.session_requests.size();
+        write = &messages_.next();
       } else if ((closing_ && in_flight_.empty() && pending_.empty()) || broken_) {
         writes_done_ = true;
         writes_done = true;
       }
     }
-    if (write != nullptr) StartWrite(write);
-    if (writes_done) StartWritesDone();
+    if (write != nullptr) this->StartWrite(write);
+    if (writes_done) this->StartWritesDone();
   }
 
-  const Workload& workload_;
+  Messages messages_;
   Control& control_;
   const bool closed_loop_;
   grpc::ClientContext context_;
-  v1::SessionRequest first_;
   grpc::ByteBuffer answer_bytes_;
-  v1::SessionResponse answer_;
+  typename Messages::Response answer_;
   Handoff read_order_;
   std::mutex mutex_;
   std::deque<Message> pending_, in_flight_;
-  std::size_t next_;
-  bool sent_first_ = false;
   bool writing_ = false;
   bool closing_ = false;
   bool writes_done_ = false;
   bool broken_ = false;
 };
+
+// Runs `concurrency` streams of `Messages`: closed loop, or open loop at `rate` messages per
+// second from this thread, to the streams in turn.
+template <typename Messages>
+void run_streams(const std::shared_ptr<grpc::Channel>& channel, const v1::Model& model,
+                 const Workload& workload, const RunSpec& spec, Control& control) {
+  typename MessageStream<Messages>::Stub stub(channel);
+  const bool open_loop = spec.rate > 0.0;
+  // Owned here, not by their reactions: the pacer may still push to a stream that broke.
+  std::vector<std::unique_ptr<MessageStream<Messages>>> streams;
+  for (int s = 0; s < spec.concurrency; ++s) {
+    streams.push_back(std::make_unique<MessageStream<Messages>>(stub, model, workload, control,
+                                                                open_loop ? 0 : spec.pipeline,
+                                                                static_cast<std::size_t>(s)));
+  }
+  if (open_loop) {
+    // The streams live until the pacer closes them.
+    const auto interval = std::chrono::duration<double>(1.0 / spec.rate);
+    for (std::int64_t i = 0;; ++i) {
+      const Clock::time_point at =
+          control.start() + std::chrono::duration_cast<Clock::duration>(interval * i);
+      std::this_thread::sleep_until(at);
+      bool measured = false;
+      if (!control.admit(at, measured)) break;
+      streams[i % streams.size()]->push(at, measured);
+    }
+    for (auto& s : streams) s->close();
+  }
+  control.wait_idle();
+}
 
 // Closed loop on the completion-queue API: each call (or stream) in flight has a thread of its
 // own that waits on its own completion queue. Waiting there polls the connection, so the thread
@@ -507,35 +591,16 @@ std::unique_ptr<Results> run_load(const std::shared_ptr<grpc::Channel>& channel,
     }
     for (std::thread& t : threads) t.join();
     control.wait_idle();
-  } else if (!spec.session) {
+  } else if (!workload.mpc_problems.empty()) {
+    run_streams<MpcMessages>(channel, model, workload, spec, control);
+  } else if (spec.session) {
+    run_streams<SessionMessages>(channel, model, workload, spec, control);
+  } else {
     UnaryDriver driver(channel, workload, control);
     if (open_loop) {
       driver.open_loop(spec.rate);
     } else {
       driver.closed_loop(spec.concurrency);
-    }
-    control.wait_idle();
-  } else {
-    SessionStub stub(channel);
-    // Owned here, not by their reactions: the pacer may still push to a stream that broke.
-    std::vector<std::unique_ptr<SessionStream>> streams;
-    for (int s = 0; s < spec.concurrency; ++s) {
-      streams.push_back(std::make_unique<SessionStream>(stub, model, workload, control,
-                                                        open_loop ? 0 : spec.pipeline,
-                                                        static_cast<std::size_t>(s)));
-    }
-    if (open_loop) {
-      // Messages go to the streams in turn; the streams live until the pacer closes them.
-      const auto interval = std::chrono::duration<double>(1.0 / spec.rate);
-      for (std::int64_t i = 0;; ++i) {
-        const Clock::time_point at =
-            control.start() + std::chrono::duration_cast<Clock::duration>(interval * i);
-        std::this_thread::sleep_until(at);
-        bool measured = false;
-        if (!control.admit(at, measured)) break;
-        streams[i % streams.size()]->push(at, measured);
-      }
-      for (auto& s : streams) s->close();
     }
     control.wait_idle();
   }

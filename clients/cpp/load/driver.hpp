@@ -1,5 +1,6 @@
 // The load drivers of torqued-load on gRPC's callback API (or, closed loop only, on its
-// completion-queue API): unary calls or Session streams, in a closed loop (a fixed number of calls,
+// completion-queue API): unary calls, Session streams or Mpc streams (the workload's
+// mpc_problems: a problem, then ticks, each a call), in a closed loop (a fixed number of calls,
 // or stream messages, in flight) or an open loop (calls started at a fixed rate whatever the
 // answers, latency measured from the intended start so that a slow server cannot hide its
 // queueing).
@@ -23,7 +24,7 @@ namespace torqued::load {
 using Clock = std::chrono::steady_clock;
 
 struct RunSpec {
-  int concurrency = 1;     // closed loop: calls (or streams) in flight
+  int concurrency = 1;     // calls in flight (closed loop), or streams
   int pipeline = 1;        // Session, closed loop: messages in flight per stream
   double rate = 0.0;       // > 0: open loop, calls (or messages) per second
   double duration = 10.0;  // seconds measured, unless requests > 0

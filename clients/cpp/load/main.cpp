@@ -3,13 +3,14 @@
 // --echo sends Echo requests with the same payload instead, answered with as many numbers as the
 // real call answers with (one real call, before the run, counts them): the transport floor to
 // compare the real call with. --rpc Solve solves optimal-control problems (ControlService): a
-// built-in one from random starts, or the one of --solve-request FILE.
+// built-in one from random starts, or the one of --solve-request FILE; --rpc Mpc streams such a
+// problem, then ticks, each a call: the problem's start measured again, --mpc-shift knots later.
 //
 //   torqued-load [--target HOST:PORT] [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
 //                [--tls-server-name NAME] [--token-file FILE]
 //                (--model ID|NAME | --urdf FILE [--floating-base])
-//                [--rpc NAME | --solve-request FILE] [--batch B] [--session [--pipeline P]]
-//                [--echo]
+//                [--rpc NAME] [--solve-request FILE] [--batch B] [--session [--pipeline P]]
+//                [--mpc-iterations N] [--mpc-shift K] [--echo]
 //                [--completion-queue]
 //                [--concurrency N | --rate R] [--duration S | --requests N] [--warmup S]
 //                [--pool K] [--seed N] [--json FILE]
@@ -71,20 +72,26 @@ std::string usage() {
          "root)\n"
          "  --rpc NAME           a batched method of DynamicsService (default InverseDynamics), "
          "or\n"
-         "                       ControlService's Solve:\n" +
+         "                       ControlService's Solve or Mpc:\n" +
          rpcs +
          "\n"
          "                       (ContactDynamics and Impact without contacts, Simulate one step;\n"
          "                       Solve: from a random start to rest at the neutral configuration,\n"
          "                       " +
          solve_horizon() +
-         ", unless --solve-request)\n"
-         "  --solve-request FILE --rpc Solve with this problem, a SolveRequest in protobuf JSON,\n"
-         "                       at every call; its model_id (an id or a name) is the model "
+         ", unless --solve-request; Mpc: a stream per\n"
+         "                       --concurrency stating that problem, then ticks, each a call)\n"
+         "  --solve-request FILE --rpc Solve (the default) or Mpc with this problem, a "
+         "SolveRequest\n"
+         "                       in protobuf JSON; its model_id (an id or a name) is the model "
          "unless\n"
          "                       --model or --urdf says otherwise\n"
-         "  --batch B            states per call (default 1; Solve: 1)\n"
-         "  --session            send the requests as messages of Session streams (not Solve)\n"
+         "  --mpc-iterations N   Mpc: FDDP's iterations per tick (default: the server's, 1)\n"
+         "  --mpc-shift K        Mpc: each tick's time K knots after the last (default 1); the\n"
+         "                       measured state is the problem's start at every tick\n"
+         "  --batch B            states per call (default 1; Solve and Mpc: 1)\n"
+         "  --session            send the requests as messages of Session streams (not Solve, "
+         "Mpc)\n"
          "  --pipeline P         Session, closed loop: messages in flight per stream (default 1)\n"
          "  --completion-queue   closed loop on the completion-queue API, a thread per call or\n"
          "                       stream in flight (fewer thread wake-ups than the callback API)\n"
@@ -169,6 +176,10 @@ Options parse(int argc, char** argv) {
       rpc_given = true;
     } else if (flag == "--solve-request") {
       o.solve_request = value();
+    } else if (flag == "--mpc-iterations") {
+      o.workload.mpc_iterations = static_cast<std::uint32_t>(number(flag, value()));
+    } else if (flag == "--mpc-shift") {
+      o.workload.mpc_shift = static_cast<int>(number(flag, value()));
     } else if (flag == "--batch") {
       o.workload.batch = static_cast<int>(number(flag, value()));
     } else if (flag == "--session") {
@@ -200,11 +211,11 @@ Options parse(int argc, char** argv) {
     }
   }
   if (!o.solve_request.empty()) {
-    if (rpc_given && o.workload.rpc != "Solve") {
-      throw std::runtime_error("--solve-request is a problem of --rpc Solve, not of --rpc " +
+    if (rpc_given && o.workload.rpc != "Solve" && o.workload.rpc != "Mpc") {
+      throw std::runtime_error("--solve-request is a problem of --rpc Solve or Mpc, not of --rpc " +
                                o.workload.rpc);
     }
-    o.workload.rpc = "Solve";
+    if (!rpc_given) o.workload.rpc = "Solve";
     o.workload.solve_request = read_solve_request(o.solve_request);
     if (o.model.model.empty() && o.model.urdf.empty()) {
       o.model.model = o.workload.solve_request->model_id();
@@ -215,6 +226,11 @@ Options parse(int argc, char** argv) {
   if (o.model.model.empty() == o.model.urdf.empty()) {
     throw std::runtime_error("give one of --model and --urdf (see --help)");
   }
+  if (o.workload.rpc == "Mpc" && (o.run.session || o.run.completion_queue || o.run.pipeline > 1)) {
+    throw std::runtime_error(
+        "--rpc Mpc: its own streams, a tick at a time on the callback API (no --session, "
+        "--completion-queue or --pipeline)");
+  }
   if (o.run.completion_queue && o.run.rate > 0) {
     throw std::runtime_error("--completion-queue drives a closed loop: it excludes --rate");
   }
@@ -224,6 +240,12 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// How the calls go: "unary", "session", or "mpc" (ticks of Mpc streams; their Echo is unary).
+std::string mode(const Options& o) {
+  if (o.workload.rpc == "Mpc" && !o.workload.echo) return "mpc";
+  return o.run.session ? "session" : "unary";
+}
+
 std::string report_json(const Options& o, const v1::Model& model, const Workload& w,
                         const Results& r) {
   std::ostringstream j;
@@ -231,8 +253,7 @@ std::string report_json(const Options& o, const v1::Model& model, const Workload
   const double rate = r.seconds > 0 ? static_cast<double>(r.calls) / r.seconds : 0.0;
   j << "{\"rpc\": \"" << (o.workload.echo ? "Echo" : o.workload.rpc) << "\", \"payload_of\": \""
     << o.workload.rpc << "\", \"model\": \"" << model.name() << "\", \"model_id\": \"" << model.id()
-    << "\", \"batch\": " << o.workload.batch << ", \"mode\": \""
-    << (o.run.session ? "session" : "unary") << "\", \"api\": \""
+    << "\", \"batch\": " << o.workload.batch << ", \"mode\": \"" << mode(o) << "\", \"api\": \""
     << (o.run.completion_queue ? "completion_queue" : "callback") << "\", \"loop\": \""
     << (o.run.rate > 0 ? "open" : "closed") << "\", \"concurrency\": " << o.run.concurrency
     << ", \"pipeline\": " << o.run.pipeline << ", \"rate\": " << o.run.rate
@@ -262,8 +283,7 @@ void report_text(const Options& o, const v1::Model& model, const Workload& w, co
   const double rate = r.seconds > 0 ? static_cast<double>(r.calls) / r.seconds : 0.0;
   std::cout << std::fixed << std::setprecision(1);
   std::cout << (o.workload.echo ? "Echo (payload of " + o.workload.rpc + ")" : o.workload.rpc)
-            << " on " << model.name() << ", batch " << o.workload.batch << ", "
-            << (o.run.session ? "session" : "unary") << ", "
+            << " on " << model.name() << ", batch " << o.workload.batch << ", " << mode(o) << ", "
             << (o.run.rate > 0 ? "open loop " + std::to_string(o.run.rate) + "/s"
                                : "closed loop, concurrency " + std::to_string(o.run.concurrency))
             << ", request " << w.request_bytes << " bytes"

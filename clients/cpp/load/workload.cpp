@@ -17,6 +17,7 @@
 #include <stdexcept>
 
 #include "torqued/unary_on_this_thread.hpp"
+#include "torqued/v1/control.grpc.pb.h"
 #include "torqued/v1/model.grpc.pb.h"
 
 namespace torqued::load {
@@ -72,6 +73,7 @@ const google::protobuf::ServiceDescriptor& control_service() {
 }
 
 constexpr char kSolve[] = "Solve";
+constexpr char kMpc[] = "Mpc";
 
 // The field of SessionRequest that carries `method`'s request; null when there is none.
 const google::protobuf::FieldDescriptor* session_field(
@@ -290,33 +292,97 @@ v1::SolveRequest built_in_problem(const v1::Model& model, StateSource& states) {
   return request;
 }
 
-Workload make_solve_workload(const v1::Model& model, const WorkloadSpec& spec) {
-  if (spec.batch != 1) {
-    throw std::runtime_error("--batch " + std::to_string(spec.batch) +
-                             ": Solve solves one problem per call (batch 1)");
+// Solve's call, or an Mpc stream's first message: `spec`'s problem, or the built-in one from a
+// random start per request of the pool (a problem from a file is the same at every call: one).
+std::vector<v1::SolveRequest> control_problems(const v1::Model& model, const WorkloadSpec& spec) {
+  StateSource states(model, spec.seed);
+  std::vector<v1::SolveRequest> problems;
+  const int count = spec.solve_request ? 1 : spec.pool;
+  for (int k = 0; k < count; ++k) {
+    problems.push_back(spec.solve_request ? *spec.solve_request : built_in_problem(model, states));
+    problems.back().set_model_id(model.id());
   }
+  return problems;
+}
+
+// An Mpc stream's tick after `problem`: the problem's start measured again, `spec`'s iterations.
+v1::MpcRequest mpc_tick(const v1::Model& model, const v1::SolveRequest& problem,
+                        const WorkloadSpec& spec) {
+  v1::MpcRequest tick;
+  *tick.mutable_q() = problem.q0();
+  if (problem.v0().empty()) {
+    tick.mutable_v()->Resize(model.nv(), 0.0);
+  } else {
+    *tick.mutable_v() = problem.v0();
+  }
+  if (spec.mpc_iterations > 0) tick.set_iterations(spec.mpc_iterations);
+  tick.set_time(problem.dt() * spec.mpc_shift);
+  return tick;
+}
+
+Workload make_control_workload(const v1::Model& model, const WorkloadSpec& spec) {
+  if (spec.batch != 1) {
+    throw std::runtime_error("--batch " + std::to_string(spec.batch) + ": " + spec.rpc +
+                             " solves one problem per call (batch 1)");
+  }
+  if (spec.mpc_shift < 1) throw std::runtime_error("--mpc-shift must be at least 1");
+  const bool mpc = spec.rpc == kMpc;
   const google::protobuf::MethodDescriptor& sent =
       spec.echo ? *dynamics_service().FindMethodByName("Echo")
-                : *control_service().FindMethodByName(kSolve);
+                : *control_service().FindMethodByName(spec.rpc);
   Workload w;
   w.method = "/" + sent.service()->full_name() + "/" + sent.name();
   w.response_prototype =
       google::protobuf::MessageFactory::generated_factory()->GetPrototype(sent.output_type());
-  StateSource states(model, spec.seed);
-  // A problem from a file is the same at every call: one request.
-  const int requests = spec.solve_request ? 1 : spec.pool;
-  for (int k = 0; k < requests; ++k) {
-    v1::SolveRequest request =
-        spec.solve_request ? *spec.solve_request : built_in_problem(model, states);
-    request.set_model_id(model.id());
-    if (spec.echo) {
-      add_echo(request, spec, w);
-    } else {
-      w.unary_requests.push_back(serialize(request));
+  for (v1::SolveRequest& problem : control_problems(model, spec)) {
+    if (!mpc) {
+      if (spec.echo) {
+        add_echo(problem, spec, w);
+      } else {
+        w.unary_requests.push_back(serialize(problem));
+      }
+      continue;
     }
+    w.tick_seconds = problem.dt() * spec.mpc_shift;
+    v1::MpcRequest tick = mpc_tick(model, problem, spec);
+    if (spec.echo) {
+      add_echo(tick, spec, w);
+      continue;
+    }
+    w.mpc_ticks.push_back(std::move(tick));
+    *w.mpc_problems.emplace_back().mutable_problem() = std::move(problem);
   }
-  w.request_bytes = w.unary_requests.front().Length();
+  w.request_bytes = w.unary_requests.empty() ? w.mpc_ticks.front().ByteSizeLong()
+                                             : w.unary_requests.front().Length();
   return w;
+}
+
+// The numbers of a tick's answer on an Mpc stream of `real`'s first problem.
+std::uint64_t mpc_tick_values(const std::shared_ptr<grpc::Channel>& channel, const Workload& real) {
+  auto stub = v1::ControlService::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(in_seconds(60));
+  auto stream = stub->Mpc(&context);
+  v1::MpcRequest tick = real.mpc_ticks.front();
+  tick.set_sequence(1);
+  v1::MpcResponse answer;
+  // Written and read in turn; a message's failure ends the exchange with its status.
+  const bool exchanged = stream->Write(real.mpc_problems.front()) && stream->Read(&answer) &&
+                         answer.status().code() == 0 && stream->Write(tick) &&
+                         stream->Read(&answer) && answer.status().code() == 0;
+  if (exchanged) {
+    stream->WritesDone();
+  } else {
+    context.TryCancel();
+  }
+  const grpc::Status status = stream->Finish();
+  const std::string what = "Mpc (to size the Echo answers)";
+  if (answer.status().code() != 0) {
+    fail(what, grpc::Status(static_cast<grpc::StatusCode>(answer.status().code()),
+                            answer.status().message()));
+  }
+  if (!exchanged || !status.ok()) fail(what, status);
+  return count_doubles(answer);
 }
 
 }  // namespace
@@ -351,6 +417,7 @@ const std::vector<std::string>& known_rpcs() {
       if (batched_method(name) != nullptr) batched.push_back(name);
     }
     batched.push_back(kSolve);
+    batched.push_back(kMpc);
     return batched;
   }();
   return names;
@@ -399,13 +466,13 @@ v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const Mod
 }
 
 Workload make_workload(const v1::Model& model, const WorkloadSpec& spec) {
-  if (spec.rpc == kSolve) return make_solve_workload(model, spec);
+  if (spec.rpc == kSolve || spec.rpc == kMpc) return make_control_workload(model, spec);
   const google::protobuf::MethodDescriptor* method = batched_method(spec.rpc);
   if (method == nullptr) {
     std::string names;
     for (const std::string& name : known_rpcs()) names += (names.empty() ? "" : ", ") + name;
     throw std::runtime_error("--rpc " + spec.rpc + ": neither a batched method of " +
-                             dynamics_service().full_name() + " nor Solve (" + names + ")");
+                             dynamics_service().full_name() + " nor Solve or Mpc (" + names + ")");
   }
   const google::protobuf::MethodDescriptor& sent =
       spec.echo ? *dynamics_service().FindMethodByName("Echo") : *method;
@@ -464,6 +531,7 @@ std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel
   spec.echo = false;
   spec.pool = 1;
   Workload real = make_workload(model, spec);
+  if (spec.rpc == kMpc) return static_cast<std::uint32_t>(mpc_tick_values(channel, real));
   grpc::ByteBuffer answer;
   const grpc::Status status =
       call_raw(channel, real.method, real.unary_requests.front(), &answer, in_seconds(60));

@@ -3,7 +3,7 @@
 // requests and as Session messages. Requests are built from the descriptors: any batched method
 // of DynamicsService runs with no code of its own here when its request's double fields are
 // states named q, v, a or tau. ControlService's Solve runs a built-in problem from random starts,
-// or one problem read from a file.
+// or one problem read from a file; its Mpc streams state such a problem, then tick.
 #pragma once
 
 #include <google/protobuf/message.h>
@@ -33,11 +33,15 @@ struct ModelChoice {
 v1::Model resolve_model(const std::shared_ptr<grpc::Channel>& channel, const ModelChoice& choice);
 
 struct WorkloadSpec {
-  std::string rpc;  // a batched method of DynamicsService, or Solve (known_rpcs())
-  int batch = 1;    // Solve: 1, one problem per call
-  // Solve: the problem every call sends, its model_id replaced by the model's id; unset: the
-  // built-in problem (make_workload) from a random start per request of the pool.
+  std::string rpc;  // a batched method of DynamicsService, Solve or Mpc (known_rpcs())
+  int batch = 1;    // Solve and Mpc: 1, one problem per call or stream
+  // Solve and Mpc: the problem every call (stream) sends, its model_id replaced by the model's
+  // id; unset: the built-in problem (make_workload) from a random start per request of the pool.
   std::optional<v1::SolveRequest> solve_request;
+  // Mpc: FDDP's iterations per tick (MpcRequest.iterations; 0: unset, the server's one) and the
+  // knots of dt each tick's time moves on.
+  std::uint32_t mpc_iterations = 0;
+  int mpc_shift = 1;
   int pool = 64;
   // Send Echo requests carrying the real requests' payload (model id and every number) instead.
   bool echo = false;
@@ -54,12 +58,18 @@ struct Workload {
   std::string method;
   std::vector<grpc::ByteBuffer> unary_requests;
   // The same requests as Session messages, without model ids (the stream carries it once); empty
-  // for a method no Session message carries (Solve).
+  // for a method no Session message carries (Solve, Mpc).
   std::vector<v1::SessionRequest> session_requests;
+  // Mpc: per stream, in turn, its first message (a problem of the pool) and its ticks: the
+  // problem's start (q0, v0) as the measured state, `tick_seconds` later at every tick (the driver
+  // sets `time`). The problem's solve is not measured; each tick is a call. With echo, empty: the
+  // Echo requests carry a tick's payload.
+  std::vector<v1::MpcRequest> mpc_problems, mpc_ticks;
+  double tick_seconds = 0.0;
   // An empty response of the right type, to parse unary responses into.
   const google::protobuf::Message* response_prototype = nullptr;
   int states_per_call = 1;
-  std::size_t request_bytes = 0;  // serialized size of the first unary request
+  std::size_t request_bytes = 0;  // serialized size of the first unary request (Mpc: tick)
 };
 
 // Each request sets model_id and batch_size and fills its repeated double fields by name: q with
@@ -70,8 +80,9 @@ struct Workload {
 // problem takes the model from a random start (q0 a random configuration, v0 nv numbers in
 // [-1, 1]) towards rest at its neutral configuration, every DOF actuated: the state (weight 1) and
 // the controls (1e-3) regularized at every knot and the state (100) at the end, over the knots
-// and the step of SolveRequest's `example` options. Throws std::runtime_error for an rpc that is
-// not in known_rpcs(), and for Solve with a batch other than 1.
+// and the step of SolveRequest's `example` options. Mpc states the same problems. Throws
+// std::runtime_error for an rpc that is not in known_rpcs(), and for Solve or Mpc with a batch
+// other than 1.
 Workload make_workload(const v1::Model& model, const WorkloadSpec& spec);
 
 // A SolveRequest in protobuf JSON from the file at `path`; throws std::runtime_error naming the
@@ -79,8 +90,8 @@ Workload make_workload(const v1::Model& model, const WorkloadSpec& spec);
 v1::SolveRequest read_solve_request(const std::string& path);
 
 // The numbers in the answer to one real `spec.rpc` call of `spec.batch` states (every repeated
-// double field): what an Echo standing in for that call should answer with. Throws
-// std::runtime_error when the call fails.
+// double field; Mpc: a tick's, after its problem's): what an Echo standing in for that call should
+// answer with. Throws std::runtime_error when the call fails.
 std::uint32_t real_response_values(const std::shared_ptr<grpc::Channel>& channel,
                                    const v1::Model& model, WorkloadSpec spec);
 
@@ -97,7 +108,7 @@ void add_random_configurations(const v1::Model& model, int states, std::mt19937&
 
 // The methods make_workload() builds requests for, from the descriptors: every unary method of
 // DynamicsService whose request has a model_id and a batch_size and a field in SessionRequest,
-// then ControlService's Solve.
+// then ControlService's Solve and Mpc.
 const std::vector<std::string>& known_rpcs();
 
 }  // namespace torqued::load

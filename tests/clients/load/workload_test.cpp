@@ -4,7 +4,7 @@
 //   the real call's size, and every batched method of DynamicsService, from its descriptor, gets
 //   requests the server answers, unary and in a Session, with the state fields filled by name.
 //   Solve sends its built-in problem from random starts, or the problem of a file, its model
-//   named by name there.
+//   named by name there; Mpc streams state those problems, then tick from their starts.
 // - Its drivers (clients/cpp/load/driver.cpp), through the binary in each of its modes: unary
 //   calls and Session streams, closed and open loop, on the callback API and on completion queues.
 //   Every call of a run is answered OK and counted once. In the TSan stage the binary is built
@@ -12,7 +12,8 @@
 //   each answer in gRPC's completion of its read, on whichever gRPC thread ran it, which with 4
 //   streams of 2 messages in flight was reported as a race in most runs of 200 calls. Solve runs
 //   closed loop with more calls in flight than requests in its pool (a problem from a file is
-//   one request): each call's request is the pool's next, never past its end.
+//   one request): each call's request is the pool's next, never past its end. Mpc's ticks are
+//   calls, its problems' solves are not.
 #include "clients/cpp/load/workload.hpp"
 
 #include <google/protobuf/reflection.h>
@@ -184,9 +185,13 @@ TEST_F(WorkloadTest, EveryBatchedMethodOfTheDescriptorIsAnswered) {
     }
     EXPECT_TRUE(stream->Finish().ok()) << method.name();
   }
-  // Then Solve, ControlService's, which no Session message carries.
-  EXPECT_EQ(static_cast<std::size_t>(methods) + 1, known.size());
-  EXPECT_EQ(known.back(), "Solve");
+  // Then every method of ControlService (Solve, Mpc), which no Session message carries.
+  const google::protobuf::ServiceDescriptor& control =
+      *v1::SolveRequest::descriptor()->file()->FindServiceByName("ControlService");
+  ASSERT_EQ(static_cast<std::size_t>(methods + control.method_count()), known.size());
+  for (int m = 0; m < control.method_count(); ++m) {
+    EXPECT_EQ(known[methods + m], control.method(m)->name());
+  }
 }
 
 // The example problem of the docs: the bundled arm's reach (clients/cpp/examples), its model named
@@ -303,6 +308,60 @@ TEST_F(WorkloadTest, SolveSendsTheProblemOfAFile) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(broken.string()), std::string::npos) << e.what();
   }
+}
+
+// Mpc: a stream per problem of the pool states the problem (the built-in one, as Solve's), then
+// ticks from its start, --mpc-shift knots of dt apart, with --mpc-iterations; the server answers
+// them. With --echo, the Echo carries a tick's state and asks for as many numbers as a tick's
+// answer has: u0 and K0 of every DOF.
+TEST_F(WorkloadTest, MpcStatesAProblemThenTicksFromItsStart) {
+  const v1::Model model = quadruped();
+  load::WorkloadSpec spec;
+  spec.rpc = "Mpc";
+  spec.pool = 2;
+  spec.mpc_iterations = 2;
+  spec.mpc_shift = 3;
+  const load::Workload workload = load::make_workload(model, spec);
+  EXPECT_EQ(workload.method, "/torqued.v1.ControlService/Mpc");
+  EXPECT_EQ(workload.response_prototype->GetDescriptor(), v1::MpcResponse::descriptor());
+  EXPECT_TRUE(workload.unary_requests.empty());
+  ASSERT_EQ(workload.mpc_problems.size(), 2u);
+  ASSERT_EQ(workload.mpc_ticks.size(), 2u);
+  EXPECT_EQ(workload.tick_seconds, 3 * 0.01);
+  EXPECT_EQ(workload.request_bytes, workload.mpc_ticks[0].ByteSizeLong());
+  for (int k = 0; k < 2; ++k) {
+    const v1::SolveRequest& problem = workload.mpc_problems[k].problem();
+    EXPECT_EQ(problem.model_id(), model.id());
+    EXPECT_EQ(problem.knots(), 10u);
+    const v1::MpcRequest& tick = workload.mpc_ticks[k];
+    EXPECT_FALSE(tick.has_problem());
+    EXPECT_EQ(tick.q().size(), 19);
+    EXPECT_TRUE(std::equal(tick.q().begin(), tick.q().end(), problem.q0().begin()));
+    EXPECT_TRUE(std::equal(tick.v().begin(), tick.v().end(), problem.v0().begin()));
+    EXPECT_EQ(tick.iterations(), 2u);
+  }
+  EXPECT_NE(workload.mpc_problems[0].problem().q0(0), workload.mpc_problems[1].problem().q0(0));
+
+  spec.echo = true;
+  spec.echo_response_values = load::real_response_values(server_->channel(), model, spec);
+  EXPECT_EQ(spec.echo_response_values, 18u + 18 * 36);
+  const load::Workload echo = load::make_workload(model, spec);
+  EXPECT_EQ(echo.method, "/torqued.v1.DynamicsService/Echo");
+  EXPECT_TRUE(echo.mpc_problems.empty());
+  ASSERT_EQ(echo.unary_requests.size(), 2u);
+  grpc::ByteBuffer buffer = echo.unary_requests[0];
+  v1::EchoRequest request;
+  ASSERT_TRUE(
+      (grpc::GenericDeserialize<grpc::ProtoBufferReader, v1::EchoRequest>(&buffer, &request)).ok());
+  EXPECT_EQ(request.values_size(), 19 + 18);
+  EXPECT_EQ(request.response_values(), spec.echo_response_values);
+
+  spec.echo = false;
+  spec.mpc_shift = 0;
+  EXPECT_THROW(load::make_workload(model, spec), std::runtime_error);
+  spec.mpc_shift = 1;
+  spec.batch = 2;
+  EXPECT_THROW(load::make_workload(model, spec), std::runtime_error);
 }
 
 // The state fields are filled by their names (the methods that need more leave some empty), the
@@ -423,20 +482,26 @@ nlohmann::json run_binary(const std::string& name, const std::string& flags, int
 }
 
 // Solve through the binary, the built-in problem and the file's, two calls in flight: the file's
-// problem is a pool of one request, and its model_id names the model.
+// problem is a pool of one request, and its model_id names the model. Mpc through the binary:
+// two streams, their ticks the calls, closed loop and paced.
 TEST_F(WorkloadTest, TheBinarySolvesEveryCall) {
   constexpr int kSolves = 40;
   struct Run {
     std::string name, flags, model;
   };
-  for (const Run& run : {Run{"SolveBuiltIn", "--model double_pendulum --rpc Solve --concurrency 2",
-                             "double_pendulum"},
-                         Run{"SolveFromAFile",
-                             "--solve-request " + kReachProblem + " --concurrency 2", "puma560"}}) {
+  for (const Run& run :
+       {Run{"SolveBuiltIn", "--model double_pendulum --rpc Solve --concurrency 2",
+            "double_pendulum"},
+        Run{"SolveFromAFile", "--solve-request " + kReachProblem + " --concurrency 2", "puma560"},
+        Run{"MpcTicks", "--model double_pendulum --rpc Mpc --concurrency 2", "double_pendulum"},
+        Run{"MpcTicksOpenLoop",
+            "--solve-request " + kReachProblem +
+                " --rpc Mpc --mpc-shift 2 --concurrency 2 --rate 400",
+            "puma560"}}) {
     const nlohmann::json json =
         run_binary(run.name, run.flags, kSolves, dir_->path(), server_->address());
     ASSERT_FALSE(json.is_discarded()) << run.name;
-    EXPECT_EQ(json["rpc"], "Solve") << run.name;
+    EXPECT_EQ(json["rpc"], run.name.rfind("Mpc", 0) == 0 ? "Mpc" : "Solve") << run.name;
     EXPECT_EQ(json["model"], run.model) << run.name;
     EXPECT_EQ(json["calls"], kSolves) << run.name;
     EXPECT_EQ(json["codes"], nlohmann::json({{"OK", kSolves}})) << run.name;
