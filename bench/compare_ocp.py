@@ -51,9 +51,10 @@ MODELS = os.path.join(ROOT, "..", "shared", "models")
 
 
 class Server:
-    """The torqued binary on loopback with `workers` workers and a data directory of its own."""
+    """The torqued binary on loopback with `workers` workers, a data directory of its own and the
+    `flags` given."""
 
-    def __init__(self, binary, workers):
+    def __init__(self, binary, workers, flags=()):
         import torqued
         from service_scenarios import free_port
 
@@ -63,7 +64,7 @@ class Server:
         self.process = subprocess.Popen(
             [binary, "--address=127.0.0.1", f"--port={self.port}", "--metrics-port=0",
              f"--data-dir={self.data}/store", f"--model-repository={ROOT}/deploy/models",
-             f"--workers={workers}"],
+             f"--workers={workers}", *flags],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         with torqued.Client(self.address, retries=0) as probe:
