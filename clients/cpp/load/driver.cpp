@@ -234,10 +234,11 @@ class SessionMessages {
 
   // The message to write next; it stays valid until the next call.
   const Request& next() {
-    const Request& message =
-        sent_first_ ? workload_.session_requests[next_] : (sent_first_ = true, first_);
+    const Request* message = &first_;
+    if (sent_first_) message = &workload_.session_requests[next_];
+    sent_first_ = true;
     next_ = (next_ + 1) % workload_.session_requests.size();
-    return message;
+    return *message;
   }
 
  private:

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "torqued/client.hpp"
 #include "torqued/unary_on_this_thread.hpp"
-#include "torqued/v1/control.grpc.pb.h"
 #include "torqued/v1/model.grpc.pb.h"
 
 namespace torqued::load {
@@ -359,30 +359,16 @@ Workload make_control_workload(const v1::Model& model, const WorkloadSpec& spec)
 
 // The numbers of a tick's answer on an Mpc stream of `real`'s first problem.
 std::uint64_t mpc_tick_values(const std::shared_ptr<grpc::Channel>& channel, const Workload& real) {
-  auto stub = v1::ControlService::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(in_seconds(60));
-  auto stream = stub->Mpc(&context);
-  v1::MpcRequest tick = real.mpc_ticks.front();
-  tick.set_sequence(1);
-  v1::MpcResponse answer;
-  // Written and read in turn; a message's failure ends the exchange with its status.
-  const bool exchanged = stream->Write(real.mpc_problems.front()) && stream->Read(&answer) &&
-                         answer.status().code() == 0 && stream->Write(tick) &&
-                         stream->Read(&answer) && answer.status().code() == 0;
-  if (exchanged) {
-    stream->WritesDone();
-  } else {
-    context.TryCancel();
+  client::Client client(channel, {});
+  try {
+    client::Mpc stream =
+        client.mpc(real.mpc_problems.front(), {std::chrono::nanoseconds(std::chrono::seconds(60))});
+    const v1::MpcResponse answer = stream.tick(real.mpc_ticks.front());
+    stream.finish();
+    return count_doubles(answer);
+  } catch (const client::Error& e) {
+    throw std::runtime_error(std::string("Mpc (to size the Echo answers): ") + e.what());
   }
-  const grpc::Status status = stream->Finish();
-  const std::string what = "Mpc (to size the Echo answers)";
-  if (answer.status().code() != 0) {
-    fail(what, grpc::Status(static_cast<grpc::StatusCode>(answer.status().code()),
-                            answer.status().message()));
-  }
-  if (!exchanged || !status.ok()) fail(what, status);
-  return count_doubles(answer);
 }
 
 }  // namespace
