@@ -379,9 +379,13 @@ class MessageStream final
   }
 
  private:
-  // Starts the next write, or the half-close, if due.
+  // Starts the next write, or the half-close, if due. A write starts under the lock: gRPC
+  // serializes the message in StartWrite, and the next message (an Mpc tick rewritten in place)
+  // is made under the lock too, after the write's OnWriteDone. gRPC orders the two only in its
+  // core, which ThreadSanitizer does not see (an Mpc run of 40 ticks reported the tick's rewrite
+  // racing with its serialization). StartWrite never runs OnWriteDone inline (its reaction is
+  // not inlinable), so holding the lock cannot deadlock.
   void pump() {
-    const typename Messages::Request* write = nullptr;
     bool writes_done = false;
     {
       std::lock_guard lock(mutex_);
@@ -390,13 +394,12 @@ class MessageStream final
         in_flight_.push_back(pending_.front());
         pending_.pop_front();
         writing_ = true;
-        write = &messages_.next();
+        this->StartWrite(&messages_.next());
       } else if ((closing_ && in_flight_.empty() && pending_.empty()) || broken_) {
         writes_done_ = true;
         writes_done = true;
       }
     }
-    if (write != nullptr) this->StartWrite(write);
     if (writes_done) this->StartWritesDone();
   }
 
