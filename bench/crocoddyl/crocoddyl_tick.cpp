@@ -169,19 +169,23 @@ struct Request {
   double th_stop = 1e-9;
 };
 
-Request read_request(const std::string& path, const pin::Model& model) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  const json j = json::parse(in);
+// Whether the request's actuation leaves a free-flyer root unactuated (the URDF is then read
+// with one); full actuation otherwise.
+bool floating_base(const json& j) {
+  const std::string actuation =
+      j.contains("actuation") ? string_of(j["actuation"], "kind") : std::string();
+  if (!actuation.empty() && actuation != "ACTUATION_KIND_UNACTUATED_ROOT" &&
+      actuation != "ACTUATION_KIND_FULL") {
+    throw std::runtime_error("actuation " + actuation + " is not rebuilt here");
+  }
+  return actuation == "ACTUATION_KIND_UNACTUATED_ROOT";
+}
+
+Request read_request(const json& j, const pin::Model& model) {
   Request r;
   r.knots = unsigned_of(j, "knots", 0);
   r.dt = number(j.at("dt"));
-  const std::string actuation =
-      j.contains("actuation") ? string_of(j["actuation"], "kind") : std::string();
-  r.floating = actuation == "ACTUATION_KIND_UNACTUATED_ROOT";
-  if (!actuation.empty() && !r.floating && actuation != "ACTUATION_KIND_FULL") {
-    throw std::runtime_error("actuation " + actuation + " is not rebuilt here");
-  }
+  r.floating = floating_base(j);
   const VectorXd q0 = vector_of(j, "q0");
   VectorXd v0 = vector_of(j, "v0");
   if (v0.size() == 0) v0 = VectorXd::Zero(model.nv);
@@ -436,21 +440,17 @@ int run(int argc, char** argv) {
         "usage: crocoddyl_tick --request FILE --urdf FILE [--threads N] [--ticks N]");
   }
   Eigen::setNbThreads(1);
-  // The free flyer is known only from the request; read its actuation first.
-  std::ifstream probe(request_path);
-  if (!probe) throw std::runtime_error("cannot read " + request_path);
-  const json head = json::parse(probe);
-  const bool floating =
-      head.contains("actuation") &&
-      head["actuation"].value("kind", std::string()) == "ACTUATION_KIND_UNACTUATED_ROOT";
+  std::ifstream in(request_path);
+  if (!in) throw std::runtime_error("cannot read " + request_path);
+  const json described = json::parse(in);
   auto model = std::make_shared<pin::Model>();
-  if (floating) {
+  if (floating_base(described)) {
     pin::urdf::buildModel(urdf, pin::JointModelFreeFlyer(), *model);
   } else {
     pin::urdf::buildModel(urdf, *model);
   }
   check_joint_order(*model);
-  const Request request = read_request(request_path, *model);
+  const Request request = read_request(described, *model);
   Builder builder(request, model);
   auto problem = builder.problem();
   problem->set_nthreads(threads);
