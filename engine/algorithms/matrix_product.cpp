@@ -2,7 +2,8 @@
 // (avx2_clones.hpp). C is computed in micro-tiles of 8 rows by 4 columns, 8 vector registers of
 // four doubles, summed over A's columns: each step loads 8 entries of A's column once and
 // broadcasts 4 of W's row, for 32 products. The rows below the last multiple of 4 are summed in
-// scalars, the columns past the last multiple of 4 by narrower tiles.
+// scalars, the columns past the last multiple of 4 by narrower tiles. multiply_upper() stops each
+// block of columns at its diagonal: for a block starting at column k, rows 0 .. k + 3.
 #include "engine/algorithms/matrix_product.hpp"
 
 #include <cstddef>
@@ -78,25 +79,42 @@ template <int kCols>
   }
 }
 
-}  // namespace
-
-TORQUED_AVX2_CLONES void multiply(int rows, int inner, int cols, const double* a, int lda, View w,
-                                  double* c, int ldc, double sign, bool accumulate) {
+// C's columns in blocks of four; with `Upper` (C square), each block's rows only down to its last
+// column's diagonal entry.
+template <bool Upper>
+[[gnu::always_inline]] inline void product(int rows, int inner, int cols, const double* a, int lda,
+                                           View w, double* c, int ldc, double sign,
+                                           bool accumulate) {
+  const auto rows_of = [rows](int last_column) { return Upper ? last_column + 1 : rows; };
   int k = 0;
-  for (; k + 4 <= cols; k += 4) columns<4>(rows, inner, k, a, lda, w, c, ldc, sign, accumulate);
+  for (; k + 4 <= cols; k += 4) {
+    columns<4>(rows_of(k + 3), inner, k, a, lda, w, c, ldc, sign, accumulate);
+  }
   switch (cols - k) {
     case 3:
-      columns<3>(rows, inner, k, a, lda, w, c, ldc, sign, accumulate);
+      columns<3>(rows_of(k + 2), inner, k, a, lda, w, c, ldc, sign, accumulate);
       break;
     case 2:
-      columns<2>(rows, inner, k, a, lda, w, c, ldc, sign, accumulate);
+      columns<2>(rows_of(k + 1), inner, k, a, lda, w, c, ldc, sign, accumulate);
       break;
     case 1:
-      columns<1>(rows, inner, k, a, lda, w, c, ldc, sign, accumulate);
+      columns<1>(rows_of(k), inner, k, a, lda, w, c, ldc, sign, accumulate);
       break;
     default:
       break;
   }
+}
+
+}  // namespace
+
+TORQUED_AVX2_CLONES void multiply(int rows, int inner, int cols, const double* a, int lda, View w,
+                                  double* c, int ldc, double sign, bool accumulate) {
+  product<false>(rows, inner, cols, a, lda, w, c, ldc, sign, accumulate);
+}
+
+TORQUED_AVX2_CLONES void multiply_upper(int size, int inner, const double* a, int lda, View w,
+                                        double* c, int ldc, double sign, bool accumulate) {
+  product<true>(size, inner, size, a, lda, w, c, ldc, sign, accumulate);
 }
 
 }  // namespace torqued::matrix_product

@@ -23,4 +23,11 @@ struct View {
 void multiply(int rows, int inner, int cols, const double* a, int lda, View w, double* c, int ldc,
               double sign, bool accumulate);
 
+// The same for a square C of which only the upper triangle is wanted (a product known to be
+// symmetric, such as F_xᵀ V_xx F_x): the entries on and above the diagonal are those of
+// multiply(), the tiles crossing the diagonal also write some entries below it, and the rest of
+// the lower triangle is left as it was. About half of multiply()'s work for a large C.
+void multiply_upper(int size, int inner, const double* a, int lda, View w, double* c, int ldc,
+                    double sign, bool accumulate);
+
 }  // namespace torqued::matrix_product

@@ -19,6 +19,7 @@
 namespace torqued {
 
 using matrix_product::multiply;
+using matrix_product::multiply_upper;
 using matrix_product::View;
 
 namespace {
@@ -71,73 +72,107 @@ Fddp::Fddp(ShootingProblem& problem)
 }
 
 double Fddp::differentiate() {
-  problem_.differentiate(xs_, us_, values_);
+  problem_.difference(xs_[0], problem_.initial_state(), gaps_[0]);
+  gaps_from_ = knots_ + 1;
+  start_backward();
+  problem_.differentiate_overlapping(xs_, us_, values_, [this](int ready) { take_ready(ready); });
+  take_ready(0);
   cost_ = 0.0;
   for (const KnotValues& v : values_) cost_ += v.cost;
-  problem_.difference(xs_[0], problem_.initial_state(), gaps_[0]);
-  double largest = gaps_[0].lpNorm<Eigen::Infinity>();
-  for (int t = 0; t < knots_; ++t) {
-    problem_.difference(xs_[t + 1], values_[t].next, gaps_[t + 1]);
-    largest = std::max(largest, gaps_[t + 1].lpNorm<Eigen::Infinity>());
-  }
+  double largest = 0.0;
+  for (const Eigen::VectorXd& gap : gaps_)
+    largest = std::max(largest, gap.lpNorm<Eigen::Infinity>());
   return largest;
 }
 
-bool Fddp::backward_pass() {
-  const double mu = regularization_;
-  const KnotValues& terminal = values_[knots_];
-  value_xx_[knots_] = terminal.lxx;
-  value_xx_[knots_].diagonal().array() += mu;
-  value_x_[knots_] = terminal.lx;
-  if (!feasible_) value_x_[knots_].noalias() += value_xx_[knots_] * gaps_[knots_];
-  InterruptionPoll poll(interruption_);
-  for (int t = knots_ - 1; t >= 0; --t) {
-    poll.add(4.0 * ndx_ * ndx_ * (ndx_ + nu_));
-    const KnotValues& v = values_[t];
-    const Eigen::VectorXd& vx = value_x_[t + 1];
-    const Eigen::MatrixXd& vxx = value_xx_[t + 1];
-    // The cubic products by the vectorized kernel (matrix_product.hpp): F_x and F_u are
-    // row-major, so their storage read column-major is F_xᵀ and F_uᵀ.
-    const View vxx_view{vxx.data(), 1, ndx_};
-    const View fx_view{v.fx.data(), ndx_, 1};
-    const View fu_view{v.fu.data(), nu_, 1};
-    multiply(ndx_, ndx_, ndx_, v.fx.data(), ndx_, vxx_view, fx_t_vxx_.data(), ndx_, 1.0, false);
-    q_x_ = v.lx;
-    q_x_.noalias() += v.fx.transpose() * vx;
-    q_xx_ = v.lxx;
-    multiply(ndx_, ndx_, ndx_, fx_t_vxx_.data(), ndx_, fx_view, q_xx_.data(), ndx_, 1.0, true);
-    multiply(nu_, ndx_, ndx_, v.fu.data(), nu_, vxx_view, fu_t_vxx_.data(), nu_, 1.0, false);
-    q_u_[t] = v.lu;
-    q_u_[t].noalias() += v.fu.transpose() * vx;
-    q_uu_ = v.luu;
-    multiply(nu_, ndx_, nu_, fu_t_vxx_.data(), nu_, fu_view, q_uu_.data(), nu_, 1.0, true);
-    q_uu_.diagonal().array() += mu;
-    q_xu_ = v.lxu;
-    multiply(ndx_, ndx_, nu_, fx_t_vxx_.data(), ndx_, fu_view, q_xu_.data(), ndx_, 1.0, true);
-
-    if (bounds_ != nullptr && feasible_) {
-      if (!box_gains(t)) return false;
-    } else {
-      Eigen::LLT<Eigen::MatrixXd>& factors = quu_factors_[t];
-      factors.compute(q_uu_);
-      if (factors.info() != Eigen::Success) return false;
-      feedback_[t] = q_xu_.transpose();
-      factors.solveInPlace(feedback_[t]);
-      feedforward_[t] = q_u_[t];
-      factors.solveInPlace(feedforward_[t]);
-    }
-
-    quu_k_[t].noalias() = q_uu_ * feedforward_[t];
-    value_x_[t] = q_x_;
-    value_x_[t].noalias() -= feedback_[t].transpose() * q_u_[t];
-    multiply(ndx_, nu_, ndx_, q_xu_.data(), ndx_, View{feedback_[t].data(), 1, nu_}, q_xx_.data(),
-             ndx_, -1.0, true);
-    value_xx_[t] = 0.5 * (q_xx_ + q_xx_.transpose());
-    value_xx_[t].diagonal().array() += mu;
-    if (!feasible_) value_x_[t].noalias() += value_xx_[t] * gaps_[t];
-    if (!finite(value_x_[t]) || !finite(value_xx_[t])) return false;
+void Fddp::take_ready(int ready) {
+  // Gap t (t ≥ 1) is x_t ⊖ f(x_t−1, u_t−1): it needs knot t − 1.
+  for (; gaps_from_ - 1 > ready; --gaps_from_) {
+    const int t = gaps_from_ - 1;
+    problem_.difference(xs_[t], values_[t - 1].next, gaps_[t]);
   }
-  return true;
+  advance_backward(ready);
+}
+
+bool Fddp::backward_pass() {
+  start_backward();
+  advance_backward(0);
+  return !backward_failed_;
+}
+
+void Fddp::start_backward() {
+  backward_next_ = knots_;
+  backward_failed_ = false;
+  backward_poll_.emplace(interruption_);
+}
+
+void Fddp::advance_backward(int ready) {
+  // Knot t's step reads its own derivatives and its gap, which needs knot t − 1 (gap 0 is x̄_0's).
+  while (!backward_failed_ && backward_next_ >= 0 && ready <= std::max(backward_next_ - 1, 0)) {
+    if (!backward_step(backward_next_)) {
+      backward_failed_ = true;
+      return;
+    }
+    --backward_next_;
+  }
+}
+
+bool Fddp::backward_step(int t) {
+  const double mu = regularization_;
+  if (t == knots_) {
+    const KnotValues& terminal = values_[knots_];
+    value_xx_[knots_] = terminal.lxx;
+    value_xx_[knots_].diagonal().array() += mu;
+    value_x_[knots_] = terminal.lx;
+    if (!feasible_) value_x_[knots_].noalias() += value_xx_[knots_] * gaps_[knots_];
+    return true;
+  }
+  backward_poll_->add(4.0 * ndx_ * ndx_ * (ndx_ + nu_));
+  const KnotValues& v = values_[t];
+  const Eigen::VectorXd& vx = value_x_[t + 1];
+  const Eigen::MatrixXd& vxx = value_xx_[t + 1];
+  // The cubic products by the vectorized kernel (matrix_product.hpp): F_x and F_u are
+  // row-major, so their storage read column-major is F_xᵀ and F_uᵀ. Q_xx and V_xx are
+  // symmetric: their products are summed on and above the diagonal only, and V_xx is that
+  // triangle mirrored (Crocoddyl's ½(V_xx + V_xxᵀ) of a full product, the same to rounding).
+  const View vxx_view{vxx.data(), 1, ndx_};
+  const View fx_view{v.fx.data(), ndx_, 1};
+  const View fu_view{v.fu.data(), nu_, 1};
+  multiply(ndx_, ndx_, ndx_, v.fx.data(), ndx_, vxx_view, fx_t_vxx_.data(), ndx_, 1.0, false);
+  q_x_ = v.lx;
+  q_x_.noalias() += v.fx.transpose() * vx;
+  q_xx_ = v.lxx;
+  multiply_upper(ndx_, ndx_, fx_t_vxx_.data(), ndx_, fx_view, q_xx_.data(), ndx_, 1.0, true);
+  multiply(nu_, ndx_, ndx_, v.fu.data(), nu_, vxx_view, fu_t_vxx_.data(), nu_, 1.0, false);
+  q_u_[t] = v.lu;
+  q_u_[t].noalias() += v.fu.transpose() * vx;
+  q_uu_ = v.luu;
+  multiply(nu_, ndx_, nu_, fu_t_vxx_.data(), nu_, fu_view, q_uu_.data(), nu_, 1.0, true);
+  q_uu_.diagonal().array() += mu;
+  q_xu_ = v.lxu;
+  multiply(ndx_, ndx_, nu_, fx_t_vxx_.data(), ndx_, fu_view, q_xu_.data(), ndx_, 1.0, true);
+
+  if (bounds_ != nullptr && feasible_) {
+    if (!box_gains(t)) return false;
+  } else {
+    Eigen::LLT<Eigen::MatrixXd>& factors = quu_factors_[t];
+    factors.compute(q_uu_);
+    if (factors.info() != Eigen::Success) return false;
+    feedback_[t] = q_xu_.transpose();
+    factors.solveInPlace(feedback_[t]);
+    feedforward_[t] = q_u_[t];
+    factors.solveInPlace(feedforward_[t]);
+  }
+
+  quu_k_[t].noalias() = q_uu_ * feedforward_[t];
+  value_x_[t] = q_x_;
+  value_x_[t].noalias() -= feedback_[t].transpose() * q_u_[t];
+  multiply_upper(ndx_, nu_, q_xu_.data(), ndx_, View{feedback_[t].data(), 1, nu_}, q_xx_.data(),
+                 ndx_, -1.0, true);
+  value_xx_[t] = q_xx_.selfadjointView<Eigen::Upper>();
+  value_xx_[t].diagonal().array() += mu;
+  if (!feasible_) value_x_[t].noalias() += value_xx_[t] * gaps_[t];
+  return finite(value_x_[t]) && finite(value_xx_[t]);
 }
 
 bool Fddp::box_gains(int t) {
@@ -254,16 +289,22 @@ FddpOutcome Fddp::solve(const std::vector<Eigen::VectorXd>& xs,
     double gaps = 0.0;
     for (int iteration = 0; iteration < settings.max_iterations; ++iteration) {
       if (stop_asked()) return FddpOutcome::kInterrupted;
+      // A new candidate's backward pass runs while its knots are differentiated.
+      bool solved = false;
       if (!differentiated) {
         gaps = differentiate();
         differentiated = true;
+        solved = !backward_failed_;
+      } else {
+        solved = backward_pass();
       }
-      while (!backward_pass()) {
+      while (!solved) {
         regularization_ =
             std::min(regularization_ * settings.regularization_factor, settings.max_regularization);
         if (regularization_ == settings.max_regularization) {
           return FddpOutcome::kRegularizationLimit;
         }
+        solved = backward_pass();
       }
       update_expected_improvement();
 

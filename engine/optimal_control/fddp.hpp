@@ -25,6 +25,7 @@
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
+#include <optional>
 #include <vector>
 
 #include "engine/algorithms/interruption.hpp"
@@ -88,12 +89,20 @@ class Fddp {
   bool feasible() const { return feasible_; }
 
  private:
-  // The candidate's values, derivatives and gaps; returns the largest gap.
+  // The candidate's values, derivatives and gaps, and its backward pass (backward_failed_ says
+  // how it went), begun while the knots are still differentiated; returns the largest gap.
   double differentiate();
+  // Gaps and backward steps of knots ready..T, those the problem has differentiated.
+  void take_ready(int ready);
   // The Riccati recursion; false when Q_uu is not positive definite or V is not finite. Polls the
   // solve's Interruption between knots, as the forward pass does (a long horizon's pass takes
   // seconds).
   bool backward_pass();
+  // The recursion in steps from knot T down: start_backward() then advance_backward(ready)
+  // takes every step whose knots, ready..T, are differentiated, until one fails.
+  void start_backward();
+  void advance_backward(int ready);
+  bool backward_step(int t);
   // Knot t's gains from the box-constrained QP of box-FDDP; false when Q_uu,ff is not positive
   // definite.
   bool box_gains(int t);
@@ -128,6 +137,12 @@ class Fddp {
   double cost_ = 0.0, cost_try_ = 0.0, regularization_ = 0.0;
   double gradient_term_ = 0.0, curvature_term_ = 0.0;  // dg, dq of Crocoddyl
   bool feasible_ = false;
+  // The backward pass under way: its next knot, whether a step failed, its polling; and the
+  // first gap computed for the candidate being differentiated (gaps_from_..T, and gap 0).
+  int backward_next_ = -1;
+  bool backward_failed_ = false;
+  std::optional<InterruptionPoll> backward_poll_;
+  int gaps_from_ = 0;
 };
 
 }  // namespace torqued

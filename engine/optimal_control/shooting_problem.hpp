@@ -8,6 +8,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <functional>
 #include <span>
 
 namespace torqued {
@@ -70,6 +71,19 @@ class ShootingProblem {
   // implementation may spread them over threads. Throws as evaluate() does.
   virtual void differentiate(std::span<const Eigen::VectorXd> xs,
                              std::span<const Eigen::VectorXd> us, std::span<KnotValues> values) = 0;
+
+  // The same, telling the caller which knots are done while others are still being computed, so
+  // that it can begin with them (FDDP's backward pass, which runs from knot T down, overlaps the
+  // derivatives this way): `ready(from)` is called on the calling thread, any number of times,
+  // each time with knots from..T all done. An implementation that spreads knots over threads
+  // differentiates them from T down and calls `ready` between its own knots; this one does all
+  // of them first. Every knot is done when it returns, whatever `ready` was told.
+  virtual void differentiate_overlapping(std::span<const Eigen::VectorXd> xs,
+                                         std::span<const Eigen::VectorXd> us,
+                                         std::span<KnotValues> values,
+                                         const std::function<void(int from)>& /*ready*/) {
+    differentiate(xs, us, values);
+  }
 };
 
 }  // namespace torqued

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,7 +64,8 @@ class SpreadProblem final : public MultibodyProblem {
       : MultibodyProblem(*plan.entry->model, plan.x0, plan.dynamics, plan.models, plan.knot_models,
                          plan.terminal_model),
         parallel_(parallel),
-        state_(state) {
+        state_(state),
+        done_(static_cast<std::size_t>(plan.knot_models.size()) + 1) {
     for (int slot = 0; slot < parallel.participants(); ++slot) {
       workers_.push_back(make_worker());
       workers_.back()->data.interruption = interruption;
@@ -72,17 +74,35 @@ class SpreadProblem final : public MultibodyProblem {
 
   void differentiate(std::span<const Eigen::VectorXd> xs, std::span<const Eigen::VectorXd> us,
                      std::span<KnotValues> values) override {
+    differentiate_overlapping(xs, us, values, [](int) {});
+  }
+
+  // The knots from T down, the driver (slot 0) telling `ready` after each of its own how far
+  // down every knot is done, so that FDDP's backward pass, on the driver, follows the helpers.
+  void differentiate_overlapping(std::span<const Eigen::VectorXd> xs,
+                                 std::span<const Eigen::VectorXd> us, std::span<KnotValues> values,
+                                 const std::function<void(int from)>& ready) override {
     const int count = knots();
     const Clock::time_point start = Clock::now();
     state_.pass_knots.store(count + 1, std::memory_order_relaxed);
     state_.knots_done.store(0, std::memory_order_relaxed);
     state_.pass_start.store(start.time_since_epoch().count(), std::memory_order_relaxed);
-    parallel_.run(count + 1, [&](int slot, int t) {
+    for (std::atomic<bool>& knot : done_) knot.store(false, std::memory_order_relaxed);
+    int done_from = count + 1;
+    parallel_.run(count + 1, [&](int slot, int taken) {
       // A small model's knot is below the engine's own polling: ask before each one.
       if (SolveInterruption::requested(&state_)) throw Interrupted();
+      const int t = count - taken;
       const auto at = static_cast<std::size_t>(t);
       differentiate_knot(worker(slot), t, xs[at], us[t < count ? at : at - 1], values[at]);
+      done_[at].store(true, std::memory_order_release);
       state_.knots_done.fetch_add(1, std::memory_order_relaxed);
+      if (slot != 0) return;
+      while (done_from > 0 &&
+             done_[static_cast<std::size_t>(done_from - 1)].load(std::memory_order_acquire)) {
+        --done_from;
+      }
+      ready(done_from);
     });
     state_.pass_start.store(0, std::memory_order_relaxed);
     state_.last_pass.store((Clock::now() - start).count(), std::memory_order_relaxed);
@@ -94,6 +114,7 @@ class SpreadProblem final : public MultibodyProblem {
   KnotParallel& parallel_;
   SolveInterruption& state_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::atomic<bool>> done_;  // knot t differentiated in the current pass
 };
 
 v1::StopReason stop_reason(FddpOutcome outcome) {

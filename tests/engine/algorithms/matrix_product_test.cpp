@@ -50,5 +50,36 @@ TEST(MatrixProductTest, MatchesEigenForEverySizeLayoutAndMode) {
   }
 }
 
+TEST(MatrixProductTest, UpperTriangleMatchesEigenAndLeavesTheRestBelowTheTiles) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const auto random = [&](int rows, int cols) {
+    return Eigen::MatrixXd(Eigen::MatrixXd::NullaryExpr(rows, cols, [&] { return unit(rng); }));
+  };
+  for (int size = 1; size <= 21; ++size) {
+    for (int inner = 1; inner <= 10; inner += 3) {
+      const Eigen::MatrixXd a = random(size, inner);
+      const Eigen::MatrixXd w = random(inner, size);
+      const Eigen::MatrixXd start = random(size, size);
+      for (const bool accumulate : {false, true}) {
+        Eigen::MatrixXd c = start;
+        matrix_product::multiply_upper(size, inner, a.data(), size, {w.data(), 1, inner}, c.data(),
+                                       size, -1.0, accumulate);
+        const Eigen::MatrixXd expected =
+            (accumulate ? start : Eigen::MatrixXd::Zero(size, size)) - a * w;
+        for (int j = 0; j < size; ++j) {
+          for (int i = 0; i <= j; ++i) {
+            EXPECT_NEAR(c(i, j), expected(i, j), 1e-14 * inner) << size << " x " << inner;
+          }
+          // Below the diagonal, past the block of four columns that crosses it.
+          for (int i = j / 4 * 4 + 4; i < size; ++i) {
+            EXPECT_EQ(c(i, j), start(i, j)) << size << " x " << inner << " at " << i << ", " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace torqued

@@ -8,7 +8,9 @@
 #include <Eigen/Dense>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
+#include <span>
 
 namespace torqued {
 namespace {
@@ -267,6 +269,57 @@ TEST(FddpTest, ConvergesOnANonlinearProblemToAStationaryCost) {
   // The Gauss-Newton Hessian and finite-difference derivatives: 1e-5 of a cost of order 1.
   EXPECT_LT(largest, 1e-5);
   EXPECT_LT(solver.cost(), total_cost(problem, us));
+}
+
+// The unicycle whose knots arrive one at a time from the last, as a problem spread over threads
+// hands them over: the knots not yet announced are NaN, so a backward step that read one early
+// would spoil the solve.
+class KnotByKnotUnicycle final : public EuclideanProblem {
+ public:
+  KnotByKnotUnicycle() : EuclideanProblem(unicycle()) {}
+
+  void differentiate_overlapping(std::span<const Eigen::VectorXd> xs,
+                                 std::span<const Eigen::VectorXd> us, std::span<KnotValues> values,
+                                 const std::function<void(int from)>& ready) override {
+    std::vector<KnotValues> computed(values.begin(), values.end());
+    differentiate(xs, us, computed);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (KnotValues& v : values) {
+      v.next.setConstant(nan);
+      v.fx.setConstant(nan);
+      v.lx.setConstant(nan);
+      v.lxx.setConstant(nan);
+      v.cost = nan;
+    }
+    for (int t = knots(); t >= 0; --t) {
+      values[static_cast<std::size_t>(t)] = computed[static_cast<std::size_t>(t)];
+      ready(t);
+      ++announcements;
+    }
+  }
+
+  int announcements = 0;
+};
+
+TEST(FddpTest, BackwardPassOverlappingTheDerivativesGivesTheSameSolve) {
+  EuclideanProblem whole = unicycle();
+  KnotByKnotUnicycle knot_by_knot;
+  // An infeasible guess, so that the backward pass reads the gaps.
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.3);
+  std::vector<Eigen::VectorXd> xs(31), us(30);
+  for (auto& x : xs) x = Eigen::VectorXd::NullaryExpr(3, [&] { return noise(rng); });
+  for (auto& u : us) u = Eigen::VectorXd::NullaryExpr(2, [&] { return noise(rng); });
+  Fddp reference(whole), overlapped(knot_by_knot);
+  ASSERT_EQ(reference.solve(xs, us, false), FddpOutcome::kConverged);
+  ASSERT_EQ(overlapped.solve(xs, us, false), FddpOutcome::kConverged);
+  EXPECT_GT(knot_by_knot.announcements, 31);  // more than one differentiation
+  ASSERT_EQ(overlapped.iterations().size(), reference.iterations().size());
+  for (std::size_t i = 0; i < reference.iterations().size(); ++i) {
+    EXPECT_EQ(overlapped.iterations()[i].cost, reference.iterations()[i].cost) << i;
+    EXPECT_EQ(overlapped.iterations()[i].gaps, reference.iterations()[i].gaps) << i;
+  }
+  for (std::size_t t = 0; t < us.size(); ++t) EXPECT_EQ(overlapped.us()[t], reference.us()[t]);
 }
 
 // Box-FDDP on the regulator with bounds that hold the first controls: the solution satisfies the
