@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <cstdint>
 #include <random>
 
 namespace torqued {
@@ -13,12 +14,22 @@ namespace {
 
 using RowMajorMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// Matrices of entries uniform in [-1, 1], from a seeded generator.
+class RandomMatrices {
+ public:
+  explicit RandomMatrices(std::uint64_t seed) : rng_(seed) {}
+
+  Eigen::MatrixXd operator()(int rows, int cols) {
+    return Eigen::MatrixXd::NullaryExpr(rows, cols, [&] { return unit_(rng_); });
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> unit_{-1.0, 1.0};
+};
+
 TEST(MatrixProductTest, MatchesEigenForEverySizeLayoutAndMode) {
-  std::mt19937_64 rng(5);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  const auto random = [&](int rows, int cols) {
-    return Eigen::MatrixXd(Eigen::MatrixXd::NullaryExpr(rows, cols, [&] { return unit(rng); }));
-  };
+  RandomMatrices random(5);
   for (int rows = 1; rows <= 19; ++rows) {
     for (int inner = 1; inner <= 10; inner += 3) {
       for (int cols = 1; cols <= 9; ++cols) {
@@ -51,11 +62,7 @@ TEST(MatrixProductTest, MatchesEigenForEverySizeLayoutAndMode) {
 }
 
 TEST(MatrixProductTest, UpperTriangleMatchesEigenAndLeavesTheRestBelowTheTiles) {
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  const auto random = [&](int rows, int cols) {
-    return Eigen::MatrixXd(Eigen::MatrixXd::NullaryExpr(rows, cols, [&] { return unit(rng); }));
-  };
+  RandomMatrices random(7);
   for (int size = 1; size <= 21; ++size) {
     for (int inner = 1; inner <= 10; inner += 3) {
       const Eigen::MatrixXd a = random(size, inner);
