@@ -1,12 +1,13 @@
-"""The client behaves like a library: a script that never closes its client exits, the host's
-allocator is left alone unless the caller asks, and the response fields the client assembles Fx
-and Fu from follow from the service's descriptors."""
+"""The client behaves like a library: a script that never closes its client exits, a connected
+client runs no thread of its own, the host's allocator is left alone unless the caller asks, and
+the response fields the client assembles Fx and Fu from follow from the service's descriptors."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -63,6 +64,15 @@ def run_to_exit(*args: str) -> float:
 def test_a_script_that_never_closes_its_client_exits(server: TorquedProcess, what: str) -> None:
     seconds = run_to_exit(server.address, what)
     print(f"exited {seconds:.3f} s after its last line")
+
+
+def test_a_connected_client_runs_no_thread_between_calls(server: TorquedProcess) -> None:
+    before = set(threading.enumerate())
+    with torqued.Client(server.address) as client:
+        client.list_models()
+        # A watched channel would have grpcio's connectivity poller running now, receiving the
+        # calls' answers in its thread (see _connection._RetryPolling).
+        assert set(threading.enumerate()) == before
 
 
 # Records every mallopt the process makes through ctypes (the client's only way to it), then

@@ -18,6 +18,7 @@ from support import PLANAR_ARM_SPEC, random_states
 
 def test_retries_until_a_server_started_late_answers(launch: type[TorquedProcess]) -> None:
     late = launch(port=free_port())
+    threads = set(threading.enumerate())
     # 40 retries up to 0.5 s apart: far more than the server needs to start.
     with torqued.Client(
         late.address, retries=40, initial_backoff=0.05, max_backoff=0.5, timeout=60.0
@@ -30,6 +31,12 @@ def test_retries_until_a_server_started_late_answers(launch: type[TorquedProcess
         finally:
             starter.join()
             late.stop()
+        # The channel was polled while the retries waited (its reconnect timers ran), and the
+        # poller ends once they are done: the client's calls receive their own answers again.
+        end = time.monotonic() + 2.0
+        while set(threading.enumerate()) - threads and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not set(threading.enumerate()) - threads
     assert "stanford_arm" in names
 
 
