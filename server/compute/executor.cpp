@@ -34,7 +34,13 @@ bool Executor::try_submit(std::vector<Task>& tasks, const std::string& peer) {
     }
     update_depth();
   }
-  ready_.notify_all();
+  // One idle worker per task: waking them all for one task sends the others back to sleep, each
+  // a wake-up taking CPU from the calls in flight.
+  if (tasks.size() == 1) {
+    ready_.notify_one();
+  } else {
+    ready_.notify_all();
+  }
   return true;
 }
 
@@ -90,14 +96,17 @@ void Executor::run() {
     next.task();
     current_group_.reset();
     if (busy_workers_ != nullptr) busy_workers_->Decrement();
+    bool waiting = false;
     {
       std::lock_guard lock(mutex_);
       Peer& peer = peers_[next.group->peer];
       if (--next.group->running == 0) --peer.running_calls;
       if (peer.running_calls == 0 && peer.queue.empty()) peers_.erase(next.group->peer);
+      waiting = queued_ > 0;
     }
-    // A peer at its limit may start its next call now.
-    ready_.notify_all();
+    // A peer at its limit may start its next call now; with nothing queued there is nobody to
+    // wake.
+    if (waiting) ready_.notify_all();
   }
 }
 
@@ -122,7 +131,7 @@ void Executor::requeue(Task rest) {
     }
     update_depth();
   }
-  ready_.notify_all();
+  ready_.notify_one();
 }
 
 void Executor::update_depth() {
