@@ -164,20 +164,44 @@ double* sized(google::protobuf::RepeatedField<double>* field, std::size_t n) {
   return field->mutable_data();
 }
 
+// Everything a solve allocates, in one object that solve() hands to its caller (SolveRemains).
+struct SolveWork {
+  SolveWork(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit)
+      : state{limit},
+        interruption{&SolveInterruption::requested, &state},
+        parallel(executor, threads),
+        problem(plan, parallel, state, interruption),
+        fddp(problem) {}
+
+  SolveInterruption state;
+  const Interruption interruption;
+  KnotParallel parallel;
+  SpreadProblem problem;
+  Fddp fddp;
+  std::vector<Eigen::VectorXd> cold_xs, cold_us;
+  // The answer's pass over the knots: each knot's cost terms and gap, each participant's scratch.
+  std::vector<std::vector<double>> terms;
+  std::vector<double> gaps;
+  std::vector<Eigen::VectorXd> next, gap;
+};
+
 }  // namespace
 
 void solve(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit,
-           v1::SolveResponse& response) {
+           v1::SolveResponse& response, SolveRemains& remains) {
   const Clock::time_point start = Clock::now();
   const Model& model = *plan.entry->model;
-  SolveInterruption state{limit};
-  const Interruption interruption{&SolveInterruption::requested, &state};
-  KnotParallel parallel(executor, threads);
-  SpreadProblem problem(plan, parallel, state, interruption);
+  auto work = std::make_shared<SolveWork>(plan, executor, threads, limit);
+  remains = work;
+  SolveInterruption& state = work->state;
+  KnotParallel& parallel = work->parallel;
+  SpreadProblem& problem = work->problem;
+  Fddp& fddp = work->fddp;
   const int knots = problem.knots(), nq = model.nq, nv = model.nv, nu = problem.control_size();
   const int ndx = 2 * nv;
 
-  std::vector<Eigen::VectorXd> cold_xs, cold_us;
+  std::vector<Eigen::VectorXd>& cold_xs = work->cold_xs;
+  std::vector<Eigen::VectorXd>& cold_us = work->cold_us;
   const bool warm = !plan.xs.empty();
   if (!warm) {
     problem.cold_start(cold_xs, cold_us);
@@ -187,9 +211,8 @@ void solve(const PlannedSolve& plan, Executor* executor, int threads, const Solv
       for (Eigen::VectorXd& u : cold_us) u = u.cwiseMax(bounds->lower).cwiseMin(bounds->upper);
     }
   }
-  Fddp fddp(problem);
   const FddpOutcome outcome = fddp.solve(warm ? plan.xs : cold_xs, warm ? plan.us : cold_us,
-                                         warm && plan.feasible, plan.settings, interruption);
+                                         warm && plan.feasible, plan.settings, work->interruption);
   // The budget, not the call, ends an interrupted solve: the call's own end is an error.
   if (outcome == FddpOutcome::kInterrupted && limit.call_should_stop != nullptr &&
       limit.call_should_stop(limit.call)) {
@@ -233,12 +256,14 @@ void solve(const PlannedSolve& plan, Executor* executor, int threads, const Solv
   // The solution's cost by term and its gaps, from one more pass over the knots, spread like the
   // derivatives (the last iteration's values are the iterate's before its step): cost_terms()
   // steps each running knot, leaving its next state in the worker.
-  std::vector<std::vector<double>> terms(static_cast<std::size_t>(knots) + 1);
-  std::vector<double> gaps(static_cast<std::size_t>(knots) + 1, 0.0);
-  std::vector<Eigen::VectorXd> next(static_cast<std::size_t>(parallel.participants()),
-                                    Eigen::VectorXd(nq + nv));
-  std::vector<Eigen::VectorXd> gap(static_cast<std::size_t>(parallel.participants()),
-                                   Eigen::VectorXd(ndx));
+  std::vector<std::vector<double>>& terms = work->terms;
+  std::vector<double>& gaps = work->gaps;
+  std::vector<Eigen::VectorXd>& next = work->next;
+  std::vector<Eigen::VectorXd>& gap = work->gap;
+  terms.resize(static_cast<std::size_t>(knots) + 1);
+  gaps.assign(static_cast<std::size_t>(knots) + 1, 0.0);
+  next.assign(static_cast<std::size_t>(parallel.participants()), Eigen::VectorXd(nq + nv));
+  gap.assign(static_cast<std::size_t>(parallel.participants()), Eigen::VectorXd(ndx));
   const Eigen::VectorXd no_control = Eigen::VectorXd::Zero(nu);
   parallel.run(knots + 1, [&](int slot, int t) {
     const auto at = static_cast<std::size_t>(t), s = static_cast<std::size_t>(slot);

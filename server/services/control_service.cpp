@@ -94,6 +94,8 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
     v1::SolveRequest request;
     v1::SolveResponse response;
     PlannedSolve plan;
+    // Freed with the exchange, after the answer is sent.
+    SolveRemains remains;
   };
   auto exchange = std::make_shared<Exchange>();
   grpc::Status status = access_.check(*context, solve_method_);
@@ -112,7 +114,8 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
   call.hold(std::move(memory));
   if (!status.ok()) return call.finish(status);
   run_call_task(executor_, client_address(*context), call, [this, call, exchange, response_bytes] {
-    const grpc::Status status = solve_in_call(*call.context(), exchange->plan, exchange->response);
+    const grpc::Status status =
+        solve_in_call(*call.context(), exchange->plan, exchange->response, exchange->remains);
     return status.ok() ? encode(exchange->response, response_bytes) : status;
   });
   return call.reactor();
@@ -132,14 +135,15 @@ grpc::Status ControlService::find_model(const std::string& id, const std::string
 }
 
 grpc::Status ControlService::solve_in_call(grpc::CallbackServerContext& context,
-                                           const PlannedSolve& plan, v1::SolveResponse& response) {
+                                           const PlannedSolve& plan, v1::SolveResponse& response,
+                                           SolveRemains& remains) {
   const CallLimit limit = call_limit(&context, max_call_seconds_);
   SolveLimit solve_limit{&call_should_stop, &limit};
   time_limits(context, plan.max_seconds, solve_limit);
   const Algorithm algorithm = plan.dynamics.control_bounds.lower.size() > 0 ? kBoxFddp : kFddp;
   const Clock::time_point start = metrics_.start();
   try {
-    solve(plan, &executor_, executor_.workers(), solve_limit, response);
+    solve(plan, &executor_, executor_.workers(), solve_limit, response, remains);
   } catch (const SingularSystemError& e) {
     return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
   } catch (const SolveOverflow& e) {

@@ -40,7 +40,12 @@ void MpcReactor::OnReadDone(bool ok) {
   }
   if (!ok) return finish(end);
   std::vector<Executor::Task> tasks;
-  tasks.emplace_back([this] { answer(compute()); });
+  tasks.emplace_back([this] {
+    // The solver's buffers are freed once the answer's write has started (the reactor may be
+    // gone from then on: a local, not a member).
+    SolveRemains remains;
+    answer(compute(remains));
+  });
   if (!service_.executor_.try_submit(tasks, client_address(*context_))) {
     answer(queue_full(service_.executor_));
   }
@@ -116,7 +121,7 @@ void MpcReactor::finish(const grpc::Status& status) {
   Finish(status);  // the reactor may be deleted from here on
 }
 
-grpc::Status MpcReactor::compute() {
+grpc::Status MpcReactor::compute(SolveRemains& remains) {
   ++messages_read_;
   const std::string message = "message " + std::to_string(messages_read_);
   if (grpc::Status alive = check_alive(*context_); !alive.ok()) return alive;
@@ -138,7 +143,8 @@ grpc::Status MpcReactor::compute() {
     return s;
   }
   v1::SolveResponse& solution = *response_.mutable_solution();
-  if (grpc::Status s = service_.solve_in_call(*context_, window_.plan(), solution); !s.ok()) {
+  if (grpc::Status s = service_.solve_in_call(*context_, window_.plan(), solution, remains);
+      !s.ok()) {
     response_.clear_solution();
     return s;
   }

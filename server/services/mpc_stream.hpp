@@ -42,8 +42,9 @@ class MpcReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
   void drain();
 
  private:
-  // On an executor worker: the message read, solved into response_.
-  grpc::Status compute();
+  // On an executor worker: the message read, solved into response_, the solver's buffers left in
+  // `remains`.
+  grpc::Status compute(SolveRemains& remains);
   // Encodes response_ (or `status` in its place) and starts writing it.
   void answer(const grpc::Status& status);
   // Under the lock: whether the stream should end now, and with which status.

@@ -38,7 +38,8 @@ class Harness {
     if (!plan_solve(planning_, entry, request, 1, plan, memory).ok()) return;
     v1::SolveResponse response;
     try {
-      solve(plan, nullptr, 1, SolveLimit{}, response);
+      SolveRemains remains;
+      solve(plan, nullptr, 1, SolveLimit{}, response, remains);
     } catch (const SingularSystemError&) {
       return;
     } catch (const SolveOverflow&) {
