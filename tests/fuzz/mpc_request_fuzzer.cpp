@@ -65,8 +65,9 @@ class Harness {
       }
       if (!window.prepare(planning_, find_model, 1, request).ok()) continue;
       v1::SolveResponse solution;
+      SolveRemains remains;
       try {
-        solve(window.plan(), nullptr, 1, SolveLimit{}, solution);
+        solve(window.plan(), nullptr, 1, SolveLimit{}, solution, remains);
       } catch (const SingularSystemError&) {
         continue;
       } catch (const SolveOverflow&) {
