@@ -94,9 +94,6 @@ void Executor::run() {
     if (busy_workers_ != nullptr) busy_workers_->Increment();
     current_group_ = next.group;
     next.task();
-    // What the task holds (a call's buffers, freed after its answer is sent) is freed while the
-    // worker still counts as busy.
-    next.task = nullptr;
     current_group_.reset();
     if (busy_workers_ != nullptr) busy_workers_->Decrement();
     bool waiting = false;
