@@ -30,9 +30,9 @@ const google::protobuf::ServiceDescriptor& control_service_descriptor() {
 // margin to send it, a tenth of the time left when the solve starts, at most 1 s. Completing a
 // 1,000-knot answer and sending it took some 40 ms under ThreadSanitizer on an idle machine, but
 // the margin must also hold what neither side controls when processes crowd the CPUs: there, the
-// server saw a client's deadline 600 ms later than the client did (the client's grpc-timeout is
-// measured from its own, possibly stale, clock), and a starved client's deadline timer fired
-// before it read an answer sent 300 ms early. A tenth keeps a short deadline's margin short.
+// server once saw a client's deadline 600 ms later than the client did, and a starved client's
+// deadline timer fired before it read an answer sent 300 ms early. A tenth keeps a short deadline's
+// margin short.
 void time_limits(const grpc::CallbackServerContext& context, double max_seconds,
                  SolveLimit& limit) {
   using std::chrono::steady_clock;
