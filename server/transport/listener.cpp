@@ -38,7 +38,7 @@ namespace {
 // A connection may spend 10 s of resets at once, then max_resets_per_second.
 constexpr double kResetWindowSeconds = 10.0;
 // How long the address of a connection closed for its resets or its flood stays suspect, and how
-// often it may open a connection meanwhile after resets.
+// often it may open a connection meanwhile.
 constexpr auto kSuspicion = std::chrono::seconds(10);
 constexpr auto kSuspectConnectionInterval = std::chrono::seconds(1);
 constexpr int kBacklog = 1024;
@@ -315,9 +315,8 @@ void Listener::accept_one(int listener_fd) {
         Suspicion& suspicion = suspect->second;
         if (suspicion.until <= connection.refilled) {
           suspects_.erase(suspect);
-        } else if (suspicion.after_resets &&
-                   connection.refilled - suspicion.last_admitted < kSuspectConnectionInterval) {
-          refusal = "max_resets_per_second";
+        } else if (connection.refilled - suspicion.last_admitted < kSuspectConnectionInterval) {
+          refusal = suspicion.after_resets ? "max_resets_per_second" : "memory_budget_bytes";
         } else {
           suspicion.last_admitted = connection.refilled;
           connection.reset_allowance = limits_.max_resets_per_second;
@@ -354,11 +353,13 @@ void Listener::log_refusal(const std::string& peer, const std::string& flag) {
   const auto now = std::chrono::steady_clock::now();
   ++refusals_unlogged_;
   if (now - last_refusal_logged_ < std::chrono::seconds(1)) return;
-  const char* why = flag == "max_connections" ? "too many connections are open"
-                    : flag == "max_connections_per_peer"
-                        ? "its address has too many connections"
-                        : "its address's last connection, less than a second ago, was closed "
-                          "for its resets";
+  const char* why = flag == "max_connections"            ? "too many connections are open"
+                    : flag == "max_connections_per_peer" ? "its address has too many connections"
+                    : flag == "max_resets_per_second"
+                        ? "a connection of its address was closed for its resets within 10 s, and "
+                          "it opened another less than a second ago"
+                        : "a connection of its address was closed for its flood within 10 s, and "
+                          "it opened another less than a second ago";
   spdlog::warn("refused a connection from {}: {} (--{}); {} refused since the last such line", peer,
                why, dashed(flag), refusals_unlogged_);
   refusals_unlogged_ = 0;

@@ -19,7 +19,8 @@
 //   100 ms it compares the resident size with what calls and workspaces reserved (memory_budget
 //   .hpp): past an eighth of the budget (half gRPC's quota for the transport), the listener closes
 //   each connection that received more than 8 MB in the last 100 ms (whatever it sent), and, when
-//   that size grows, the connections whose bytes account for the growth (listener.cpp).
+//   that size grows, the connections whose bytes account for the growth (listener.cpp). For 10 s
+//   the address may then open one connection a second, as after resets.
 // Closing is a shutdown(2) of the socket, which gRPC sees as the peer's end of the connection. The
 // socket belongs to gRPC once handed over, and gRPC closes it when the connection ends, after which
 // the descriptor's number may be reused; the listener therefore identifies each connection by its
@@ -130,13 +131,13 @@ class Listener {
   bool guard_watching_ = false;
   std::int64_t window_start_unreserved_ = 0;
   int window_looks_ = 0;
-  // Addresses a connection of which was closed for its resets or its flood. Until `until`, their
-  // connections may reset only a second's worth of calls at once, and after resets they may open
-  // one connection a second: an attacker reconnecting in a loop would otherwise have every new
-  // connection's calls created and cancelled again. Not refused outright: an address may be
-  // shared by honest clients, a NAT's or a health checker's. A flood's address may reconnect at
-  // will: the memory guard closes each flooding connection, and one flood at a time would grow
-  // its header block larger, longer to free, before the guard sees it.
+  // Addresses a connection of which was closed for its resets or its flood. Until `until`, they
+  // may open one connection a second, whose calls may reset only a second's worth at once: an
+  // attacker reconnecting in a loop would otherwise have every new connection's calls created and
+  // cancelled again, or every new connection's header block parsed and freed again (with four
+  // floods reconnecting at will, health answered in up to 2.1 s beside two CPU-bound processes;
+  // with one connection a second, 0.5-0.9 s). Not refused outright: an address may be shared by
+  // honest clients, a NAT's or a health checker's.
   struct Suspicion {
     std::chrono::steady_clock::time_point until;
     bool after_resets = false;
