@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 
@@ -53,11 +54,13 @@ class ControlService final : public v1::ControlService::Service {
   grpc::Status find_model(const std::string& id, const std::string& field,
                           RegisteredModelPtr& entry) const;
   // Solves `plan` into `response` on the calling executor task, bounded by the call's deadline,
-  // its client and the server's --max-call-seconds, and records its compute time; the solver's
-  // buffers are left in `remains`, for the caller to free after answering. The status of a solve
-  // that cannot answer: FAILED_PRECONDITION (singular dynamics, an answer that overflows),
-  // CANCELLED or DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (allocation).
+  // its client and the server's --max-call-seconds, and records its compute time, `planning`
+  // (the time the request's checks and plan took) included; the solver's buffers are left in
+  // `remains`, for the caller to free after answering. The status of a solve that cannot answer:
+  // FAILED_PRECONDITION (singular dynamics, an answer that overflows), CANCELLED or
+  // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (allocation).
   grpc::Status solve_in_call(grpc::CallbackServerContext& context, const PlannedSolve& plan,
+                             std::chrono::steady_clock::duration planning,
                              v1::SolveResponse& response, SolveRemains& remains);
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* open_mpc(
       grpc::CallbackServerContext* context);

@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 #include "server/base/wire_counts.hpp"
 #include "server/compute/batch_runner.hpp"
 #include "server/transport/byte_buffers.hpp"
@@ -137,13 +139,16 @@ grpc::Status MpcReactor::compute(SolveRemains& remains) {
                                  RegisteredModelPtr& entry) {
     return service_.find_model(id, field, entry);
   };
+  const std::chrono::steady_clock::time_point planning_start = std::chrono::steady_clock::now();
   if (grpc::Status s =
           window_.prepare(service_.planning_, find_model, service_.executor_.workers(), request_);
       !s.ok()) {
     return s;
   }
   v1::SolveResponse& solution = *response_.mutable_solution();
-  if (grpc::Status s = service_.solve_in_call(*context_, window_.plan(), solution, remains);
+  if (grpc::Status s = service_.solve_in_call(*context_, window_.plan(),
+                                              std::chrono::steady_clock::now() - planning_start,
+                                              solution, remains);
       !s.ok()) {
     response_.clear_solution();
     return s;

@@ -290,6 +290,25 @@ def test_control_bounds_hold_the_torques_and_the_reach_still_ends_at_its_target(
     assert np.linalg.norm(reached_at - ARM_TARGET) < REACH_TOLERANCE
 
 
+def test_a_problem_changed_after_a_solve_is_solved_as_changed(
+    client: torqued.Client, arm: model_pb2.Model
+) -> None:
+    # Client.solve keeps a problem's serialized request from one solve to the next: every change
+    # in between must reach the server.
+    problem = reach_problem(arm)
+    problem.solver(max_iterations=1)
+    assert client.solve(problem, feedback=True).stop_reason == "iteration_limit"
+    problem.solver(max_iterations=100)
+    bound = np.full(6, 60.0)
+    bound[1] = 10.0
+    problem.control_bounds(-bound, bound)
+    problem.add_running_cost("more_effort", torqued.residuals.control(), weight=1e-4)
+    changed = client.solve(problem)
+    assert changed.stop_reason == "converged" and changed.feedback is None
+    assert np.abs(changed.u[:, 1]).max() == 10.0
+    assert list(changed.cost_terms)[3] == "more_effort"
+
+
 def test_a_time_budget_answers_the_best_iterate_so_far(
     client: torqued.Client, arm: model_pb2.Model
 ) -> None:

@@ -172,11 +172,20 @@ class OptimalControlProblem:
             dt=dt,
             integrator=enum_value(dynamics_pb2.Integrator, "INTEGRATOR_", integrator),
         )
+        # The request serialized, from the first solve until the problem changes: a solve sends
+        # these bytes and its own options after them (protobuf merges concatenated messages).
+        self._serialized: Optional[bytes] = None
+
+    @property
+    def _editable(self) -> control_pb2.SolveRequest:
+        """The request, for a method that changes it."""
+        self._serialized = None
+        return self._request
 
     def actuation(self, actuation: Actuation) -> None:
         """Which DOFs the controls drive: "all" (the default; nu = nv), "unactuated_root" (every
         DOF but a free-flyer root's; nu = nv - 6) or a list of joint names."""
-        self._request.actuation.CopyFrom(actuation_message(actuation))
+        self._editable.actuation.CopyFrom(actuation_message(actuation))
 
     def add_phase(
         self, first_knot: int, contacts: Sequence[Contact], restitution: float = 0.0
@@ -190,12 +199,12 @@ class OptimalControlProblem:
                 where it stands at first_knot; none: a flight phase.
         """
         held = [contact(c) if isinstance(c, str) else c for c in contacts]
-        self._request.phases.append(phase_message((first_knot, held, restitution)))
+        self._editable.phases.append(phase_message((first_knot, held, restitution)))
 
     def baumgarte_gains(self, position: float = 0.0, velocity: float = 0.0) -> None:
         """Baumgarte's K_p (1/s^2) and K_d (1/s) on every contact; unset: none, the contacts held
         at the acceleration level as Crocoddyl holds them."""
-        self._request.gains.CopyFrom(
+        self._editable.gains.CopyFrom(
             dynamics_pb2.BaumgarteGains(position=position, velocity=velocity)
         )
 
@@ -229,7 +238,7 @@ class OptimalControlProblem:
         term.first_knot = first
         if end is not None:
             term.end_knot = end
-        self._request.running_costs.append(term)
+        self._editable.running_costs.append(term)
 
     def add_terminal_cost(
         self,
@@ -240,12 +249,12 @@ class OptimalControlProblem:
     ) -> None:
         """Adds weight * activation(residual) at the terminal knot (no dt; residuals of the state
         alone)."""
-        self._request.terminal_costs.append(self._term(name, residual, activation, weight))
+        self._editable.terminal_costs.append(self._term(name, residual, activation, weight))
 
     def control_bounds(self, lower: npt.ArrayLike, upper: npt.ArrayLike) -> None:
         """lower <= u <= upper at every running knot, nu values each (+-inf where a control is
         free): the solver becomes box-FDDP."""
-        self._request.control_bounds.CopyFrom(
+        self._editable.control_bounds.CopyFrom(
             control_pb2.ControlBounds(lower=doubles(lower), upper=doubles(upper))
         )
 
@@ -283,13 +292,19 @@ class OptimalControlProblem:
         }
         for field, value in given.items():
             if value is not None:
-                setattr(self._request.solver, field, value)
+                setattr(self._editable.solver, field, value)
 
     def to_request(self) -> control_pb2.SolveRequest:
         """The SolveRequest of the problem (a copy), without a guess or the call's options."""
         request = control_pb2.SolveRequest()
         request.CopyFrom(self._request)
         return request
+
+    def _call_bytes(self, options: control_pb2.SolveRequest) -> bytes:
+        """The serialized SolveRequest of the problem with the call's `options` set."""
+        if self._serialized is None:
+            self._serialized = self._request.SerializeToString()
+        return self._serialized + options.SerializeToString()
 
     @staticmethod
     def _term(
@@ -364,14 +379,14 @@ class ControlMethods(Connection):
                 ("foot_force").residual.reference'), RESOURCE_EXHAUSTED naming the server flag
                 of a limit passed (knots, cost terms, iterations), NOT_FOUND for an unknown model.
         """
-        request = problem.to_request()
-        request.guess_feasible = guess_feasible
-        request.feedback = feedback
-        request.max_seconds = max_seconds
-        arrays = {} if guess is None else guess_arrays(guess, len(request.q0))
+        options = control_pb2.SolveRequest(
+            guess_feasible=guess_feasible, feedback=feedback, max_seconds=max_seconds
+        )
+        request = problem._call_bytes(options)
+        arrays = {} if guess is None else guess_arrays(guess, len(problem._request.q0))
         call = self._solve_call
         response = self._on_model(
-            "ControlService/Solve", call.rpc, (request, arrays), request.model_id, timeout
+            "ControlService/Solve", call.rpc, (request, arrays), problem._request.model_id, timeout
         )
         return solution_of(response)
 

@@ -109,9 +109,11 @@ class PackedCall:
         arrays = {k: fields.pop(k) for k in list(fields) if k in self.request_doubles}
         return self.request_class(**fields), arrays
 
-    def encode(self, request: tuple[Message, dict[str, Array]]) -> bytes:
+    def encode(self, request: tuple[Message | bytes, dict[str, Array]]) -> bytes:
+        """The request's message (or its bytes, serialized already) and its arrays, on the
+        wire."""
         message, arrays = request
-        parts = [message.SerializeToString()]
+        parts = [message if isinstance(message, bytes) else message.SerializeToString()]
         for name, array in arrays.items():
             if array.size:
                 data = np.ascontiguousarray(array, dtype="<f8").tobytes()
