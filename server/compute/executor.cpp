@@ -77,6 +77,7 @@ bool Executor::take(Queued& next) {
       turns_.push_back(name);
     }
     if (next.group->running++ == 0) ++peer.running_calls;
+    ++busy_;
     update_depth();
     return true;
   }
@@ -101,6 +102,7 @@ void Executor::run() {
       std::lock_guard lock(mutex_);
       Peer& peer = peers_[next.group->peer];
       if (--next.group->running == 0) --peer.running_calls;
+      --busy_;
       if (peer.running_calls == 0 && peer.queue.empty()) peers_.erase(next.group->peer);
       waiting = queued_ > 0;
     }
@@ -108,6 +110,13 @@ void Executor::run() {
     // wake.
     if (waiting) ready_.notify_all();
   }
+}
+
+bool Executor::starts_at_once(const std::string& peer) {
+  std::lock_guard lock(mutex_);
+  if (busy_ >= workers() || queued_ > 0) return false;
+  const auto p = peers_.find(peer);
+  return p == peers_.end() || p->second.running_calls < max_calls_per_peer_;
 }
 
 bool Executor::should_yield() {

@@ -53,6 +53,10 @@ class Executor {
   // capacity (the call was admitted already).
   void requeue(Task rest);
 
+  // Whether a call of `peer` submitted now would start at once: a worker is idle, nothing waits
+  // before it, and the peer is under its limit. A hint, which other submissions may change.
+  bool starts_at_once(const std::string& peer);
+
   int workers() const { return static_cast<int>(threads_.size()); }
   int queue_capacity() const { return capacity_; }
   int max_calls_per_peer() const { return max_calls_per_peer_; }
@@ -90,6 +94,7 @@ class Executor {
   std::unordered_map<std::string, Peer> peers_;
   std::deque<std::string> turns_;  // peers with queued tasks, in the order they are served
   int queued_ = 0;
+  int busy_ = 0;  // workers running a task
   bool stopping_ = false;
   std::vector<std::thread> threads_;
   // The group of the task this worker thread runs, for should_yield() and requeue().

@@ -97,6 +97,9 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
     v1::SolveRequest request;
     v1::SolveResponse response;
     PlannedSolve plan;
+    // The request's checks and plan, counted in the solve's compute time; the wait for a worker
+    // is not.
+    std::chrono::steady_clock::duration planning{};
     // Freed with the exchange, after the answer is sent.
     SolveRemains remains;
   };
@@ -109,22 +112,34 @@ grpc::ServerUnaryReactor* ControlService::serve_solve(grpc::CallbackServerContex
   if (status.ok()) status = decode(*request_bytes, "request", exchange->request);
   RegisteredModelPtr entry;
   if (status.ok()) status = find_model(exchange->request.model_id(), "model_id", entry);
+  if (!status.ok()) return call.finish(status);
+  CallTask task = [this, call, exchange, response_bytes] {
+    const grpc::Status status = solve_in_call(*call.context(), exchange->plan, exchange->planning,
+                                              exchange->response, exchange->remains);
+    return status.ok() ? encode(exchange->response, response_bytes) : status;
+  };
+  // When the call would start at once, a worker is woken before the plan, which it waits for;
+  // else a request that fails its checks is answered here, without waiting for a worker.
+  const std::string peer = client_address(*context);
+  std::shared_ptr<PendingInput> pending;
+  if (executor_.starts_at_once(peer)) {
+    pending = std::make_shared<PendingInput>();
+    if (!run_call_task(executor_, peer, call, std::move(task), pending)) {
+      return call.reactor();
+    }
+  }
   Reservation memory;
   const std::chrono::steady_clock::time_point planning_start = std::chrono::steady_clock::now();
-  if (status.ok()) {
-    status = plan_solve(planning_, entry, exchange->request, executor_.workers(), exchange->plan,
-                        memory);
-  }
+  status =
+      plan_solve(planning_, entry, exchange->request, executor_.workers(), exchange->plan, memory);
+  exchange->planning = std::chrono::steady_clock::now() - planning_start;
   call.hold(std::move(memory));
+  if (pending) {
+    pending->open(status);
+    return call.reactor();
+  }
   if (!status.ok()) return call.finish(status);
-  // Counted in the solve's compute time; the wait for a worker is not.
-  const auto planning = std::chrono::steady_clock::now() - planning_start;
-  run_call_task(
-      executor_, client_address(*context), call, [this, call, exchange, planning, response_bytes] {
-        const grpc::Status status = solve_in_call(*call.context(), exchange->plan, planning,
-                                                  exchange->response, exchange->remains);
-        return status.ok() ? encode(exchange->response, response_bytes) : status;
-      });
+  run_call_task(executor_, peer, call, std::move(task));
   return call.reactor();
 }
 

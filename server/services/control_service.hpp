@@ -1,10 +1,11 @@
 // torqued.v1.ControlService on the callback API: Solve, a robot's optimal-control problem solved
 // on the server (control_plan.hpp reads and checks it, control_solver.hpp solves it), and Mpc, the
 // same problem re-solved over a stream (mpc_stream.hpp). A solve runs as one task of the
-// executor, in its client's turn, and spreads its knots over the free workers. Its time budget
-// and its deadline end it with the best iterate; its client going away, the server's
-// --max-call-seconds or a drain end it with that status, between iterations or inside one (within
-// milliseconds).
+// executor, in its client's turn, and spreads its knots over the free workers; when it would
+// start at once, it is queued before the request is planned, and the worker's wake-up overlaps the
+// plan (PendingInput in batch_runner.hpp). Its time budget and its deadline end it with the best
+// iterate; its client going away, the server's --max-call-seconds or a drain end it with that
+// status, between iterations or inside one (within milliseconds).
 #pragma once
 
 #include <atomic>

@@ -2,9 +2,10 @@
 // thread, a large one is split evenly into one chunk per worker (counting each state's weight),
 // every state is computed exactly once, the outcome is reported once, engine errors become the
 // statuses clients are promised, --max-call-seconds stops work between slices and inside the
-// engine's long loops, and a full queue refuses the batch at once (the TSan stage of tests/run.sh
-// runs this test). The calls' context is a bare grpc::CallbackServerContext: no deadline and never
-// cancelled, so the server's own bound is the one deadline in play.
+// engine's long loops, a full queue refuses the batch at once, and a call's pending input reaches
+// the worker waiting for it (the TSan stage of tests/run.sh runs this test). The calls' context is
+// a bare grpc::CallbackServerContext: no deadline and never cancelled, so the server's own bound
+// is the one deadline in play.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -258,6 +259,23 @@ TEST_F(BatchRunnerTest, AFullQueueRefusesTheBatchAtOnce) {
   release.set_value();
   executor.stop();
   EXPECT_EQ(record.computed, std::vector<int>(1000, 0));
+}
+
+// A worker that took a Solve's call before its plan was ready waits for it: the status given to
+// open() reaches a waiter that came first, past the time it yields its CPU, and one that comes
+// after.
+TEST(PendingInputTest, AWaiterGetsTheStatusOpenedBeforeOrAfterItCame) {
+  PendingInput late;
+  std::future<grpc::StatusCode> waited =
+      std::async(std::launch::async, [&late] { return late.wait().error_code(); });
+  // Well past the 200 µs a waiter yields before it sleeps.
+  EXPECT_EQ(waited.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+  late.open({grpc::StatusCode::INVALID_ARGUMENT, "knots: must be at least 1"});
+  EXPECT_EQ(waited.get(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  PendingInput early;
+  early.open(grpc::Status::OK);
+  EXPECT_TRUE(early.wait().ok());
 }
 
 }  // namespace

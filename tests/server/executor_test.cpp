@@ -1,8 +1,8 @@
-// Tests server/compute/executor.cpp in process: every task submitted from several threads runs once, a
-// request whose tasks do not all fit in the queue is refused whole, stop() runs what is queued
-// before it joins, and clients take turns: one client's calls beyond its limit wait while
-// another's run, and a long task gives its worker to another client's waiting call (the TSan
-// stage of tests/run.sh runs this test).
+// Tests server/compute/executor.cpp in process: every task submitted from several threads runs
+// once, a request whose tasks do not all fit in the queue is refused whole, stop() runs what is
+// queued before it joins, a call is told whether it would start at once, and clients take turns:
+// one client's calls beyond its limit wait while another's run, and a long task gives its worker to
+// another client's waiting call (the TSan stage of tests/run.sh runs this test).
 #include "server/compute/executor.hpp"
 
 #include <gtest/gtest.h>
@@ -79,6 +79,26 @@ struct Blocker {
     };
   }
 };
+
+// What a Solve asks before it hands its call over early: whether a call of its client would start
+// at once (two workers, one call per client).
+TEST(ExecutorTest, ACallStartsAtOnceOnAnIdleWorkerWithinItsClientsLimit) {
+  Executor executor(2, 16, nullptr, nullptr, 1);
+  EXPECT_TRUE(executor.starts_at_once("10.0.0.1"));
+  Blocker one, two;
+  std::vector<Executor::Task> first{one.task()};
+  ASSERT_TRUE(executor.try_submit(first, "10.0.0.1"));
+  one.started.get_future().wait();
+  EXPECT_FALSE(executor.starts_at_once("10.0.0.1"));  // at its limit
+  EXPECT_TRUE(executor.starts_at_once("10.0.0.2"));
+  std::vector<Executor::Task> second{two.task()};
+  ASSERT_TRUE(executor.try_submit(second, "10.0.0.2"));
+  two.started.get_future().wait();
+  EXPECT_FALSE(executor.starts_at_once("10.0.0.3"));  // no worker idle
+  one.release.set_value();
+  two.release.set_value();
+  executor.stop();
+}
 
 // Two workers, at most one call per client: a client's second call waits while its first runs,
 // and another client's call takes the free worker.
