@@ -64,6 +64,7 @@ Fddp::Fddp(ShootingProblem& problem)
   q_x_ = Eigen::VectorXd::Zero(ndx_);
   next_ = Eigen::VectorXd::Zero(nx_);
   scratch_x_ = Eigen::VectorXd::Zero(ndx_);
+  gap_try_ = Eigen::VectorXd::Zero(ndx_);
   q_xx_ = Eigen::MatrixXd::Zero(ndx_, ndx_);
   q_xu_ = Eigen::MatrixXd::Zero(ndx_, nu_);
   q_uu_ = Eigen::MatrixXd::Zero(nu_, nu_);
@@ -230,6 +231,8 @@ Eigen::Vector2d Fddp::expected_improvement() {
 bool Fddp::forward_pass(double alpha) {
   // Gaps closed in full at α = 1 or once feasible, else by the fraction α.
   const bool closes_gaps = feasible_ || alpha == 1.0;
+  rolled_out_ = false;
+  gap_try_largest_ = 0.0;
   cost_try_ = 0.0;
   next_ = problem_.initial_state();
   InterruptionPoll poll(interruption_);
@@ -240,6 +243,8 @@ bool Fddp::forward_pass(double alpha) {
     } else {
       scratch_x_ = (alpha - 1.0) * gaps_[t];
       problem_.integrate(next_, scratch_x_, xs_try_[t]);
+      problem_.difference(xs_try_[t], next_, gap_try_);
+      gap_try_largest_ = std::max(gap_try_largest_, gap_try_.lpNorm<Eigen::Infinity>());
     }
     if (t < knots_) {
       problem_.difference(xs_[t], xs_try_[t], dx_[t]);
@@ -266,15 +271,20 @@ void Fddp::accept_trial(bool feasible) {
   std::swap(us_, us_try_);
   cost_ = cost_try_;
   feasible_ = feasible;
+  rolled_out_ = true;
+  rolled_out_gap_ = gap_try_largest_;
 }
 
 FddpOutcome Fddp::solve(const std::vector<Eigen::VectorXd>& xs,
                         const std::vector<Eigen::VectorXd>& us, bool feasible,
                         const FddpSettings& settings, const Interruption& interruption) {
-  assert(static_cast<int>(xs.size()) == knots_ + 1 && static_cast<int>(us.size()) == knots_);
+  assert(fits() && static_cast<int>(xs.size()) == knots_ + 1 &&
+         static_cast<int>(us.size()) == knots_);
+  bounds_ = problem_.control_bounds();
   for (int t = 0; t <= knots_; ++t) xs_[t] = xs[t];
   for (int t = 0; t < knots_; ++t) us_[t] = us[t];
   feasible_ = feasible;
+  rolled_out_ = false;
   interruption_ = interruption;
   regularization_ = settings.initial_regularization;
   expected_.setZero();

@@ -68,7 +68,14 @@ struct FddpIteration {
 class Fddp {
  public:
   // Binds every buffer for `problem`'s sizes: a solve allocates nothing but its iteration log.
+  // The problem may change between solves while fits() holds (MultibodyProblem::assign).
   explicit Fddp(ShootingProblem& problem);
+
+  // Whether the buffers fit the problem as it is now: its knots, state and control sizes.
+  bool fits() const {
+    return problem_.knots() == knots_ && problem_.state_size() == nx_ &&
+           problem_.tangent_size() == ndx_ && problem_.control_size() == nu_;
+  }
 
   // Solves from the guess (T ≥ 1; T + 1 states, T controls; `feasible` when xs is the rollout of us
   // from x̂_0, which starts the forward passes without gaps). The candidate, its gains and the log
@@ -87,6 +94,12 @@ class Fddp {
   const std::vector<FddpIteration>& iterations() const { return log_; }
   double cost() const { return cost_; }
   bool feasible() const { return feasible_; }
+  // Whether the last forward pass rolled out the iterate the solve ended with, as it does when
+  // the last iteration took a step: the problem's last evaluation of each knot is then the
+  // iterate's, and rolled_out_gap() its largest gap ‖f(x_t, u_t) ⊖ x_t+1‖∞ and ‖x̂_0 ⊖ x_0‖∞
+  // (0 when the rollout closed them).
+  bool rolled_out() const { return rolled_out_; }
+  double rolled_out_gap() const { return rolled_out_gap_; }
 
  private:
   // The candidate's values, derivatives and gaps, and its backward pass (backward_failed_ says
@@ -130,13 +143,15 @@ class Fddp {
   BoxQp box_;
   Eigen::VectorXd box_lower_, box_upper_;
   Eigen::MatrixXd quu_free_inverse_;
-  Eigen::VectorXd q_x_, next_, scratch_x_, no_control_;
+  Eigen::VectorXd q_x_, next_, scratch_x_, gap_try_, no_control_;
   Eigen::Vector2d expected_ = Eigen::Vector2d::Zero();  // d₁, d₂ of the last trial
   Eigen::MatrixXd q_xx_, q_xu_, q_uu_, fx_t_vxx_, fu_t_vxx_;
   std::vector<FddpIteration> log_;
   double cost_ = 0.0, cost_try_ = 0.0, regularization_ = 0.0;
   double gradient_term_ = 0.0, curvature_term_ = 0.0;  // dg, dq of Crocoddyl
   bool feasible_ = false;
+  bool rolled_out_ = false;
+  double gap_try_largest_ = 0.0, rolled_out_gap_ = 0.0;
   // The backward pass under way: its next knot, whether a step failed, its polling; and the
   // first gap computed for the candidate being differentiated (gaps_from_..T, and gap 0).
   int backward_next_ = -1;

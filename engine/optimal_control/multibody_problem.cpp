@@ -15,27 +15,28 @@
 
 namespace torqued {
 
-MultibodyProblem::Worker::Worker(const Model& model, int nu, int max_rows, int max_residual)
-    : data(model),
+MultibodyProblem::Worker::Worker(const Model& model, WorkerSizes sizes)
+    : sizes(sizes),
+      data(model),
       // A friction cone's residual has 1 + faces values: room for the largest one's faces.
-      residuals(model, std::max(max_residual, 1)),
+      residuals(model, std::max(sizes.residual, 1)),
       q_next(model.nq),
       v_next(model.nv),
-      lambda(max_rows),
+      lambda(sizes.constraint_rows),
       da_dq(model.nv, model.nv),
       da_dv(model.nv, model.nv),
       da_dtau(model.nv, model.nv),
-      dlambda_dq(max_rows, model.nv),
-      dlambda_dv(max_rows, model.nv),
-      dlambda_dtau(max_rows, model.nv),
-      dlambda_dx(max_rows, 2 * model.nv),
-      dlambda_du(max_rows, nu),
-      r(max_residual),
-      gradient(max_residual),
-      curvature(max_residual),
-      rx(max_residual, 2 * model.nv),
-      ru(max_residual, nu),
-      weighted(max_residual, 2 * model.nv + nu) {}
+      dlambda_dq(sizes.constraint_rows, model.nv),
+      dlambda_dv(sizes.constraint_rows, model.nv),
+      dlambda_dtau(sizes.constraint_rows, model.nv),
+      dlambda_dx(sizes.constraint_rows, 2 * model.nv),
+      dlambda_du(sizes.constraint_rows, sizes.controls),
+      r(sizes.residual),
+      gradient(sizes.residual),
+      curvature(sizes.residual),
+      rx(sizes.residual, 2 * model.nv),
+      ru(sizes.residual, sizes.controls),
+      weighted(sizes.residual, 2 * model.nv + sizes.controls) {}
 
 namespace {
 
@@ -91,31 +92,26 @@ void add_term_derivatives(const Model& model, const Residual& residual,
   }
 }
 
-}  // namespace
-
-MultibodyProblem::MultibodyProblem(const Model& model, Eigen::VectorXd initial_state,
-                                   MultibodyDynamics dynamics, std::vector<KnotModel> models,
-                                   std::vector<int> knot_models, int terminal_model)
-    : model_(model),
-      initial_state_(std::move(initial_state)),
-      dynamics_(std::move(dynamics)),
-      models_(std::move(models)),
-      knot_models_(std::move(knot_models)),
-      terminal_model_(terminal_model) {
-  const int count = static_cast<int>(models_.size());
+// Throws std::invalid_argument when the sizes, indices or cost terms of a problem's arguments do
+// not fit the model.
+void check_problem(const Model& model, const Eigen::VectorXd& initial_state,
+                   const MultibodyDynamics& dynamics, const std::vector<KnotModel>& models,
+                   const std::vector<int>& knot_models, int terminal_model) {
+  const int count = static_cast<int>(models.size());
   const auto valid = [&](int index) { return index >= 0 && index < count; };
-  if (initial_state_.size() != model_.nq + model_.nv || knot_models_.empty() ||
-      !valid(terminal_model_) || !std::all_of(knot_models_.begin(), knot_models_.end(), valid)) {
+  if (initial_state.size() != model.nq + model.nv || knot_models.empty() ||
+      !valid(terminal_model) || !std::all_of(knot_models.begin(), knot_models.end(), valid)) {
     throw std::invalid_argument("MultibodyProblem: x0's size or a knot's model index is wrong");
   }
-  const ControlBounds& bounds = dynamics_.control_bounds;
+  const ControlBounds& bounds = dynamics.control_bounds;
+  const auto controls = static_cast<Eigen::Index>(dynamics.actuated_dofs.size());
   if ((bounds.lower.size() > 0 || bounds.upper.size() > 0) &&
-      (bounds.lower.size() != control_size() || bounds.upper.size() != control_size() ||
+      (bounds.lower.size() != controls || bounds.upper.size() != controls ||
        (bounds.lower.array() > bounds.upper.array()).any())) {
     throw std::invalid_argument("MultibodyProblem: control bounds of the wrong size or crossed");
   }
   for (int index = 0; index < count; ++index) {
-    const KnotModel& knot = models_[static_cast<std::size_t>(index)];
+    const KnotModel& knot = models[static_cast<std::size_t>(index)];
     for (const CostTerm& term : knot.costs) {
       const Residual& residual = term.residual;
       const bool contact = residual.type == ResidualType::kContactForce ||
@@ -128,29 +124,68 @@ MultibodyProblem::MultibodyProblem(const Model& model, Eigen::VectorXd initial_s
       if ((contact &&
            (residual.contact < 0 || residual.contact >= static_cast<int>(knot.contacts.size()))) ||
           (frame &&
-           (residual.frame < 0 || residual.frame >= static_cast<int>(model_.frames.size()))) ||
-          (index == terminal_model_ && residual_depends_on_control(residual))) {
+           (residual.frame < 0 || residual.frame >= static_cast<int>(model.frames.size()))) ||
+          (index == terminal_model && residual_depends_on_control(residual))) {
         throw std::invalid_argument("MultibodyProblem: cost term " + term.name +
                                     " names no contact or frame of its knot, or reads the "
                                     "controls at the terminal knot");
       }
     }
   }
+}
+
+}  // namespace
+
+MultibodyProblem::MultibodyProblem(const Model& model, Eigen::VectorXd initial_state,
+                                   MultibodyDynamics dynamics, std::vector<KnotModel> models,
+                                   std::vector<int> knot_models, int terminal_model)
+    : model_(model),
+      initial_state_(std::move(initial_state)),
+      dynamics_(std::move(dynamics)),
+      models_(std::move(models)),
+      knot_models_(std::move(knot_models)),
+      terminal_model_(terminal_model) {
+  check_problem(model_, initial_state_, dynamics_, models_, knot_models_, terminal_model_);
   worker_ = make_worker();
+  size_evaluated_terms();
+}
+
+void MultibodyProblem::assign(Eigen::VectorXd initial_state, MultibodyDynamics dynamics,
+                              std::vector<KnotModel> models, std::vector<int> knot_models,
+                              int terminal_model) {
+  check_problem(model_, initial_state, dynamics, models, knot_models, terminal_model);
+  initial_state_ = std::move(initial_state);
+  dynamics_ = std::move(dynamics);
+  models_ = std::move(models);
+  knot_models_ = std::move(knot_models);
+  terminal_model_ = terminal_model;
+  if (worker_->sizes != worker_sizes()) worker_ = make_worker();
+  size_evaluated_terms();
+}
+
+void MultibodyProblem::size_evaluated_terms() {
+  evaluated_terms_.resize(static_cast<std::size_t>(knots()) + 1);
+  for (int t = 0; t <= knots(); ++t) {
+    evaluated_terms_[static_cast<std::size_t>(t)].assign(knot_model(t).costs.size(), 0.0);
+  }
 }
 
 MultibodyProblem::~MultibodyProblem() = default;
 
-std::unique_ptr<MultibodyProblem::Worker> MultibodyProblem::make_worker() const {
-  int max_rows = 0, max_residual = 0;
+MultibodyProblem::WorkerSizes MultibodyProblem::worker_sizes() const {
+  WorkerSizes sizes{.controls = control_size()};
   for (const KnotModel& knot : models_) {
-    max_rows = std::max(max_rows, constraint_rows(model_, knot.contacts));
+    sizes.constraint_rows = std::max(sizes.constraint_rows, constraint_rows(model_, knot.contacts));
     for (const CostTerm& term : knot.costs) {
-      max_residual = std::max(max_residual,
-                              residual_size(model_, term.residual, control_size(), knot.contacts));
+      sizes.residual = std::max(
+          sizes.residual, residual_size(model_, term.residual, control_size(), knot.contacts));
     }
   }
-  return std::make_unique<Worker>(model_, control_size(), max_rows, max_residual);
+  return sizes;
+}
+
+std::unique_ptr<MultibodyProblem::Worker> MultibodyProblem::make_worker() const {
+  return std::make_unique<Worker>(model_, worker_sizes());
 }
 
 void MultibodyProblem::integrate(const Eigen::VectorXd& x, const Eigen::VectorXd& dx,
@@ -268,12 +303,13 @@ double MultibodyProblem::knot_costs(Worker& worker, int t, const Eigen::VectorXd
 }
 
 double MultibodyProblem::evaluate_knot(Worker& worker, int t, const Eigen::VectorXd& x,
-                                       const Eigen::VectorXd& u, Eigen::VectorXd& next) const {
+                                       const Eigen::VectorXd& u, Eigen::VectorXd& next,
+                                       std::span<double> terms) const {
   if (t < knots()) {
     step(worker, t, x, u, nullptr);
     next << worker.q_next, worker.v_next;
   }
-  return knot_costs(worker, t, x, u, nullptr, {});
+  return knot_costs(worker, t, x, u, nullptr, terms);
 }
 
 void MultibodyProblem::differentiate_knot(Worker& worker, int t, const Eigen::VectorXd& x,
@@ -299,7 +335,7 @@ void MultibodyProblem::cost_terms(Worker& worker, int t, const Eigen::VectorXd& 
 
 double MultibodyProblem::evaluate(int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
                                   Eigen::VectorXd& next) {
-  return evaluate_knot(*worker_, t, x, u, next);
+  return evaluate_knot(*worker_, t, x, u, next, evaluated_terms_[static_cast<std::size_t>(t)]);
 }
 
 void MultibodyProblem::differentiate(std::span<const Eigen::VectorXd> xs,

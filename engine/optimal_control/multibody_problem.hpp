@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,9 +54,17 @@ struct MultibodyDynamics {
 
 class MultibodyProblem : public ShootingProblem {
  public:
+  // What a worker's buffers are sized for: the controls, the most constraint rows of a knot's
+  // contacts, and the largest residual.
+  struct WorkerSizes {
+    int controls = 0, constraint_rows = 0, residual = 0;
+    bool operator==(const WorkerSizes&) const = default;
+  };
+
   // One thread's scratch: a Data and the knot's buffers. Knots evaluated with different workers
   // may run concurrently; the problem itself is read-only to them.
   struct Worker {
+    WorkerSizes sizes;
     Data data;
     ResidualWorkspace residuals;
     Eigen::VectorXd q_next, v_next;
@@ -67,7 +76,7 @@ class MultibodyProblem : public ShootingProblem {
     Eigen::VectorXd r, gradient, curvature;
     Eigen::MatrixXd rx, ru, weighted;
 
-    Worker(const Model& model, int nu, int max_rows, int max_residual);
+    Worker(const Model& model, WorkerSizes sizes);
   };
 
   // T = knot_models.size() running knots, knot t stepping by models[knot_models[t]], and the
@@ -76,6 +85,13 @@ class MultibodyProblem : public ShootingProblem {
   MultibodyProblem(const Model& model, Eigen::VectorXd initial_state, MultibodyDynamics dynamics,
                    std::vector<KnotModel> models, std::vector<int> knot_models, int terminal_model);
   ~MultibodyProblem() override;
+
+  // Makes this the problem of the same arguments on the same model, checked as the constructor
+  // checks them (unchanged when they throw), keeping the buffers that fit: a caller that solves one
+  // problem after another (an FDDP whose sizes stay, its own workers while worker_sizes() stays)
+  // allocates little.
+  void assign(Eigen::VectorXd initial_state, MultibodyDynamics dynamics,
+              std::vector<KnotModel> models, std::vector<int> knot_models, int terminal_model);
 
   int knots() const override { return static_cast<int>(knot_models_.size()); }
   int state_size() const override { return model_.nq + model_.nv; }
@@ -89,21 +105,29 @@ class MultibodyProblem : public ShootingProblem {
                  Eigen::VectorXd& out) const override;
   void difference(const Eigen::VectorXd& x0, const Eigen::VectorXd& x1,
                   Eigen::VectorXd& out) const override;
+  // Keeps each cost term's value at the knot (evaluated_terms()).
   double evaluate(int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
                   Eigen::VectorXd& next) override;
   void differentiate(std::span<const Eigen::VectorXd> xs, std::span<const Eigen::VectorXd> us,
                      std::span<KnotValues> values) override;
 
   // The same per knot with a worker's scratch, for callers that spread the knots over threads.
+  WorkerSizes worker_sizes() const;
   std::unique_ptr<Worker> make_worker() const;
+  // With `terms`, each cost term's value as cost_terms() gives them.
   double evaluate_knot(Worker& worker, int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
-                       Eigen::VectorXd& next) const;
+                       Eigen::VectorXd& next, std::span<double> terms = {}) const;
   void differentiate_knot(Worker& worker, int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
                           KnotValues& values) const;
 
   // Each cost term's value at knot t (running: times dt), in the order of its model's costs.
   void cost_terms(Worker& worker, int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
                   std::span<double> values) const;
+  // The same from the last evaluate() at knot t (zeros before the first): after FDDP's rollout of
+  // its iterate (Fddp::rolled_out()), the iterate's, as Crocoddyl's datas hold its last calc().
+  std::span<const double> evaluated_terms(int t) const {
+    return evaluated_terms_[static_cast<std::size_t>(t)];
+  }
 
   // The cold start: x̂₀ at every knot, and at each running knot the quasi-static controls at x̂₀
   // under its contacts (quasi_static.hpp).
@@ -122,6 +146,8 @@ class MultibodyProblem : public ShootingProblem {
                     KnotValues* values, std::span<double> terms) const;
   void step(Worker& worker, int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
             KnotValues* values) const;
+  // Sizes evaluated_terms_ for the knots' costs.
+  void size_evaluated_terms();
 
   const Model& model_;
   Eigen::VectorXd initial_state_;
@@ -129,7 +155,8 @@ class MultibodyProblem : public ShootingProblem {
   std::vector<KnotModel> models_;
   std::vector<int> knot_models_;
   int terminal_model_;
-  std::unique_ptr<Worker> worker_;  // the serial evaluate() and differentiate()'s
+  std::unique_ptr<Worker> worker_;                    // the serial evaluate() and differentiate()'s
+  std::vector<std::vector<double>> evaluated_terms_;  // per knot
 };
 
 }  // namespace torqued

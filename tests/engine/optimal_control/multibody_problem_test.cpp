@@ -1,7 +1,8 @@
 // The robot problem's residuals and knots against central differences, on random floating trees
 // with contacts: every residual's R_x and R_u (1e-6), each knot's cost gradient (contact forces
 // and friction cones through the step's multipliers, across a touchdown), the Gauss-Newton
-// Hessian of a residual that is linear in x, and the quasi-static controls' equilibrium.
+// Hessian of a residual that is linear in x, the quasi-static controls' equilibrium, and a problem
+// assigned another's arguments solving as a new one, its evaluated cost terms the iterate's.
 #include "engine/optimal_control/multibody_problem.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include "engine/algorithms/rnea.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
+#include "engine/optimal_control/fddp.hpp"
 #include "engine/optimal_control/quasi_static.hpp"
 #include "tests/engine/support/central_differences.hpp"
 #include "tests/engine/support/random_tree.hpp"
@@ -344,6 +346,106 @@ TEST_P(MultibodyProblemTest, QuasiStaticControlsHoldTheRobotStill) {
   Eigen::VectorXd next(model.nq + model.nv);
   problem.evaluate(0, xs[0], us[0], next);
   EXPECT_LT(next.tail(model.nv).cwiseAbs().maxCoeff(), 1e-9 * std::max(1.0, gravity.norm()));
+}
+
+// An FDDP and its problem reused for other problems of the same sizes (MultibodyProblem::assign):
+// a problem with contacts, a touchdown and bounded controls after a free one (its workers rebuilt
+// for the contacts' rows), then the free one again, each solve bitwise that of a new problem and
+// a new FDDP, and each knot's cost terms as the solve last evaluated them bitwise the iterate's.
+TEST_P(MultibodyProblemTest, AnAssignedProblemSolvesAsANewOne) {
+  const Robot robot = random_robot(GetParam());
+  const Model& model = *robot.model;
+  const int nv = model.nv, nu = static_cast<int>(robot.u.size());
+  Eigen::VectorXd x0(model.nq + nv);
+  x0 << robot.q, Eigen::VectorXd::Zero(nv);
+  Eigen::VectorXd rest(model.nq + nv);
+  rest << robot.q, Eigen::VectorXd::Zero(nv);
+  const std::vector<CostTerm> regularization = {
+      {.name = "posture",
+       .residual = {.type = ResidualType::kState, .target = rest},
+       .weight = 1.0},
+      {.name = "effort",
+       .residual = {.type = ResidualType::kControl, .target = Eigen::VectorXd::Zero(nu)},
+       .weight = 1e-3}};
+  struct Arguments {
+    Eigen::VectorXd x0;
+    MultibodyDynamics dynamics;
+    std::vector<KnotModel> models;
+    std::vector<int> knot_models;
+  };
+  constexpr int kKnots = 6;
+  Arguments free{x0,
+                 {.actuated_dofs = robot.actuated},
+                 {KnotModel{.dt = 0.01, .costs = regularization},
+                  KnotModel{.costs = {regularization.front()}}},
+                 std::vector<int>(kKnots, 0)};
+  std::vector<CostTerm> held = regularization;
+  held.push_back({.name = "force",
+                  .residual = {.type = ResidualType::kContactForce,
+                               .contact = 0,
+                               .target = Eigen::VectorXd::Zero(
+                                   constraint_dimension(robot.contacts.front().type))},
+                  .weight = 1e-4});
+  Arguments contact{
+      x0,
+      {.actuated_dofs = robot.actuated},
+      {KnotModel{.dt = 0.01, .contacts = robot.contacts, .costs = held},
+       KnotModel{.dt = 0.01, .contacts = robot.contacts, .touchdown = true, .costs = held},
+       KnotModel{.costs = {regularization.front()}}},
+      {1, 0, 0, 0, 0, 0}};
+  contact.dynamics.control_bounds = {Eigen::VectorXd::Constant(nu, -2.0),
+                                     Eigen::VectorXd::Constant(nu, 2.0)};
+  const auto solve = [&](MultibodyProblem& problem, Fddp& fddp) {
+    std::vector<Eigen::VectorXd> xs, us;
+    problem.cold_start(xs, us);
+    for (Eigen::VectorXd& u : us) u = u.cwiseMax(-2.0).cwiseMin(2.0);
+    return fddp.solve(xs, us, false, {.max_iterations = 4});
+  };
+  const auto terminal = [](const Arguments& a) { return static_cast<int>(a.models.size()) - 1; };
+  MultibodyProblem reused(model, free.x0, free.dynamics, free.models, free.knot_models,
+                          terminal(free));
+  Fddp reused_fddp(reused);
+  solve(reused, reused_fddp);
+  int rolled_out = 0;
+  for (const Arguments* next : {&contact, &free}) {
+    SCOPED_TRACE(next == &contact ? "contacts after the free problem" : "the free one after");
+    reused.assign(next->x0, next->dynamics, next->models, next->knot_models, terminal(*next));
+    ASSERT_TRUE(reused_fddp.fits());
+    MultibodyProblem fresh(model, next->x0, next->dynamics, next->models, next->knot_models,
+                           terminal(*next));
+    Fddp fresh_fddp(fresh);
+    ASSERT_EQ(solve(reused, reused_fddp), solve(fresh, fresh_fddp));
+    ASSERT_EQ(reused_fddp.iterations().size(), fresh_fddp.iterations().size());
+    for (std::size_t i = 0; i < fresh_fddp.iterations().size(); ++i) {
+      EXPECT_EQ(reused_fddp.iterations()[i].cost, fresh_fddp.iterations()[i].cost) << i;
+      EXPECT_EQ(reused_fddp.iterations()[i].gaps, fresh_fddp.iterations()[i].gaps) << i;
+    }
+    for (int t = 0; t < kKnots; ++t) {
+      EXPECT_EQ(reused_fddp.us()[t], fresh_fddp.us()[t]) << t;
+      EXPECT_EQ(reused_fddp.feedback()[t], fresh_fddp.feedback()[t]) << t;
+    }
+    EXPECT_EQ(reused_fddp.xs().back(), fresh_fddp.xs().back());
+    // The problem's last evaluation of each knot is the rolled-out iterate's.
+    if (!reused_fddp.rolled_out()) continue;  // the last iteration found no step
+    ++rolled_out;
+    auto worker = reused.make_worker();
+    for (int t = 0; t <= kKnots; ++t) {
+      std::vector<double> terms(reused.knot_model(t).costs.size());
+      reused.cost_terms(*worker, t, reused_fddp.xs()[t],
+                        t < kKnots ? reused_fddp.us()[t] : Eigen::VectorXd::Zero(nu), terms);
+      const std::span<const double> evaluated = reused.evaluated_terms(t);
+      EXPECT_TRUE(std::equal(terms.begin(), terms.end(), evaluated.begin(), evaluated.end())) << t;
+    }
+  }
+  EXPECT_GT(rolled_out, 0);
+  // Arguments that do not fit the model throw and leave the problem as it was.
+  Arguments wrong = free;
+  wrong.knot_models.back() = 7;
+  EXPECT_THROW(
+      reused.assign(wrong.x0, wrong.dynamics, wrong.models, wrong.knot_models, terminal(wrong)),
+      std::invalid_argument);
+  EXPECT_EQ(reused.knots(), kKnots);
+  EXPECT_EQ(reused.knot_model(kKnots).costs.size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomTrees, MultibodyProblemTest, ::testing::Values(1u, 2u, 3u, 4u));
