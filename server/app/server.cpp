@@ -67,8 +67,8 @@ Server::Server(const Config& config)
                      config.max_model_bytes),
       dynamics_service_(catalog_, runner_, metrics_, memory_, access_, request_limits(config),
                         ready_),
-      control_service_(catalog_, executor_, metrics_, memory_, access_, request_limits(config),
-                       config.max_call_seconds, ready_),
+      control_service_(catalog_, executor_, workspaces_, metrics_, memory_, access_,
+                       request_limits(config), config.max_call_seconds, ready_),
       reflection_(
           {grpc::health::v1::Health::service_full_name(), v1::ModelService::service_full_name(),
            v1::DynamicsService::service_full_name(), v1::ControlService::service_full_name()},

@@ -68,6 +68,13 @@ void Reservation::merge(Reservation&& other) {
   bytes_ += std::exchange(other.bytes_, 0);
 }
 
+void Reservation::release(std::size_t bytes) {
+  bytes = std::min(bytes, bytes_);
+  if (bytes == 0) return;
+  bytes_ -= bytes;
+  budget_->release(bytes);
+}
+
 void Reservation::reset() {
   if (bytes_ > 0) budget_->release(std::exchange(bytes_, 0));
 }

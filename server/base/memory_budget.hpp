@@ -76,6 +76,8 @@ class Reservation {
   void force_add(MemoryBudget& budget, std::size_t bytes);
   // Takes over `other`'s bytes (of the same budget).
   void merge(Reservation&& other);
+  // Gives back `bytes` of the reservation (all of it when it holds fewer).
+  void release(std::size_t bytes);
   void reset();
   std::size_t bytes() const { return bytes_; }
 

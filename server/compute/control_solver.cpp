@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -22,11 +23,19 @@ using Clock = std::chrono::steady_clock;
 // so far), which bounds the answer's own pass over them (spread the same way, without
 // derivatives), so that the answer is complete before the deadline.
 struct SolveInterruption {
-  const SolveLimit& limit;
+  const SolveLimit* limit = nullptr;
   bool budget_applies = true;
   std::atomic<Clock::rep> last_pass{0};
   std::atomic<Clock::rep> pass_start{0};  // 0 between passes
   std::atomic<int> pass_knots{0}, knots_done{0};
+
+  // For a solve within `solve_limit`, before its helpers start.
+  void start(const SolveLimit& solve_limit) {
+    limit = &solve_limit;
+    budget_applies = true;
+    last_pass.store(0, std::memory_order_relaxed);
+    pass_start.store(0, std::memory_order_relaxed);
+  }
 
   Clock::duration reserve() const {
     Clock::duration reserve(last_pass.load(std::memory_order_relaxed));
@@ -44,33 +53,50 @@ struct SolveInterruption {
 
   static bool requested(const void* state) {
     const auto& self = *static_cast<const SolveInterruption*>(state);
+    const SolveLimit& limit = *self.limit;
     if (self.budget_applies) {
       const Clock::time_point now = Clock::now();
-      if (now >= self.limit.budget_end || (self.limit.answer_by != Clock::time_point::max() &&
-                                           now + self.reserve() >= self.limit.answer_by)) {
+      if (now >= limit.budget_end || (limit.answer_by != Clock::time_point::max() &&
+                                      now + self.reserve() >= limit.answer_by)) {
         return true;
       }
     }
-    return (self.limit.call_should_stop != nullptr && self.limit.call_should_stop(self.limit.call));
+    return (limit.call_should_stop != nullptr && limit.call_should_stop(limit.call));
   }
 };
 
 // The planned problem, whose knots' derivatives (FDDP's differentiate(), most of an iteration)
-// and final values are computed by every participant of `parallel`, each with its own scratch.
+// and final values are computed by every participant of a solve's KnotParallel, each with its own
+// scratch.
 class SpreadProblem final : public MultibodyProblem {
  public:
-  SpreadProblem(const PlannedSolve& plan, KnotParallel& parallel, SolveInterruption& state,
+  SpreadProblem(const PlannedSolve& plan, SolveInterruption& state,
                 const Interruption& interruption)
       : MultibodyProblem(*plan.entry->model, plan.x0, plan.dynamics, plan.models, plan.knot_models,
                          plan.terminal_model),
-        parallel_(parallel),
         state_(state),
-        done_(static_cast<std::size_t>(plan.knot_models.size()) + 1) {
-    for (int slot = 0; slot < parallel.participants(); ++slot) {
+        interruption_(interruption),
+        done_(static_cast<std::size_t>(knots()) + 1) {}
+
+  // Becomes `plan`'s problem (on the same model), keeping the workers while their sizes fit.
+  void rebind(const PlannedSolve& plan) {
+    assign(plan.x0, plan.dynamics, plan.models, plan.knot_models, plan.terminal_model);
+    if (done_.size() != static_cast<std::size_t>(knots()) + 1) {
+      done_ = std::vector<std::atomic<bool>>(static_cast<std::size_t>(knots()) + 1);
+    }
+    if (!workers_.empty() && workers_.front()->sizes != worker_sizes()) workers_.clear();
+  }
+
+  // The solve's participants, a worker for each.
+  void spread_over(KnotParallel& parallel) {
+    parallel_ = &parallel;
+    while (static_cast<int>(workers_.size()) < parallel.participants()) {
       workers_.push_back(make_worker());
-      workers_.back()->data.interruption = interruption;
+      workers_.back()->data.interruption = interruption_;
     }
   }
+
+  int workers() const { return static_cast<int>(workers_.size()); }
 
   void differentiate(std::span<const Eigen::VectorXd> xs, std::span<const Eigen::VectorXd> us,
                      std::span<KnotValues> values) override {
@@ -89,7 +115,7 @@ class SpreadProblem final : public MultibodyProblem {
     state_.pass_start.store(start.time_since_epoch().count(), std::memory_order_relaxed);
     for (std::atomic<bool>& knot : done_) knot.store(false, std::memory_order_relaxed);
     int done_from = count + 1;
-    parallel_.run(count + 1, [&](int slot, int taken) {
+    parallel_->run(count + 1, [&](int slot, int taken) {
       // A small model's knot is below the engine's own polling: ask before each one.
       if (SolveInterruption::requested(&state_)) throw Interrupted();
       const int t = count - taken;
@@ -111,8 +137,9 @@ class SpreadProblem final : public MultibodyProblem {
   Worker& worker(int slot) { return *workers_[static_cast<std::size_t>(slot)]; }
 
  private:
-  KnotParallel& parallel_;
+  KnotParallel* parallel_ = nullptr;  // the solve's under way
   SolveInterruption& state_;
+  const Interruption& interruption_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::atomic<bool>> done_;  // knot t differentiated in the current pass
 };
@@ -164,20 +191,41 @@ double* sized(google::protobuf::RepeatedField<double>* field, std::size_t n) {
   return field->mutable_data();
 }
 
-// Everything a solve allocates, in one object that solve() hands to its caller (SolveRemains).
-struct SolveWork {
-  SolveWork(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit)
-      : state{limit},
+// A model's solver, kept in its workspace between solves (workspace_pool.hpp): the problem with
+// each participant's scratch, FDDP's buffers (most of the bytes: every knot's derivatives, value
+// function and gains, which a new solver allocates and first touches) and the answer's. Rebound
+// to each solve's plan; FDDP's buffers stay while the knots, state and control sizes do.
+struct SolveWork final : CallBuffers {
+  explicit SolveWork(const PlannedSolve& plan)
+      : model(plan.entry->model),
         interruption{&SolveInterruption::requested, &state},
-        parallel(executor, threads),
-        problem(plan, parallel, state, interruption),
-        fddp(problem) {}
+        problem(plan, state, interruption),
+        fddp(std::in_place, problem) {}
 
+  // Whether FDDP's buffers fit `plan`'s problem.
+  bool fits(const PlannedSolve& plan) const {
+    return model == plan.entry->model &&
+           problem.knots() == static_cast<int>(plan.knot_models.size()) &&
+           problem.control_size() == static_cast<int>(plan.dynamics.actuated_dofs.size());
+  }
+
+  void rebind(const PlannedSolve& plan) {
+    problem.rebind(plan);
+    if (!fddp->fits()) {
+      fddp.reset();
+      fddp.emplace(problem);
+    }
+  }
+
+  std::size_t heap_bytes() const override {
+    return solve_bytes(*model, problem.knots(), problem.control_size(), problem.workers());
+  }
+
+  const ModelPtr model;  // the problem's
   SolveInterruption state;
   const Interruption interruption;
-  KnotParallel parallel;
   SpreadProblem problem;
-  Fddp fddp;
+  std::optional<Fddp> fddp;
   std::vector<Eigen::VectorXd> cold_xs, cold_us;
   // The answer's pass over the knots: each knot's cost terms and gap, each participant's scratch.
   std::vector<std::vector<double>> terms;
@@ -185,23 +233,82 @@ struct SolveWork {
   std::vector<Eigen::VectorXd> next, gap;
 };
 
+// A workspace of the plan's model leased for its solver (one whose solver fits the plan when the
+// pool has one), given back when the lease ends (once the answer is on its way).
+class SolverLease {
+ public:
+  SolverLease(WorkspacePool& workspaces, const PlannedSolve& plan)
+      : workspaces_(workspaces),
+        entry_(plan.entry),
+        workspace_(workspaces.acquire(*plan.entry, WorkspaceSet{}, [&](const ModelWorkspace& idle) {
+          // Only solve() puts a solver in a workspace.
+          return idle.solver != nullptr && static_cast<const SolveWork&>(*idle.solver).fits(plan);
+        })) {
+    if (workspace_->solver) workspace_->memory.release(workspace_->solver->heap_bytes());
+  }
+  ~SolverLease() { workspaces_.release(*entry_, std::move(workspace_)); }
+
+  SolverLease(const SolverLease&) = delete;
+  SolverLease& operator=(const SolverLease&) = delete;
+
+  // The workspace's solver bound to `plan`: rebound when there is one, else new.
+  SolveWork& solver(const PlannedSolve& plan) {
+    // Only solve() puts a solver in a workspace.
+    auto* work = static_cast<SolveWork*>(workspace_->solver.get());
+    if (work != nullptr && work->model == plan.entry->model) {
+      try {
+        work->rebind(plan);
+        return *work;
+      } catch (...) {
+        workspace_->solver.reset();
+        throw;
+      }
+    }
+    workspace_->solver.reset();
+    auto created = std::make_unique<SolveWork>(plan);
+    work = created.get();
+    workspace_->solver = std::move(created);
+    return *work;
+  }
+
+ private:
+  WorkspacePool& workspaces_;
+  const RegisteredModelPtr entry_;
+  std::unique_ptr<ModelWorkspace> workspace_;
+};
+
 }  // namespace
 
-void solve(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit,
-           v1::SolveResponse& response, SolveRemains& remains) {
+std::size_t solve_bytes(const Model& model, int knots, int nu, int threads) {
+  const std::size_t nx = static_cast<std::size_t>(model.nq + model.nv);
+  const std::size_t ndx = 2 * static_cast<std::size_t>(model.nv), u = static_cast<std::size_t>(nu);
+  const std::size_t doubles = 3 * ndx * ndx + 4 * ndx * u + 2 * u * u + 8 * ndx + 4 * nx + 6 * u;
+  const std::size_t allocations = 24;
+  const std::size_t per_worker =
+      8 * (6 * static_cast<std::size_t>(model.nv) * model.nv + 64 * model.nv);
+  return (static_cast<std::size_t>(knots) + 1) * (8 * doubles + 32 * allocations) +
+         static_cast<std::size_t>(threads) * (per_worker + 65536);
+}
+
+void solve(const PlannedSolve& plan, WorkspacePool& workspaces, Executor* executor, int threads,
+           const SolveLimit& limit, v1::SolveResponse& response, SolveRemains& remains) {
   const Clock::time_point start = Clock::now();
   const Model& model = *plan.entry->model;
-  auto work = std::make_shared<SolveWork>(plan, executor, threads, limit);
-  remains = work;
-  SolveInterruption& state = work->state;
-  KnotParallel& parallel = work->parallel;
-  SpreadProblem& problem = work->problem;
-  Fddp& fddp = work->fddp;
+  auto lease = std::make_shared<SolverLease>(workspaces, plan);
+  remains = lease;
+  SolveWork& work = lease->solver(plan);
+  KnotParallel parallel(executor, threads);
+  SolveInterruption& state = work.state;
+  state.start(limit);
+  SpreadProblem& problem = work.problem;
+  problem.spread_over(parallel);
+  Fddp& fddp = *work.fddp;
+
   const int knots = problem.knots(), nq = model.nq, nv = model.nv, nu = problem.control_size();
   const int ndx = 2 * nv;
 
-  std::vector<Eigen::VectorXd>& cold_xs = work->cold_xs;
-  std::vector<Eigen::VectorXd>& cold_us = work->cold_us;
+  std::vector<Eigen::VectorXd>& cold_xs = work.cold_xs;
+  std::vector<Eigen::VectorXd>& cold_us = work.cold_us;
   const bool warm = !plan.xs.empty();
   if (!warm) {
     problem.cold_start(cold_xs, cold_us);
@@ -212,7 +319,7 @@ void solve(const PlannedSolve& plan, Executor* executor, int threads, const Solv
     }
   }
   const FddpOutcome outcome = fddp.solve(warm ? plan.xs : cold_xs, warm ? plan.us : cold_us,
-                                         warm && plan.feasible, plan.settings, work->interruption);
+                                         warm && plan.feasible, plan.settings, work.interruption);
   // The budget, not the call, ends an interrupted solve: the call's own end is an error.
   if (outcome == FddpOutcome::kInterrupted && limit.call_should_stop != nullptr &&
       limit.call_should_stop(limit.call)) {
@@ -253,40 +360,49 @@ void solve(const PlannedSolve& plan, Executor* executor, int threads, const Solv
     }
   }
 
-  // The solution's cost by term and its gaps, from one more pass over the knots, spread like the
-  // derivatives (the last iteration's values are the iterate's before its step): cost_terms()
-  // steps each running knot, leaving its next state in the worker.
-  std::vector<std::vector<double>>& terms = work->terms;
-  std::vector<double>& gaps = work->gaps;
-  std::vector<Eigen::VectorXd>& next = work->next;
-  std::vector<Eigen::VectorXd>& gap = work->gap;
-  terms.resize(static_cast<std::size_t>(knots) + 1);
-  gaps.assign(static_cast<std::size_t>(knots) + 1, 0.0);
-  next.assign(static_cast<std::size_t>(parallel.participants()), Eigen::VectorXd(nq + nv));
-  gap.assign(static_cast<std::size_t>(parallel.participants()), Eigen::VectorXd(ndx));
-  const Eigen::VectorXd no_control = Eigen::VectorXd::Zero(nu);
-  parallel.run(knots + 1, [&](int slot, int t) {
-    const auto at = static_cast<std::size_t>(t), s = static_cast<std::size_t>(slot);
-    const Eigen::VectorXd& x = fddp.xs()[at];
-    MultibodyProblem::Worker& worker = problem.worker(slot);
-    terms[at].resize(problem.knot_model(t).costs.size());
-    problem.cost_terms(worker, t, x, t < knots ? fddp.us()[at] : no_control, terms[at]);
-    if (t < knots) {
-      next[s] << worker.q_next, worker.v_next;
-      problem.difference(fddp.xs()[at + 1], next[s], gap[s]);
-      gaps[at + 1] = gap[s].lpNorm<Eigen::Infinity>();
-    } else {
-      problem.difference(fddp.xs()[0], problem.initial_state(), gap[s]);
-      gaps[0] = gap[s].lpNorm<Eigen::Infinity>();
-    }
-  });
+  // The solution's cost by term and its largest gap: from FDDP's rollout of it when its last
+  // iteration took a step (as Crocoddyl's datas hold them after its solve()), else from one more
+  // pass over the knots, spread like the derivatives (the last iteration's values are the
+  // iterate's before its step): cost_terms() steps each running knot, leaving its next state in
+  // the worker.
+  const bool rolled_out = fddp.rolled_out();
+  double max_gap = fddp.rolled_out_gap();
+  std::vector<std::vector<double>>& terms = work.terms;
+  if (!rolled_out) {
+    std::vector<double>& gaps = work.gaps;
+    std::vector<Eigen::VectorXd>& next = work.next;
+    std::vector<Eigen::VectorXd>& gap = work.gap;
+    terms.resize(static_cast<std::size_t>(knots) + 1);
+    gaps.assign(static_cast<std::size_t>(knots) + 1, 0.0);
+    next.assign(static_cast<std::size_t>(parallel.participants()), Eigen::VectorXd(nq + nv));
+    gap.assign(static_cast<std::size_t>(parallel.participants()), Eigen::VectorXd(ndx));
+    const Eigen::VectorXd no_control = Eigen::VectorXd::Zero(nu);
+    parallel.run(knots + 1, [&](int slot, int t) {
+      const auto at = static_cast<std::size_t>(t), s = static_cast<std::size_t>(slot);
+      const Eigen::VectorXd& x = fddp.xs()[at];
+      MultibodyProblem::Worker& worker = problem.worker(slot);
+      terms[at].resize(problem.knot_model(t).costs.size());
+      problem.cost_terms(worker, t, x, t < knots ? fddp.us()[at] : no_control, terms[at]);
+      if (t < knots) {
+        next[s] << worker.q_next, worker.v_next;
+        problem.difference(fddp.xs()[at + 1], next[s], gap[s]);
+        gaps[at + 1] = gap[s].lpNorm<Eigen::Infinity>();
+      } else {
+        problem.difference(fddp.xs()[0], problem.initial_state(), gap[s]);
+        gaps[0] = gap[s].lpNorm<Eigen::Infinity>();
+      }
+    });
+    max_gap = *std::max_element(gaps.begin(), gaps.end());
+  }
   std::vector<double> by_term(plan.term_names.size(), 0.0);
   for (int t = 0; t <= knots; ++t) {
     const auto at = static_cast<std::size_t>(t);
     const int index = t < knots ? plan.knot_models[at] : plan.terminal_model;
     const std::vector<int>& term_of = plan.terms_of_model[static_cast<std::size_t>(index)];
-    for (std::size_t i = 0; i < terms[at].size(); ++i) {
-      by_term[static_cast<std::size_t>(term_of[i])] += terms[at][i];
+    const std::span<const double> values =
+        rolled_out ? problem.evaluated_terms(t) : std::span<const double>(terms[at]);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      by_term[static_cast<std::size_t>(term_of[i])] += values[i];
     }
   }
   double cost = 0.0;
@@ -297,7 +413,7 @@ void solve(const PlannedSolve& plan, Executor* executor, int threads, const Solv
     cost += by_term[i];
   }
   response.set_cost(cost);
-  response.set_max_gap(*std::max_element(gaps.begin(), gaps.end()));
+  response.set_max_gap(max_gap);
   response.set_feasible(fddp.feasible());
   check_finite(response);
   response.set_solve_seconds(std::chrono::duration<double>(Clock::now() - start).count());

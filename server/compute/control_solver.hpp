@@ -12,6 +12,7 @@
 #include "engine/optimal_control/fddp.hpp"
 #include "engine/optimal_control/multibody_problem.hpp"
 #include "server/compute/executor.hpp"
+#include "server/compute/workspace_pool.hpp"
 #include "server/models/served_models.hpp"
 #include "torqued/v1/control.pb.h"
 
@@ -58,16 +59,25 @@ struct SolveLimit {
   std::chrono::steady_clock::time_point answer_by = std::chrono::steady_clock::time_point::max();
 };
 
-// The buffers a solve worked in (its solver's, its problem's, its knots'). solve() leaves them
-// here rather than freeing them, so that the caller frees them once the answer is on its way:
-// freeing a 50-knot arm's took some 50 us, which the call's latency would otherwise include.
+// The heap bytes of a solver for `knots` knots and `nu` controls on `threads` workers (FDDP's
+// trajectories, derivatives, value function and gains per knot, each an allocation of its own,
+// and each worker's scratch): what a Solve reserves, and what the solver holds while it waits in
+// its model's workspace for the next solve.
+std::size_t solve_bytes(const Model& model, int knots, int nu, int threads);
+
+// The workspace a solve worked in, its solver in it. solve() leaves it here rather than giving
+// it back, so that the caller gives it back once the answer is on its way: when the pool does not
+// keep it, freeing a 50-knot arm's solver takes some 50 us, which the call's latency would
+// otherwise include.
 using SolveRemains = std::shared_ptr<const void>;
 
 // Solves `plan` into `response` on a task of `executor` (null: the calling thread only) with at
-// most `threads` workers. A time budget that runs out answers the best iterate so far
-// (STOP_REASON_TIME_BUDGET). Throws Interrupted when the call itself must stop, SolveOverflow, and
-// what the engine throws (SingularSystemError when a knot's dynamics is singular at the guess).
-void solve(const PlannedSolve& plan, Executor* executor, int threads, const SolveLimit& limit,
-           v1::SolveResponse& response, SolveRemains& remains);
+// most `threads` workers, its solver that of a workspace of the plan's model from `workspaces`
+// (the last solve's, rebound to the plan, when one holds it). A time budget that runs out
+// answers the best iterate so far (STOP_REASON_TIME_BUDGET). Throws Interrupted when the call
+// itself must stop, SolveOverflow, WorkspaceLimitError, and what the engine throws
+// (SingularSystemError when a knot's dynamics is singular at the guess).
+void solve(const PlannedSolve& plan, WorkspacePool& workspaces, Executor* executor, int threads,
+           const SolveLimit& limit, v1::SolveResponse& response, SolveRemains& remains);
 
 }  // namespace torqued::server

@@ -1,6 +1,8 @@
 // The workspace pool and the per-chunk worker context (see workspace_pool.hpp).
 #include "server/compute/workspace_pool.hpp"
 
+#include <algorithm>
+
 #include "server/base/status_messages.hpp"
 
 namespace torqued::server {
@@ -13,7 +15,8 @@ std::size_t workspace_bytes(const Model& model, WorkspaceSet needs) {
 std::size_t ModelWorkspace::heap_bytes() const {
   return data.heap_bytes() + forces.capacity() * sizeof(Force) +
          (contact ? sizeof(ContactWorkspace) + contact->heap_bytes() : 0) +
-         (simulation ? sizeof(SimulationWorkspace) + simulation->heap_bytes() : 0);
+         (simulation ? sizeof(SimulationWorkspace) + simulation->heap_bytes() : 0) +
+         (solver ? solver->heap_bytes() : 0);
 }
 
 std::size_t ModelWorkspace::heap_bytes_with(const Model& model, WorkspaceSet needs) const {
@@ -40,12 +43,19 @@ void WorkspacePool::reserve(ModelWorkspace& workspace, std::size_t bytes,
   }
 }
 
-std::unique_ptr<ModelWorkspace> WorkspacePool::acquire(const RegisteredModel& entry,
-                                                       WorkspaceSet needs) {
+std::unique_ptr<ModelWorkspace> WorkspacePool::acquire(
+    const RegisteredModel& entry, WorkspaceSet needs,
+    const std::function<bool(const ModelWorkspace&)>& preferred) {
   std::unique_ptr<ModelWorkspace> workspace;
   {
     std::lock_guard lock(mutex_);
-    if (auto it = by_id_.find(entry.id); it != by_id_.end()) {
+    auto [it, end] = by_id_.equal_range(entry.id);
+    if (preferred) {
+      const auto found = std::find_if(
+          it, end, [&](const auto& idle) { return preferred(*idle.second->workspace); });
+      if (found != end) it = found;
+    }
+    if (it != end) {
       const auto idle = it->second;
       by_id_.erase(it);
       workspace = std::move(idle->workspace);

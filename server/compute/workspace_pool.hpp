@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,15 @@ class WorkspaceLimitError : public std::runtime_error {
 // anything is allocated for it.
 std::size_t workspace_bytes(const Model& model, WorkspaceSet needs);
 
+// Buffers a kind of call keeps in a model's workspace between its calls, beside the engine's:
+// the optimal-control solver's (control_solver.cpp).
+class CallBuffers {
+ public:
+  virtual ~CallBuffers() = default;
+  // Its own size included.
+  virtual std::size_t heap_bytes() const = 0;
+};
+
 struct ModelWorkspace {
   explicit ModelWorkspace(const Model& model)
       : data(model), forces(model.nbodies(), Force::Zero()) {}
@@ -59,6 +69,9 @@ struct ModelWorkspace {
   // Rebuilt, larger, only when a call has more contacts (or candidates) than they hold.
   std::unique_ptr<ContactWorkspace> contact;
   std::unique_ptr<SimulationWorkspace> simulation;
+  // The last solve's solver, rebound to the next solve's problem; while a solve holds the
+  // workspace, the solver's bytes are the call's (the plan reserved them).
+  std::unique_ptr<CallBuffers> solver;
 
   // What the workspace holds of the memory budget, released when it is freed.
   Reservation memory;
@@ -78,8 +91,12 @@ class WorkspacePool final : public ModelWorkspaces {
   // the limit, the caller's alone until release(): an idle one when there is one (a new one in
   // its place when what earlier calls bound in it leaves no room for `needs`), else a new one.
   // Throws WorkspaceLimitError when even a new one would pass the limit, or when what it needs
-  // does not fit the memory budget even without idle workspaces.
-  std::unique_ptr<ModelWorkspace> acquire(const RegisteredModel& entry, WorkspaceSet needs);
+  // does not fit the memory budget even without idle workspaces. An idle one for which
+  // `preferred` holds, when there is one, is taken before the others (it is called under the
+  // pool's lock).
+  std::unique_ptr<ModelWorkspace> acquire(
+      const RegisteredModel& entry, WorkspaceSet needs,
+      const std::function<bool(const ModelWorkspace&)>& preferred = {});
   // Gives a workspace back: kept idle (evicting the least recently used beyond the budget), or
   // freed when its model has been deleted meanwhile.
   void release(const RegisteredModel& entry, std::unique_ptr<ModelWorkspace> workspace);

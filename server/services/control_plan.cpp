@@ -531,18 +531,6 @@ grpc::Status plan_guess(const Model& m, const v1::SolveRequest& request, int kno
   return grpc::Status::OK;
 }
 
-// What the solve holds per knot (FDDP's trajectories, derivatives, value function and gains,
-// each an allocation of its own), and its answer.
-std::size_t solve_bytes(const Model& m, int knots, int nu, int threads) {
-  const std::size_t nx = static_cast<std::size_t>(m.nq + m.nv);
-  const std::size_t ndx = 2 * static_cast<std::size_t>(m.nv), u = static_cast<std::size_t>(nu);
-  const std::size_t doubles = 3 * ndx * ndx + 4 * ndx * u + 2 * u * u + 8 * ndx + 4 * nx + 6 * u;
-  const std::size_t allocations = 24;
-  const std::size_t per_worker = 8 * (6 * static_cast<std::size_t>(m.nv) * m.nv + 64 * m.nv);
-  return (static_cast<std::size_t>(knots) + 1) * (8 * doubles + 32 * allocations) +
-         static_cast<std::size_t>(threads) * (per_worker + 65536);
-}
-
 }  // namespace
 
 grpc::Status plan_solve(const Planning& planning, const RegisteredModelPtr& entry,

@@ -56,12 +56,13 @@ std::vector<std::string> ControlService::algorithm_names() {
   return {std::string(kFddp.name), std::string(kBoxFddp.name)};
 }
 
-ControlService::ControlService(const ModelCatalog& catalog, Executor& executor, Metrics& metrics,
-                               MemoryBudget& budget, const AccessControl& access,
-                               const RequestLimits& limits, double max_call_seconds,
-                               const std::atomic<bool>& ready)
+ControlService::ControlService(const ModelCatalog& catalog, Executor& executor,
+                               WorkspacePool& workspaces, Metrics& metrics, MemoryBudget& budget,
+                               const AccessControl& access, const RequestLimits& limits,
+                               double max_call_seconds, const std::atomic<bool>& ready)
     : catalog_(catalog),
       executor_(executor),
+      workspaces_(workspaces),
       metrics_(metrics),
       budget_(budget),
       access_(access),
@@ -166,7 +167,7 @@ grpc::Status ControlService::solve_in_call(grpc::CallbackServerContext& context,
   const Algorithm algorithm = plan.dynamics.control_bounds.lower.size() > 0 ? kBoxFddp : kFddp;
   const Clock::time_point start = metrics_.start();
   try {
-    solve(plan, &executor_, executor_.workers(), solve_limit, response, remains);
+    solve(plan, workspaces_, &executor_, executor_.workers(), solve_limit, response, remains);
   } catch (const SingularSystemError& e) {
     return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
   } catch (const SolveOverflow& e) {
@@ -174,6 +175,8 @@ grpc::Status ControlService::solve_in_call(grpc::CallbackServerContext& context,
   } catch (const Interrupted&) {
     const grpc::Status alive = check_alive(limit);
     return alive.ok() ? grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled") : alive;
+  } catch (const WorkspaceLimitError& e) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()};
   } catch (const std::bad_alloc&) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             "the server could not allocate the memory this call needs"};

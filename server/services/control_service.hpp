@@ -34,9 +34,10 @@ class ControlService final : public v1::ControlService::Service {
  public:
   // Registers every method of the service; throws std::logic_error naming a method of its
   // descriptor that nothing serves.
-  ControlService(const ModelCatalog& catalog, Executor& executor, Metrics& metrics,
-                 MemoryBudget& budget, const AccessControl& access, const RequestLimits& limits,
-                 double max_call_seconds, const std::atomic<bool>& ready);
+  ControlService(const ModelCatalog& catalog, Executor& executor, WorkspacePool& workspaces,
+                 Metrics& metrics, MemoryBudget& budget, const AccessControl& access,
+                 const RequestLimits& limits, double max_call_seconds,
+                 const std::atomic<bool>& ready);
 
   ~ControlService() override { std::lock_guard lock(streams_mutex_); }
 
@@ -59,7 +60,7 @@ class ControlService final : public v1::ControlService::Service {
   // (the time the request's checks and plan took) included; the solver's buffers are left in
   // `remains`, for the caller to free after answering. The status of a solve that cannot answer:
   // FAILED_PRECONDITION (singular dynamics, an answer that overflows), CANCELLED or
-  // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (allocation).
+  // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (allocation, a workspace past its limits).
   grpc::Status solve_in_call(grpc::CallbackServerContext& context, const PlannedSolve& plan,
                              std::chrono::steady_clock::duration planning,
                              v1::SolveResponse& response, SolveRemains& remains);
@@ -72,6 +73,7 @@ class ControlService final : public v1::ControlService::Service {
 
   const ModelCatalog& catalog_;
   Executor& executor_;
+  WorkspacePool& workspaces_;  // the models' solvers are kept in their workspaces
   Metrics& metrics_;
   MemoryBudget& budget_;
   const AccessControl& access_;

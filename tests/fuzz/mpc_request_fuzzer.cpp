@@ -67,7 +67,7 @@ class Harness {
       v1::SolveResponse solution;
       SolveRemains remains;
       try {
-        solve(window.plan(), nullptr, 1, SolveLimit{}, solution, remains);
+        solve(window.plan(), bundled_.workspaces(), nullptr, 1, SolveLimit{}, solution, remains);
       } catch (const SingularSystemError&) {
         continue;
       } catch (const SolveOverflow&) {

@@ -39,7 +39,7 @@ class Harness {
     v1::SolveResponse response;
     try {
       SolveRemains remains;
-      solve(plan, nullptr, 1, SolveLimit{}, response, remains);
+      solve(plan, bundled_.workspaces(), nullptr, 1, SolveLimit{}, response, remains);
     } catch (const SingularSystemError&) {
       return;
     } catch (const SolveOverflow&) {

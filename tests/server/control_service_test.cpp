@@ -4,13 +4,15 @@
 // over the workers change nothing); the bundled quadruped shifts its trunk through a touchdown
 // with its feet held; a warm start from a solution converges at once; a time budget and a
 // deadline answer the best iterate, the budget within 2 s of its end here (the benchmark's figure
-// is in docs/benchmarks.md), and the server is idle afterwards; control bounds hold. Over an Mpc
+// is in docs/benchmarks.md), and the server is idle afterwards; control bounds hold; a model's
+// solver kept between solves answers as a new one. Over an Mpc
 // stream, the first message's answer is Solve's, a tick shifts the last solution and warm-starts
 // it, new targets steer it, and a bad message is answered with its error while the stream goes
 // on with its problem; a shutdown ends an open stream with UNAVAILABLE.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -230,17 +232,21 @@ TEST_F(ControlServiceTest, WarmStartFromASolutionConvergesAtOnce) {
   EXPECT_LE(second.cost(), first.cost() * (1 + 1e-9));
 }
 
-TEST_F(ControlServiceTest, ControlBoundsHold) {
-  const LocalModel& arm = model("puma560");
-  const Model& m = *arm.model;
+// The reach with every torque within ±20 N m, below gravity's at the start, in `iterations`.
+v1::SolveRequest bounded_reach(const LocalModel& arm, int iterations) {
   v1::SolveRequest request = reach(arm);
-  // Below gravity's torques at the start: the arm cannot hold itself, and box-FDDP does not
-  // converge within the iterations; its iterates keep to the bounds.
-  request.mutable_solver()->set_max_iterations(20);
-  for (int i = 0; i < m.nv; ++i) {
+  request.mutable_solver()->set_max_iterations(static_cast<std::uint32_t>(iterations));
+  for (int i = 0; i < arm.model->nv; ++i) {
     request.mutable_control_bounds()->add_lower(-20.0);
     request.mutable_control_bounds()->add_upper(20.0);
   }
+  return request;
+}
+
+TEST_F(ControlServiceTest, ControlBoundsHold) {
+  // The arm cannot hold itself, and box-FDDP does not converge within the iterations; its
+  // iterates keep to the bounds.
+  const v1::SolveRequest request = bounded_reach(model("puma560"), 20);
   v1::SolveResponse response;
   const grpc::Status status = solve(request, response);
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -248,6 +254,35 @@ TEST_F(ControlServiceTest, ControlBoundsHold) {
   for (const double u : response.u()) largest = std::max(largest, std::abs(u));
   EXPECT_LE(largest, 20.0);
   EXPECT_NE(response.stop_reason(), v1::STOP_REASON_REGULARIZATION_LIMIT);
+}
+
+// A model's solver is kept between solves and rebound to the next problem: the reach answers
+// bitwise the same after a bounded reach and a longer one have used the solver (its problem's
+// bounds, then FDDP's buffers for other knots).
+TEST_F(ControlServiceTest, AKeptSolverAnswersAsANewOne) {
+  const LocalModel& arm = model("puma560");
+  v1::SolveRequest request = reach(arm);
+  request.set_feedback(true);
+  v1::SolveResponse first;
+  ASSERT_TRUE(solve(request, first).ok());
+  v1::SolveResponse other;
+  ASSERT_TRUE(solve(bounded_reach(arm, 5), other).ok());
+  ASSERT_TRUE(solve(reach(arm, kReachKnots + 7), other).ok());
+  v1::SolveResponse again;
+  ASSERT_TRUE(solve(request, again).ok());
+  ASSERT_EQ(again.iterations_size(), first.iterations_size());
+  for (int i = 0; i < first.iterations_size(); ++i) {
+    EXPECT_EQ(again.iterations(i).cost(), first.iterations(i).cost()) << i;
+  }
+  const auto same = [](const auto& a, const auto& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  };
+  EXPECT_TRUE(same(again.q(), first.q()));
+  EXPECT_TRUE(same(again.v(), first.v()));
+  EXPECT_TRUE(same(again.u(), first.u()));
+  EXPECT_TRUE(same(again.feedback(), first.feedback()));
+  EXPECT_EQ(again.cost(), first.cost());
+  EXPECT_EQ(again.max_gap(), first.max_gap());
 }
 
 // The quadruped on three feet lowers its fourth (FL) at knot 10, then shifts its trunk on all

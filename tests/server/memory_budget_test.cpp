@@ -1,6 +1,6 @@
 // Tests server/base/memory_budget.cpp in process: reservations within the capacity, the reclaimer
-// asked for what is missing, forced reservations past the capacity, and reservations released
-// when their holder ends, from several threads (the TSan stage runs this test).
+// asked for what is missing, forced reservations past the capacity, and reservations released in
+// part or when their holder ends, from several threads (the TSan stage runs this test).
 #include "server/base/memory_budget.hpp"
 
 #include <gtest/gtest.h>
@@ -23,6 +23,18 @@ TEST(MemoryBudgetTest, ReservationsFitTheCapacityAndAreReleasedWithTheirHolder) 
     EXPECT_EQ(other.bytes(), 0u);
     EXPECT_EQ(call.bytes(), 1000u);
   }
+  EXPECT_EQ(budget.reserved(), 0u);
+}
+
+TEST(MemoryBudgetTest, APartOfAReservationIsGivenBack) {
+  MemoryBudget budget(1000);
+  Reservation workspace;
+  ASSERT_TRUE(workspace.add(budget, 700));
+  workspace.release(300);
+  EXPECT_EQ(workspace.bytes(), 400u);
+  EXPECT_EQ(budget.reserved(), 400u);
+  workspace.release(1000);  // more than it holds: all of it
+  EXPECT_EQ(workspace.bytes(), 0u);
   EXPECT_EQ(budget.reserved(), 0u);
 }
 

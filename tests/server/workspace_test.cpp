@@ -3,7 +3,8 @@
 // engine workspaces a call will bind before they are bound, so that a call never grows a workspace
 // past
 // --max-workspace-bytes; and its locking holds with threads leasing and returning workspaces of
-// two models while one is deleted (the TSan stage of tests/run.sh runs this test). Byte counts
+// two models while one is deleted (the TSan stage of tests/run.sh runs this test). A workspace
+// holding a solver counts its bytes and is leased first when the caller prefers it. Byte counts
 // are exact integers, compared exactly.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -70,6 +71,45 @@ TEST(WorkspacePoolTest, KeepsIdleWorkspacesWithinTheBudgetLeastRecentlyUsedFirst
   EXPECT_EQ(pool.idle_count(), 0u);
   pool.release(*small, pool.acquire(*small, {}));  // a deleted model's workspace is not kept
   EXPECT_EQ(pool.idle_count(), 0u);
+}
+
+// Buffers of a fixed size in a workspace, as a solve's solver is kept there.
+class FixedBuffers final : public CallBuffers {
+ public:
+  explicit FixedBuffers(std::size_t bytes) : bytes_(bytes) {}
+  std::size_t heap_bytes() const override { return bytes_; }
+
+ private:
+  std::size_t bytes_;
+};
+
+TEST(WorkspacePoolTest, AWorkspaceHoldingASolverIsCountedAndLeasedFirstWhenPreferred) {
+  const auto entry = registered("arm", 6);
+  MemoryBudget budget(std::size_t{1} << 30);
+  WorkspacePool pool(std::size_t{1} << 20, kNoWorkspaceLimit, budget);
+  const std::size_t plain_bytes = ModelWorkspace(*entry->model).heap_bytes();
+  constexpr std::size_t kSolverBytes = 10000;
+  std::unique_ptr<ModelWorkspace> with = pool.acquire(*entry, {});
+  std::unique_ptr<ModelWorkspace> without = pool.acquire(*entry, {});
+  with->solver = std::make_unique<FixedBuffers>(kSolverBytes);
+  ModelWorkspace* const holder = with.get();
+  const auto holds_solver = [](const ModelWorkspace& idle) { return idle.solver != nullptr; };
+  // Released last, and first, so that either order of the pool's lookup is tried.
+  for (const bool solver_first : {true, false}) {
+    if (solver_first) {
+      pool.release(*entry, std::move(with));
+      pool.release(*entry, std::move(without));
+    } else {
+      pool.release(*entry, std::move(without));
+      pool.release(*entry, std::move(with));
+    }
+    EXPECT_EQ(pool.idle_bytes(), 2 * plain_bytes + kSolverBytes);
+    EXPECT_EQ(budget.reserved(), 2 * plain_bytes + kSolverBytes);
+    with = pool.acquire(*entry, {}, holds_solver);
+    EXPECT_EQ(with.get(), holder);
+    without = pool.acquire(*entry, {}, holds_solver);
+    EXPECT_EQ(without->solver, nullptr);
+  }
 }
 
 TEST(WorkspacePoolTest, ThreadsLeaseAndReturnWorkspacesWhileAModelIsDeleted) {
