@@ -134,6 +134,13 @@ void expect_rss_within_bound(const std::string& when) {
       << when << ": RSS " << rss << " bytes, " << shared().baseline_rss << " at the start";
 }
 
+// The last `lines` lines of a log.
+std::string log_tail(const std::string& log, int lines) {
+  std::size_t at = log.size();
+  for (int i = 0; i <= lines && at > 0; ++i) at = log.rfind('\n', at - 1);
+  return at == std::string::npos ? log : log.substr(at + 1);
+}
+
 template <typename Stub>
 Stub& stub() {
   if constexpr (std::is_same_v<Stub, Dynamics>) {
@@ -3134,7 +3141,9 @@ std::vector<Row> session_rows() {
          m.mutable_echo()->set_response_values(100000);
          int written = 0;
          while (written < 1000 && stream.write(m.SerializeAsString(), 1.0)) ++written;
-         EXPECT_LT(written, 1000) << "no back-pressure";
+         // Should the writes all go through, what the server answered meanwhile.
+         EXPECT_LT(written, 1000) << "no back-pressure; the server's log ends:\n"
+                                  << log_tail(shared().server->log(), 20);
          expect_rss_within_bound("with the stream stuck");
          stream.cancel();
          return stream.finish();
@@ -3394,7 +3403,9 @@ std::vector<Row> mpc_rows() {
              1000, std::string(64 << 10, 'p'));
          int written = 0;
          while (written < 1000 && stream.write(m.SerializeAsString(), 1.0)) ++written;
-         EXPECT_LT(written, 1000) << "no back-pressure";
+         // Should the writes all go through, what the server answered meanwhile.
+         EXPECT_LT(written, 1000) << "no back-pressure; the server's log ends:\n"
+                                  << log_tail(shared().server->log(), 20);
          expect_rss_within_bound("with the stream stuck");
          stream.cancel();
          return stream.finish();
