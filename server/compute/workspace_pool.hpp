@@ -1,6 +1,6 @@
 // Workspaces: what a computation on one model needs beside the model itself (the engine's Data,
-// the external forces in engine form, the contact and simulation buffers), and the pool that
-// keeps them between calls.
+// the external forces in engine form, the contact and simulation buffers, the last solve's
+// solver), and the pool that keeps them between calls.
 //
 // A workspace grows as calls bind the engine's workspaces for their algorithms (a 1,000-DOF
 // chain's Data holds about 160 MB with every algorithm's bound), so workspaces live in
