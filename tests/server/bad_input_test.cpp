@@ -137,8 +137,10 @@ void expect_rss_within_bound(const std::string& when) {
 // The last `lines` lines of a log.
 std::string log_tail(const std::string& log, int lines) {
   std::size_t at = log.size();
-  for (int i = 0; i <= lines && at > 0; ++i) at = log.rfind('\n', at - 1);
-  return at == std::string::npos ? log : log.substr(at + 1);
+  for (int i = 0; i <= lines && at != std::string::npos && at > 0; ++i) {
+    at = log.rfind('\n', at - 1);
+  }
+  return at == std::string::npos || at == 0 ? log : log.substr(at + 1);
 }
 
 template <typename Stub>
