@@ -16,11 +16,11 @@
 //   HEADERS frame and then CONTINUATION frames without end makes it keep every header (a
 //   "CONTINUATION flood"; two such connections took the server to 3.4 GB in 8 s). No call exists
 //   yet to count anything against, so the listener guards the process's memory itself. Every
-//   100 ms it compares the resident size with what calls and workspaces reserved (memory_budget
-//   .hpp): past an eighth of the budget (half gRPC's quota for the transport), the listener closes
-//   each connection that received more than 8 MB in the last 100 ms (whatever it sent), and, when
-//   that size grows, the connections whose bytes account for the growth (listener.cpp). For 10 s
-//   the address may then open one connection a second, as after resets.
+//   100 ms it compares what the allocator has handed out with what calls and workspaces reserved
+//   (memory_budget.hpp): past an eighth of the budget (half gRPC's quota for the transport), the
+//   listener closes each connection that received more than 8 MB in the last 100 ms (whatever it
+//   sent), and, when that size grows, the connections whose bytes account for the growth
+//   (listener.cpp). For 10 s the address may then open one connection a second, as after resets.
 // Closing is a shutdown(2) of the socket, which gRPC sees as the peer's end of the connection. The
 // socket belongs to gRPC once handed over, and gRPC closes it when the connection ends, after which
 // the descriptor's number may be reused; the listener therefore identifies each connection by its
