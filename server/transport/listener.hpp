@@ -19,8 +19,9 @@
 //   100 ms it compares what the allocator has handed out with what calls and workspaces reserved
 //   (memory_budget.hpp): past an eighth of the budget (half gRPC's quota for the transport), the
 //   listener closes each connection that received more than 8 MB in the last 100 ms (whatever it
-//   sent), and, when that size grows, the connections whose bytes account for the growth
-//   (listener.cpp). For 10 s the address may then open one connection a second, as after resets.
+//   sent), and, when that size grows, every connection that received more than 1 MB meanwhile
+//   (listener.cpp). For 10 s the address may then open one connection a second, as after resets,
+//   and each is closed when it receives more than 1 MB in 100 ms, whatever the process holds.
 // Closing is a shutdown(2) of the socket, which gRPC sees as the peer's end of the connection. The
 // socket belongs to gRPC once handed over, and gRPC closes it when the connection ends, after which
 // the descriptor's number may be reused; the listener therefore identifies each connection by its
@@ -91,6 +92,9 @@ class Listener {
     double reset_allowance;
     std::chrono::steady_clock::time_point refilled;
     bool closing = false;
+    // Admitted while its address was suspect after a flood: closed when it receives more than
+    // 1 MB in one look, whatever the process holds (listener.cpp, kSuspectFloodBytes).
+    bool flood_suspect = false;
     // TCP's count of the bytes received, at the memory guard's last look and at the start of its
     // window.
     std::uint64_t received_at_look = 0;
@@ -132,15 +136,17 @@ class Listener {
   std::int64_t window_start_unreserved_ = 0;
   int window_looks_ = 0;
   // Addresses a connection of which was closed for its resets or its flood. Until `until`, they
-  // may open one connection a second, whose calls may reset only a second's worth at once: an
-  // attacker reconnecting in a loop would otherwise have every new connection's calls created and
-  // cancelled again, or every new connection's header block parsed and freed again (with four
-  // floods reconnecting at will, health answered in up to 2.1 s beside two CPU-bound processes;
-  // with one connection a second, 0.5-0.9 s). Not refused outright: an address may be shared by
-  // honest clients, a NAT's or a health checker's.
+  // may open one connection a second, whose calls may reset only a second's worth at once, and
+  // which, after a flood, may not receive more than 1 MB in one look even while the process
+  // holds little: an attacker reconnecting in a loop would otherwise have every new connection's
+  // calls created and cancelled again, or every new connection's header block parsed and freed
+  // again (with four floods reconnecting at will, health answered in up to 2.1 s beside two
+  // CPU-bound processes; with one connection a second, 0.5-0.9 s). Not refused outright: an
+  // address may be shared by honest clients, a NAT's or a health checker's.
   struct Suspicion {
     std::chrono::steady_clock::time_point until;
     bool after_resets = false;
+    bool after_flood = false;
     std::chrono::steady_clock::time_point last_admitted;
   };
   std::unordered_map<std::string, Suspicion> suspects_;
