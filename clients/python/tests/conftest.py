@@ -118,8 +118,17 @@ class TorquedProcess:
             ).result()
 
     def wait_serving(self, timeout: float = 60.0) -> bool:
-        """Polls health until SERVING; False if the process exited or the time ran out."""
+        """Polls health until SERVING; False if the process exited or the time ran out. The probe's
+        channel is opened once the port accepts connections: a gRPC channel whose first attempts
+        were refused backs off between attempts, whatever its initial backoff, and took 5 s (15 s
+        with TLS) to try again after the server had started."""
         end = time.monotonic() + timeout
+        while not self._accepts_connections():
+            if self.process is None or self.process.poll() is not None:
+                return False
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.01)
         with torqued.Client(
             self.address, retries=0, initial_backoff=0.02, **self.client_kwargs
         ) as probe:
@@ -133,6 +142,13 @@ class TorquedProcess:
                     pass
                 time.sleep(0.02)
         return False
+
+    def _accepts_connections(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1.0):
+                return True
+        except OSError:
+            return False
 
     def start_serving(self) -> None:
         """Starts and waits for SERVING, on a new port if the chosen one was taken meanwhile."""
