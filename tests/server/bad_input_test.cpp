@@ -77,11 +77,11 @@ const std::vector<std::string> kServerFlags = {
 // hostile client sent would cross it.
 constexpr std::int64_t kRssGrowthBound = 96LL << 20;
 // What a stream that its client fills and never reads may add to that while it is stuck: its
-// receive window. gRPC sizes each stream's window from its bandwidth-delay estimate: at least
-// 4 MB, and tens of MB when ping acks come late on busy CPUs (a stream once took 1,000 writes of
-// 64 kB beside two CPU-bound processes). The transport's quota, a quarter of the default budget,
-// bounds the windows, and shrinks them as it fills. The server keeps the probe on: without it
-// an 88 kB Echo took 210 µs instead of 150, an 880 kB one 520 instead of 400.
+// receive window. gRPC sizes each stream's window from its bandwidth-delay estimate, which grows
+// when ping acks come late on busy CPUs (a stream once took 1,000 writes of 64 kB beside two
+// CPU-bound processes). The transport's quota, a quarter of the default budget, bounds the
+// windows, and shrinks them as it fills. The server keeps the probe on: without it an 88 kB Echo
+// took 210 µs instead of 150, an 880 kB one 520 instead of 400.
 constexpr std::int64_t kStuckStreamBound = 256LL << 20;
 // Writes of 64 kB past that quota: a stream still taking the last of them has no back-pressure.
 constexpr int kStuckStreamWrites = 5000;
