@@ -182,8 +182,13 @@ TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteD
   Eigen::VectorXd tau = Eigen::VectorXd::Zero(model.nv);
   for (std::size_t k = 0; k < actuated.size(); ++k) tau[actuated[k]] = u[k];
   const auto [q_next, v_next] = defined_step(model, c, state.q, state.v, tau, contacts);
-  EXPECT_LT((at.v_next - v_next).cwiseAbs().maxCoeff(), 1e-12);
-  EXPECT_LT((at.q_next - q_next).cwiseAbs().maxCoeff(), 1e-12);
+  // Relative to the state's size (velocities of these cases reach 114): the step and its
+  // definition solve the same contact dynamics in different orders, and with FMA (-march=native)
+  // seed 19's touchdown differed by 3.9e-12 at |v| = 6.7.
+  EXPECT_LT((at.v_next - v_next).cwiseAbs().maxCoeff(),
+            1e-12 * (1.0 + v_next.cwiseAbs().maxCoeff()));
+  EXPECT_LT((at.q_next - q_next).cwiseAbs().maxCoeff(),
+            1e-12 * (1.0 + q_next.cwiseAbs().maxCoeff()));
 
   Data scratch(model);
   const int nv = model.nv;
