@@ -15,6 +15,7 @@
 // RNEA by 3.2e-9. The bound is 1e-7 for both.
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
+#include <unistd.h>
 
 #include <Eigen/Geometry>
 #include <filesystem>
@@ -57,9 +58,13 @@ struct MujocoModel {
   std::unique_ptr<mjData, decltype(&mj_deleteData)> data{nullptr, mj_deleteData};
 };
 
+// The copy is named after the process: CTest runs each robot's test as a process of its own, two
+// at a time, and with one name for all a robot was once read from another's copy (panda's test
+// loaded a 19-coordinate model).
 MujocoModel load_in_mujoco(const std::string& xml, const std::filesystem::path& dir,
                            std::string& error) {
-  const std::filesystem::path copy = dir / "model_without_meshes.xml";
+  const std::filesystem::path copy =
+      dir / ("model_without_meshes_" + std::to_string(::getpid()) + ".xml");
   std::ofstream(copy) << xml;
   char message[1000] = "";
   MujocoModel m;
