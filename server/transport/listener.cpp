@@ -457,7 +457,8 @@ void Listener::guard_memory() {
     std::vector<std::pair<std::uint64_t, Connection*>> receivers;
     std::uint64_t received_in_window = 0;
     for (auto& [peer, connection] : by_peer_) {
-      if (connection.closing) continue;
+      // Below an eighth only a flood's suspects are looked at.
+      if (connection.closing || (!past_eighth && !connection.flood_suspect)) continue;
       const std::uint64_t received = bytes_received(connection.fd);
       const std::uint64_t in_look = received - std::min(received, connection.received_at_look);
       connection.received_at_look = received;
