@@ -90,11 +90,18 @@ class Torqued:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"torqued exited at start:\n{self.log()}")
+                self._fail("torqued exited at start")
             if health(self.port, timeout=1.0)[1]:
                 return
             time.sleep(0.05)
-        raise RuntimeError(f"torqued did not become SERVING:\n{self.log()}")
+        self._fail("torqued did not become SERVING")
+
+    def _fail(self, what):
+        """Raises with the log, after stopping the server and removing its directory: a server
+        that failed to start is never handed to a fixture that would stop it."""
+        log = self.log()
+        self.stop()
+        raise RuntimeError(f"{what}:\n{log}")
 
     @property
     def pid(self):
