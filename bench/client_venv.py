@@ -3,6 +3,7 @@ as tests/clients/python/run_pytest.sh builds its own: the package copied out of 
 installed offline on the system's site packages (grpcio, numpy) with its stubs generated from
 proto/."""
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -11,8 +12,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def rerun_in_venv(script, argv):
     """Runs `script` again with `argv` and --in-venv in a new venv holding the client; returns
-    its exit code."""
+    its exit code. The venv is removed afterwards."""
     work = tempfile.mkdtemp(prefix="torqued-bench-")
+    try:
+        return _run_in_venv(work, script, argv)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run_in_venv(work, script, argv):
     package = os.path.join(work, "package")
     os.makedirs(package)
     for name in ("pyproject.toml", "setup.py", "torqued"):

@@ -34,6 +34,7 @@ tests/clients/python/run_pytest.sh does.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -89,6 +90,7 @@ class Server:
             self.process.terminate()
             self.process.wait(timeout=60)
         self.log.close()
+        shutil.rmtree(self.data, ignore_errors=True)
 
 
 def crocoddyl_runs(anchor, models, threads, repeats, problem):
@@ -255,11 +257,14 @@ def run(a):
 
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     if a.describe is None:
-        a.describe = os.path.join(tempfile.mkdtemp(prefix="torqued-ocp-"), "describe.json")
-        subprocess.run([a.anchor, "--repeats", "0", "--models", a.models,
-                        "--describe", a.describe], check=True, capture_output=True)
-    problems = [p for p in json.load(open(a.describe))["problems"]
-                if a.problem in ("all", p["name"])]
+        with tempfile.TemporaryDirectory(prefix="torqued-ocp-") as scratch:
+            path = os.path.join(scratch, "describe.json")
+            subprocess.run([a.anchor, "--repeats", "0", "--models", a.models, "--describe", path],
+                           check=True, capture_output=True)
+            description = json.load(open(path))
+    else:
+        description = json.load(open(a.describe))
+    problems = [p for p in description["problems"] if a.problem in ("all", p["name"])]
     dump = json.load(open(a.dump)) if a.dump else None
     print("| problem | workers / threads | iterations (torqued, Crocoddyl) | stop (torqued) "
           "| cost torqued / Crocoddyl | task error torqued, Crocoddyl (m) "

@@ -26,6 +26,7 @@ it (a line search's step sizes), each with and without Fx and Fu.
 """
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,7 +70,8 @@ def run(a):
     anchor = os.path.join(os.environ.get("ANCHORS_DIR", os.path.expanduser(
         "~/.cache/torqued-anchors")), "native", "anchor_horizon")
     horizon = os.path.join(a.build, "bench", "torqued_horizon")
-    server = Server(a.build, a.workers, tempfile.mkdtemp(prefix="torqued-horizon-data-"))
+    data_root = tempfile.mkdtemp(prefix="torqued-horizon-data-")
+    server = Server(a.build, a.workers, data_root)
     try:
         # As the server keeps freed memory for reuse, so does this client (an opt-in: see
         # docs/benchmarks.md on page faults).
@@ -146,6 +148,7 @@ def run(a):
                     samples[name].append(measure())
     finally:
         server.stop()
+        shutil.rmtree(data_root, ignore_errors=True)
     m = {name: statistics.median(values) for name, values in samples.items()}
     print(f"talos_reduced floating, {a.knots} knots, nv {model.nv}, nu {nu}, {a.workers} workers "
           f"and threads; request {sent * 8 / 1e6:.2f} MB, answer {answered * 8 / 1e6:.2f} MB; "

@@ -86,13 +86,18 @@ def spread(values):
 
 
 def run(a):
+    """The table, with the requests written to a directory removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="torqued-mpc-tick-") as work:
+        measure(a, work)
+
+
+def measure(a, work):
     import torqued
     from compare_ocp import Server
     from google.protobuf import json_format
 
     binary = os.path.join(a.build, "server", "torqued")
     load = os.path.join(a.build, "clients", "cpp", "load", "torqued-load")
-    work = tempfile.mkdtemp(prefix="torqued-mpc-tick-")
     print("| workers / threads | Crocoddyl tick ms p50, p99 | torqued tick ms p50, p99 "
           "| Echo ms p50 | torqued p99 / (Crocoddyl p50 + Echo p50) "
           "| tick step length p50, torqued and Crocoddyl |")
