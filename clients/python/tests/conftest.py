@@ -7,17 +7,15 @@ Without a binary every test that needs a server is skipped with that message.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import pytest
 
@@ -25,27 +23,19 @@ import torqued
 from support import REPOSITORY
 
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # Scratch directories are named torqued-pytest-PID-..., PID the pytest process that made them.
 SCRATCH_PREFIX = "torqued-pytest-"
 
 
-# PR_SET_PDEATHSIG signals a child when the thread that forked it ends, not its process, and a
-# test may start a server from a short-lived thread (threading.Timer): every server is forked
-# on this one thread instead, which lasts as long as pytest.
+# Every server runs under setpriv (util-linux, essential in Debian), which has the kernel kill it
+# when the thread that started it ends (PR_SET_PDEATHSIG), however pytest ends: a crash, a kill,
+# CTest's timeout. That is the thread that forked it, not its process, and a test may start a
+# server from a short-lived thread (threading.Timer): every server is started on this one thread
+# instead, which lasts as long as pytest. Not from a preexec_fn: Popen then calls fork(), whose
+# grpcio handler waited forever while a client retried on another thread (test_lifetime.py);
+# without one Popen uses vfork(), which runs no fork handler.
+DIE_WITH_PYTEST = ("setpriv", "--pdeathsig", "KILL", "--")
 SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torqued-spawner")
-
-
-def die_with(parent: int) -> Callable[[], None]:
-    """For Popen's preexec_fn: the child gets SIGKILL when SPAWNER's thread ends, however pytest
-    ends (a crash, a kill, CTest's timeout); a child whose parent is already gone exits at once."""
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def set_up() -> None:
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0 or os.getppid() != parent:
-            os._exit(127)
-
-    return set_up
 
 
 def remove_dead_runs_scratch() -> None:
@@ -104,6 +94,7 @@ class TorquedProcess:
             self.process = SPAWNER.submit(
                 subprocess.Popen,
                 [
+                    *DIE_WITH_PYTEST,
                     self.binary,
                     "--address=127.0.0.1",
                     f"--port={self.port}",
@@ -114,7 +105,6 @@ class TorquedProcess:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=die_with(os.getpid()),
             ).result()
 
     def wait_serving(self, timeout: float = 60.0) -> bool:

@@ -1,15 +1,17 @@
-"""The servers the tests start die with the pytest process however it ends, and the scratch
-directory of a pytest run that died goes with the next run (conftest.py)."""
+"""The servers the tests start die with the pytest process however it ends, starting one forks
+nothing, and the scratch directory of a pytest run that died goes with the next run
+(conftest.py)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from conftest import remove_dead_runs_scratch
+from conftest import TorquedProcess, remove_dead_runs_scratch
 
 # A pytest process that dies with a server running: starts one, writes its pid and its scratch
 # directory, then aborts as a crash would.
@@ -56,3 +58,21 @@ def test_an_aborted_run_leaves_no_server_and_no_scratch(server: object, tmp_path
     assert scratch.exists(), "nothing to clean up: the test proves nothing"
     remove_dead_runs_scratch()
     assert not scratch.exists()
+
+
+def test_starting_a_server_runs_no_fork_handlers(launch: type[TorquedProcess]) -> None:
+    """A server started with a preexec_fn is forked, and fork() runs grpcio's handler, which waits
+    for the channels' threads: with a client retrying on another thread it waited forever, and the
+    suite with it (Popen never returned). Without one, Popen uses vfork, which runs no handler;
+    Python's own (os.register_at_fork) run exactly when fork() does."""
+    forks: list[int] = []
+    watching = threading.Event()
+    os.register_at_fork(before=lambda: forks.append(1) if watching.is_set() else None)
+    server = launch()
+    watching.set()
+    try:
+        server.start()
+    finally:
+        watching.clear()
+        server.stop()
+    assert forks == [], "starting a server called fork()"

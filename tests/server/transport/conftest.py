@@ -6,7 +6,6 @@ under a sanitizer, whose allocator keeps freed memory in quarantine: memory boun
 checked (the calls and the health answers still are).
 """
 
-import ctypes
 import os
 import shutil
 import signal
@@ -24,9 +23,12 @@ from raw_http2 import health
 
 REPOSITORY = Path(__file__).resolve().parents[3] / "deploy" / "models"
 SANITIZED = os.environ.get("TORQUED_SANITIZED") == "1"
-PR_SET_PDEATHSIG = 1
-# PR_SET_PDEATHSIG signals the child when the thread that forked it ends: fork every server on
-# this one thread, which lasts as long as pytest.
+# Every server runs under setpriv (util-linux, essential in Debian), which has the kernel kill it
+# when the thread that started it ends (PR_SET_PDEATHSIG): that is the thread that forked it, so
+# every server is started on this one thread, which lasts as long as pytest. Not from a
+# preexec_fn, which makes Popen call fork() in a process with threads running; without one Popen
+# uses vfork() (clients/python/tests/conftest.py says what a fork cost there).
+DIE_WITH_PYTEST = ("setpriv", "--pdeathsig", "KILL", "--")
 SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torqued-spawner")
 
 
@@ -34,16 +36,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _die_with_parent(parent):
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def set_up():
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0 or os.getppid() != parent:
-            os._exit(127)
-
-    return set_up
 
 
 def status_field(pid, name):
@@ -69,6 +61,7 @@ class Torqued:
         self.port = free_port()
         self.log_path = self.directory / "torqued.log"
         command = [
+            *DIE_WITH_PYTEST,
             binary,
             "--address", "127.0.0.1",
             "--port", str(self.port),
@@ -84,7 +77,6 @@ class Torqued:
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
-            preexec_fn=_die_with_parent(os.getpid()),
         ).result()
         log.close()
         deadline = time.monotonic() + 60
