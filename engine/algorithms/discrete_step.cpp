@@ -301,6 +301,11 @@ void runge_kutta_step(const Model& model, Data& data, const ConstVectorRef& q,
 
 }  // namespace
 
+bool step_leaves_knot_placements(const Model& model, const StepSettings& settings) {
+  return settings.integrator != Integrator::kRungeKutta4 && settings.constraints.empty() &&
+         model.loop_closures.empty() && !settings.touchdown;
+}
+
 void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
           const ConstVectorRef& u, const StepSettings& settings, StepOutput out) {
   [[maybe_unused]] const int nv = model.nv;  // by the asserts

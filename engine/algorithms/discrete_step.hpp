@@ -117,6 +117,12 @@ struct StepOutput {
 void step(const Model& model, Data& data, const ConstVectorRef& q, const ConstVectorRef& v,
           const ConstVectorRef& u, const StepSettings& settings, StepOutput out);
 
+// Whether step() under `settings` leaves the knot's world placements in data: data.oMi and
+// data.oS at q, as place_in_world() writes them for every body. So do the Euler steps on a free
+// tree (no constraints, loop closures or touchdown), whose one stage is aba() or aba_derivatives()
+// at q; a caller that needs the bodies placed at the knot need not place them again.
+bool step_leaves_knot_placements(const Model& model, const StepSettings& settings);
+
 // The values of the blocks of J_q and J_w that are not 1, those of the joints with several DOFs:
 // Σ dofs² over those joints.
 std::size_t integration_block_values(const Model& model);

@@ -17,6 +17,12 @@ inline const Transform& place_in_world(const Model& model, Data& data, int i, co
   return oMi;
 }
 
+// Places every body: the outward step alone, for what reads the world placements (the
+// optimal-control residuals, placed_generalized_gravity_derivatives()).
+inline void place_in_world(const Model& model, Data& data, const double* q) {
+  for (int i = 1; i < model.nbodies(); ++i) place_in_world(model, data, i, q);
+}
+
 // ⁰S_i x for the joint's nv coordinates of x (velocities or accelerations), once ⁰S_i is placed.
 inline Motion world_joint_motion(const Joint& joint, const Data& data, const double* x) {
   const double* s = data.oS.data() + 6 * joint.idx_v;

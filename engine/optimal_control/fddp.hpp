@@ -23,7 +23,6 @@
 // bounds.
 #pragma once
 
-#include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <optional>
 #include <vector>
@@ -137,7 +136,6 @@ class Fddp {
   std::vector<Eigen::MatrixXd> value_xx_;  // V_xx, T + 1
   std::vector<Eigen::VectorXd> q_u_, quu_k_, feedforward_;
   std::vector<Eigen::MatrixXd> feedback_;
-  std::vector<Eigen::LLT<Eigen::MatrixXd>> quu_factors_;
   // Box-FDDP's: the bounds (null without), the QP, the box around ū and Q_uu,ff⁻¹ scattered.
   const ControlBounds* bounds_;
   BoxQp box_;
@@ -146,6 +144,8 @@ class Fddp {
   Eigen::VectorXd q_x_, next_, scratch_x_, gap_try_, no_control_;
   Eigen::Vector2d expected_ = Eigen::Vector2d::Zero();  // d₁, d₂ of the last trial
   Eigen::MatrixXd q_xx_, q_xu_, q_uu_, fx_t_vxx_, fu_t_vxx_;
+  Eigen::MatrixXd quu_cholesky_;      // L of Q_uu = L Lᵀ, lower triangle
+  Eigen::MatrixXd gains_transposed_;  // [Kᵀ; kᵀ] as they are solved for
   std::vector<FddpIteration> log_;
   double cost_ = 0.0, cost_try_ = 0.0, regularization_ = 0.0;
   double gradient_term_ = 0.0, curvature_term_ = 0.0;  // dg, dq of Crocoddyl

@@ -2,14 +2,15 @@
 // sum of weighted activations of residuals with its Gauss-Newton derivatives. The products of a
 // term's R_x and R_u skip the blocks a residual cannot fill (R_q̇ of a configuration residual, R_u
 // of a state residual), and the state and control residuals, whose R is the identity but for the
-// multi-DOF joints' blocks of R_q, add their terms block by block.
+// multi-DOF joints' blocks of R_q, add their terms block by block, as control about gravity adds
+// those of its R_u, which selects the actuated DOFs.
 #include "engine/optimal_control/multibody_problem.hpp"
 
 #include <algorithm>
 #include <cassert>
 #include <stdexcept>
 
-#include "engine/algorithms/kinematics.hpp"
+#include "engine/algorithms/world_frame.hpp"
 #include "engine/model/configuration.hpp"
 #include "engine/optimal_control/quasi_static.hpp"
 
@@ -53,7 +54,8 @@ void add_term_derivatives(const Model& model, const Residual& residual,
                           const Eigen::Ref<const Eigen::VectorXd>& g,
                           const Eigen::Ref<const Eigen::VectorXd>& c,
                           const Eigen::Ref<const Eigen::MatrixXd>& rx,
-                          const Eigen::Ref<const Eigen::MatrixXd>& ru, Eigen::MatrixXd& weighted,
+                          const Eigen::Ref<const Eigen::MatrixXd>& ru,
+                          std::span<const int> actuated_dofs, Eigen::MatrixXd& weighted,
                           KnotValues& values) {
   const int nv = model.nv;
   const auto size = g.size();
@@ -83,6 +85,17 @@ void add_term_derivatives(const Model& model, const Residual& residual,
   weighted_rx.noalias() = c.asDiagonal() * rxs;
   values.lx.head(columns).noalias() += rxs.transpose() * g;
   values.lxx.topLeftCorner(columns, columns).noalias() += rxs.transpose() * weighted_rx;
+  if (residual.type == ResidualType::kControlGravity) {
+    // R_u selects the actuated DOFs' rows: its products are those rows of g, C and C R_q.
+    for (std::size_t i = 0; i < actuated_dofs.size(); ++i) {
+      const int dof = actuated_dofs[i];
+      const auto at = static_cast<Eigen::Index>(i);
+      values.lu[at] += g[dof];
+      values.luu(at, at) += c[dof];
+      values.lxu.col(at).head(columns) += weighted_rx.row(dof).transpose();
+    }
+    return;
+  }
   if (residual_depends_on_control(residual)) {
     auto weighted_ru = weighted.block(0, columns, size, ru.cols());
     weighted_ru.noalias() = c.asDiagonal() * ru;
@@ -202,17 +215,21 @@ void MultibodyProblem::difference(const Eigen::VectorXd& x0, const Eigen::Vector
   out.tail(nv) = x1.tail(nv) - x0.tail(nv);
 }
 
+StepSettings MultibodyProblem::step_settings(const KnotModel& knot) const {
+  return {.dt = knot.dt,
+          .integrator = dynamics_.integrator,
+          .actuated_dofs = dynamics_.actuated_dofs,
+          .constraints = knot.contacts,
+          .gains = dynamics_.gains,
+          .touchdown = knot.touchdown,
+          .restitution = knot.restitution};
+}
+
 void MultibodyProblem::step(Worker& worker, int t, const Eigen::VectorXd& x,
                             const Eigen::VectorXd& u, KnotValues* values) const {
   const KnotModel& knot = knot_model(t);
   const int nq = model_.nq, nv = model_.nv;
-  const StepSettings settings{.dt = knot.dt,
-                              .integrator = dynamics_.integrator,
-                              .actuated_dofs = dynamics_.actuated_dofs,
-                              .constraints = knot.contacts,
-                              .gains = dynamics_.gains,
-                              .touchdown = knot.touchdown,
-                              .restitution = knot.restitution};
+  const StepSettings settings = step_settings(knot);
   const int rows = constraint_rows(model_, knot.contacts);
   const bool multipliers = rows > 0 && reads_multipliers(knot);
   const auto span_of = [](auto& matrix, int count) {
@@ -272,7 +289,10 @@ double MultibodyProblem::knot_costs(Worker& worker, int t, const Eigen::VectorXd
       worker.lambda.head(rows),
       worker.dlambda_dx.topRows(rows),
       worker.dlambda_du.topRows(rows)};
-  forward_kinematics(model_, worker.data, q);
+  // The residuals read the bodies placed at q: the step at this knot left them so, or here.
+  if (!running || !step_leaves_knot_placements(model_, step_settings(knot))) {
+    place_in_world(model_, worker.data, q.data());
+  }
   double cost = 0.0;
   for (std::size_t i = 0; i < knot.costs.size(); ++i) {
     const CostTerm& term = knot.costs[i];
@@ -294,7 +314,8 @@ double MultibodyProblem::knot_costs(Worker& worker, int t, const Eigen::VectorXd
       value = activation_derivatives(term.activation, r, gradient, curvature);
       gradient *= weight;
       curvature *= weight;
-      add_term_derivatives(model_, residual, gradient, curvature, rx, ru, worker.weighted, *values);
+      add_term_derivatives(model_, residual, gradient, curvature, rx, ru, dynamics_.actuated_dofs,
+                           worker.weighted, *values);
     }
     cost += weight * value;
     if (!terms.empty()) terms[i] = weight * value;

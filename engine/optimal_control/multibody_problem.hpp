@@ -140,10 +140,12 @@ class MultibodyProblem : public ShootingProblem {
 
  private:
   // The knot's costs (scaled by dt when running), and with `values` their derivatives into it;
-  // each term's value into `terms` when it is not empty. Reads λ and its rates from the worker,
-  // where step() leaves them when the knot's costs read them.
+  // each term's value into `terms` when it is not empty. At a running knot, after step() at the
+  // same x and u: reads λ and its rates from the worker, where step() leaves them when the knot's
+  // costs read them, and the bodies' placements when step() leaves them at the knot.
   double knot_costs(Worker& worker, int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
                     KnotValues* values, std::span<double> terms) const;
+  StepSettings step_settings(const KnotModel& knot) const;
   void step(Worker& worker, int t, const Eigen::VectorXd& x, const Eigen::VectorXd& u,
             KnotValues* values) const;
   // Sizes evaluated_terms_ for the knots' costs.

@@ -4,8 +4,8 @@
 #include <cassert>
 
 #include "engine/algorithms/centroidal.hpp"
+#include "engine/algorithms/generalized_gravity_derivatives.hpp"
 #include "engine/algorithms/jacobian.hpp"
-#include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/model/configuration.hpp"
 #include "engine/spatial/lie_group.hpp"
@@ -115,14 +115,16 @@ void evaluate_residual(const Model& model, Data& data, ResidualWorkspace& worksp
       break;
     case ResidualType::kControlGravity: {
       // B u − g(q): the torques the controls add to gravity's.
-      r = -generalized_gravity(model, data, knot.q);
+      if (derivatives) {
+        rq = -placed_generalized_gravity_derivatives(model, data).dtau_dq;
+        r = -data.tau;
+      } else {
+        r = -placed_generalized_gravity(model, data);
+      }
       for (std::size_t c = 0; c < knot.actuated_dofs.size(); ++c) {
         r[knot.actuated_dofs[c]] += knot.u[static_cast<Eigen::Index>(c)];
       }
       if (derivatives) {
-        const RneaDerivativesWorkspace& d = rnea_configuration_derivatives(
-            model, data, knot.q, workspace.zeros, workspace.zeros, {}, model.gravity);
-        rq = -d.dtau_dq;
         for (std::size_t c = 0; c < knot.actuated_dofs.size(); ++c) {
           ru(knot.actuated_dofs[c], static_cast<Eigen::Index>(c)) = 1.0;
         }

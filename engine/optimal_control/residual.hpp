@@ -93,8 +93,8 @@ struct ResidualWorkspace {
 
 // r into `r`; with `derivatives`, R_x (size x 2 nv) into `rx` and R_u (size x nu) into `ru`, both
 // overwritten whole (zeros where r does not depend). Reads and overwrites data's kinematics: the
-// frame residuals need data.oMi at q on entry (forward_kinematics()), and every residual leaves
-// it so.
+// residuals need the bodies placed at q on entry (data.oMi and data.oS, as place_in_world() leaves
+// them for every body), and every residual leaves them so.
 void evaluate_residual(const Model& model, Data& data, ResidualWorkspace& workspace,
                        const Residual& residual, const KnotPoint& knot, bool derivatives,
                        Eigen::Ref<Eigen::VectorXd> r, Eigen::Ref<Eigen::MatrixXd> rx,

@@ -1,4 +1,5 @@
-// RNEA and ABA derivatives (engine/algorithms/{rnea,aba}_derivatives.hpp) against
+// RNEA, ABA and generalized-gravity derivatives (engine/algorithms/{rnea,aba,
+// generalized_gravity}_derivatives.hpp) against
 //  - the Pinocchio 3.7 reference (../shared/golden): drnea_dq, drnea_dv at (q, v, a) and
 //    daba_dq, daba_dv at (q, v, tau) for every file and state, plus M and M⁻¹;
 //  - central finite differences on the configuration manifold (q ⊕ h e_k through integrate()),
@@ -17,6 +18,7 @@
 #include "engine/algorithms/aba.hpp"
 #include "engine/algorithms/aba_derivatives.hpp"
 #include "engine/algorithms/crba.hpp"
+#include "engine/algorithms/generalized_gravity_derivatives.hpp"
 #include "engine/algorithms/rnea.hpp"
 #include "engine/algorithms/rnea_derivatives.hpp"
 #include "engine/model/build.hpp"
@@ -313,6 +315,31 @@ TEST_P(RandomTreeDerivativesTest, ByProductsMatchRneaCrbaAndAba) {
   EXPECT_LE(relative_error(data_->workspace<AbaDerivativesWorkspace>().ddq_dtau * mass,
                            Eigen::MatrixXd::Identity(model().nv, model().nv)),
             1e-9);
+}
+
+// g(q) and ∂g/∂q of the gravity-only pass (and g alone from the bodies it placed) are RNEA's at
+// (q, 0, 0) and its derivatives there, to
+// rounding (1e-11, as above: the same products summed in another order), and ∂g/∂q matches the
+// finite differences of generalized_gravity() to the bar above.
+TEST_P(RandomTreeDerivativesTest, GeneralizedGravityDerivativesMatchRneaDerivatives) {
+  const test_support::RandomState& s = state_;
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(model().nv);
+  Data other(model());
+  const Eigen::MatrixXd expected = rnea_derivatives(model(), other, s.q, zero, zero).dtau_dq;
+  const Eigen::VectorXd gravity = other.tau;
+  const Eigen::MatrixXd dg_dq = generalized_gravity_derivatives(model(), *data_, s.q).dtau_dq;
+  EXPECT_LE(relative_error(data_->tau, gravity), 1e-11) << "g(q)";
+  // g alone, from the placements the derivatives left.
+  EXPECT_LE(relative_error(placed_generalized_gravity(model(), *data_), gravity), 1e-11);
+  const double e_rnea = relative_error(dg_dq, expected);
+  EXPECT_LE(e_rnea, 1e-11) << "∂g/∂q against the RNEA derivatives at (q, 0, 0)";
+  const auto g_of_q = [&](const Eigen::VectorXd& q) -> Eigen::VectorXd {
+    return generalized_gravity(model(), other, q);
+  };
+  const double e_fd = relative_error(dg_dq, finite_difference_q(model(), s.q, g_of_q));
+  EXPECT_LE(e_fd, kFiniteDifferenceTol);
+  std::printf("[ errors   ] nv %d: dg_dq %.2e against RNEA's, %.2e against differences\n",
+              model().nv, e_rnea, e_fd);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomTrees, RandomTreeDerivativesTest, ::testing::ValuesIn(tree_cases()),

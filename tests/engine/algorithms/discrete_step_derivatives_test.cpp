@@ -4,8 +4,9 @@
 // step taken in the tangent space, on random trees with every joint kind, fully actuated and with
 // an unactuated free-flyer root, free, in rigid contact with the world, and at a touchdown (the
 // impact of impulse_dynamics.hpp first), and the contacts' friction-cone residuals
-// (friction_cone.hpp) and their derivatives in the same way; the semi-implicit step against
-// Pinocchio's, free and with legged robots' feet in 3D and 6D contact.
+// (friction_cone.hpp) and their derivatives in the same way; the placements that the Euler steps
+// on a free tree leave; the semi-implicit step against Pinocchio's, free and with legged robots'
+// feet in 3D and 6D contact.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "engine/algorithms/constrained_dynamics.hpp"
 #include "engine/algorithms/discrete_step.hpp"
 #include "engine/algorithms/impulse_dynamics.hpp"
+#include "engine/algorithms/world_frame.hpp"
 #include "engine/io/urdf.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
@@ -149,15 +151,20 @@ std::pair<Eigen::VectorXd, Eigen::VectorXd> defined_step(
   return {integrate(model, q, kDt * dq), v + kDt * dv};
 }
 
-class DiscreteStepDerivativesTest : public ::testing::TestWithParam<Case> {};
-
-TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteDifferences) {
-  const Case c = GetParam();
+// The case's random tree: 6-12 links with every joint kind, on a floating base.
+ModelPtr case_tree(const Case& c) {
   test_support::RandomTreeOptions options;
   options.min_links = 6;
   options.max_links = 12;
   options.floating_base = true;
-  const ModelPtr model_ptr = build_model(test_support::random_tree_spec(c.seed, options));
+  return build_model(test_support::random_tree_spec(c.seed, options));
+}
+
+class DiscreteStepDerivativesTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DiscreteStepDerivativesTest, StepAndJacobiansMatchItsDefinitionAndFiniteDifferences) {
+  const Case c = GetParam();
+  const ModelPtr model_ptr = case_tree(c);
   const Model& model = *model_ptr;
   std::mt19937_64 rng(c.seed);
   const test_support::RandomState state = test_support::random_state(model, rng);
@@ -254,6 +261,51 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          kSchemes[static_cast<int>(info.param.scheme)] +
          (info.param.in_contact ? "_in_contact" : "") +
          (info.param.touchdown >= 0.0 ? "_touchdown" : "");
+}
+
+// A step that says it leaves the knot's placements (the Euler steps on a free tree) leaves data.oMi
+// and data.oS as placing every body at q does, with and without the Jacobians: the same
+// place_in_world() at the same q, to rounding (1e-14). RK4, contacts and touchdowns say not.
+TEST(DiscreteStepPlacementsTest, StepsThatSaySoLeaveTheKnotPlacements) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.seed);
+    const ModelPtr model_ptr = case_tree(c);
+    const Model& model = *model_ptr;
+    std::mt19937_64 rng(c.seed);
+    const test_support::RandomState state = test_support::random_state(model, rng);
+    std::vector<int> actuated(model.nv);
+    std::iota(actuated.begin(), actuated.end(), 0);
+    const Eigen::VectorXd u = test_support::uniform_vector(rng, model.nv, -10.0, 10.0);
+    BilateralConstraint contact;
+    contact.body1 = model.nbodies() - 1;
+    const StepSettings settings{.dt = kDt,
+                                .integrator = c.scheme,
+                                .actuated_dofs = actuated,
+                                .constraints = {&contact, c.in_contact ? 1u : 0u},
+                                .touchdown = c.touchdown >= 0.0};
+    const bool leaves = step_leaves_knot_placements(model, settings);
+    EXPECT_EQ(leaves, c.scheme != Integrator::kRungeKutta4 && !c.in_contact);
+    if (!leaves) continue;
+
+    Data placed(model);
+    place_in_world(model, placed, state.q.data());
+    Eigen::VectorXd q_next(model.nq), v_next(model.nv);
+    RowMajorMatrix fx(2 * model.nv, 2 * model.nv), fu(2 * model.nv, model.nv);
+    for (const bool jacobians : {false, true}) {
+      SCOPED_TRACE(jacobians ? "with the Jacobians" : "without the Jacobians");
+      Data data(model);
+      torqued::step(model, data, state.q, state.v, u, settings,
+                    jacobians ? StepOutput{.q_next = q_next, .v_next = v_next, .fx = fx, .fu = fu}
+                              : StepOutput{.q_next = q_next, .v_next = v_next});
+      for (int i = 1; i < model.nbodies(); ++i) {
+        EXPECT_LT((data.oMi[i].rotation - placed.oMi[i].rotation).cwiseAbs().maxCoeff(), 1e-14);
+        EXPECT_LT((data.oMi[i].translation - placed.oMi[i].translation).cwiseAbs().maxCoeff(),
+                  1e-14 * (1.0 + placed.oMi[i].translation.norm()));
+      }
+      EXPECT_LT((data.oS - placed.oS).cwiseAbs().maxCoeff(),
+                1e-14 * (1.0 + placed.oS.cwiseAbs().maxCoeff()));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomTrees, DiscreteStepDerivativesTest, ::testing::ValuesIn(cases()),

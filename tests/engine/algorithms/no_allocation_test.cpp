@@ -39,6 +39,7 @@
 #include "engine/algorithms/discrete_step.hpp"
 #include "engine/algorithms/floating_base_inverse_dynamics.hpp"
 #include "engine/algorithms/forward_dynamics.hpp"
+#include "engine/algorithms/generalized_gravity_derivatives.hpp"
 #include "engine/algorithms/hybrid_dynamics.hpp"
 #include "engine/algorithms/impact.hpp"
 #include "engine/algorithms/impulse_dynamics.hpp"
@@ -341,6 +342,8 @@ class NoAllocationTest : public ::testing::Test {
          [&](Data& data) { rnea_derivatives(model, data, s.q, s.v, s.a); }},
         {"rnea_derivatives with external forces", kRneaDerivativesWorkspaces,
          [&](Data& data) { rnea_derivatives(model, data, s.q, s.v, s.a, s.f_ext); }},
+        {"generalized_gravity_derivatives", kGeneralizedGravityDerivativesWorkspaces,
+         [&](Data& data) { generalized_gravity_derivatives(model, data, s.q); }},
         {"aba_derivatives", kAbaDerivativesWorkspaces,
          [&](Data& data) { aba_derivatives(model, data, s.q, s.v, s.tau); }},
         {"aba_derivatives with external forces", kAbaDerivativesWorkspaces,

@@ -13,6 +13,7 @@
 
 #include "engine/algorithms/jacobian.hpp"
 #include "engine/algorithms/rnea.hpp"
+#include "engine/algorithms/world_frame.hpp"
 #include "engine/model/build.hpp"
 #include "engine/model/configuration.hpp"
 #include "engine/optimal_control/fddp.hpp"
@@ -149,7 +150,7 @@ TEST_P(MultibodyProblemTest, ResidualDerivativesMatchCentralDifferences) {
                            Eigen::MatrixXd* rx, Eigen::MatrixXd* ru) {
       const KnotPoint point{at.head(model.nq), at.tail(nv), u, robot.actuated, {}, none,
                             no_rates,          no_rates};
-      forward_kinematics(model, data, at.head(model.nq));
+      place_in_world(model, data, at.data());
       Eigen::VectorXd r(size);
       Eigen::MatrixXd rx_out(size, 2 * nv), ru_out(size, nu);
       evaluate_residual(model, data, workspace, residual, point, derivatives, r, rx_out, ru_out);
