@@ -137,13 +137,18 @@ OTHER_CLIENT_ADDRESS = "127.0.0.3"
 # server's CPUs, and two CPU-bound processes too (tests/run.sh must pass beside them). A
 # sanitizer's server runs 5-15 times slower: there the bound says that health still answers.
 PROBE_TIMEOUT = 10.0 if SANITIZED else 1.0
+# The readiness probe's period in deploy/k8s: the deployment takes a pod out of its Service after
+# two failed probes in a row (failureThreshold: 2), which needs health failing for at least this
+# long.
+READINESS_PERIOD = 5.0
 
 
 class Monitor:
     """Asks the health service on a new connection every `period` seconds, from its own thread,
     and records how long each answer took (a missing answer counts as the wait's timeout). A
     probe fails, as Kubernetes' readiness probe would, when the answer is not SERVING or comes
-    later than `probe_timeout`."""
+    later than `probe_timeout`; `longest_outage` is the longest time from a failed probe's asking
+    to the next passing probe's (or the end)."""
 
     def __init__(self, server, period=0.2, timeout=20.0 if SANITIZED else 5.0,
                  probe_timeout=PROBE_TIMEOUT):
@@ -153,13 +158,13 @@ class Monitor:
         self.probe_timeout = probe_timeout
         self.latencies = []
         self.failed = []  # (seconds since the start, why) of each failed probe
-        self.failures_in_a_row = 0  # the longest run of failed probes
+        self.longest_outage = 0.0  # seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         start = time.monotonic()
-        run = 0
+        outage_from = None  # when the failing probes of the outage under way were asked
         while not self._stop.is_set():
             asked = time.monotonic() - start
             seconds, serving, why = health(self.server.port, timeout=self.timeout,
@@ -167,11 +172,15 @@ class Monitor:
             self.latencies.append(seconds)
             if serving and seconds > self.probe_timeout:
                 serving, why = False, f"answered in {seconds:.2f} s, past the probe's timeout"
-            run = 0 if serving else run + 1
-            self.failures_in_a_row = max(self.failures_in_a_row, run)
             if not serving:
                 self.failed.append((asked, why))
+                outage_from = asked if outage_from is None else outage_from
+            elif outage_from is not None:
+                self.longest_outage = max(self.longest_outage, asked - outage_from)
+                outage_from = None
             self._stop.wait(self.period)
+        if outage_from is not None:
+            self.longest_outage = max(self.longest_outage, time.monotonic() - start - outage_from)
 
     def __enter__(self):
         self._thread.start()
